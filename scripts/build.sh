@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Configures and builds one flavour of uroce into build/<flavour>.
+#   release (default): optimised, with tests and benchmarks
+#   asan:              AddressSanitizer + UndefinedBehaviorSanitizer, tests only
+#   fuzz:              clang with libFuzzer targets (+ ASan/UBSan)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+flavour=${1:-release}
+jobs=$(nproc)
+case "$flavour" in
+  release) args=(-DCMAKE_BUILD_TYPE=Release) ;;
+  asan)    args=(-DCMAKE_BUILD_TYPE=Debug -DUROCE_SANITIZE=ON -DUROCE_BENCH=OFF) ;;
+  fuzz)    args=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++ -DUROCE_SANITIZE=ON
+                 -DUROCE_FUZZ=ON -DUROCE_BENCH=OFF) ;;
+  *) echo "usage: $0 [release|asan|fuzz]" >&2; exit 2 ;;
+esac
+
+cmake -S . -B "build/$flavour" -G Ninja "${args[@]}" >/dev/null
+cmake --build "build/$flavour" -j "$jobs"

@@ -1,0 +1,89 @@
+// Whole RoCEv2 packets and frames: parse untrusted bytes into headers, payload
+// and ICRC verdict; emit headers and payload into bytes with lengths, pad,
+// checksums and ICRC filled in.
+//
+//   transport packet (what a UDP socket carries): BTH | ext headers | payload | pad | ICRC
+//   frame (what a raw port carries):  Ethernet | IPv4/IPv6 | UDP 4791 | transport packet
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <variant>
+
+#include "common/bytes.h"
+#include "wire/bth.h"
+#include "wire/error.h"
+#include "wire/ethernet.h"
+#include "wire/ext_headers.h"
+#include "wire/icrc.h"
+#include "wire/ipv4.h"
+#include "wire/ipv6.h"
+#include "wire/opcode.h"
+#include "wire/udp.h"
+
+namespace uroce::wire {
+
+// The BTH and the extension headers its opcode carries (the others empty).
+struct TransportHeaders {
+  BthRepr bth;
+  std::optional<DethRepr> deth;
+  std::optional<RethRepr> reth;
+  std::optional<AtomicEthRepr> atomic_eth;
+  std::optional<AethRepr> aeth;
+  std::optional<AtomicAckEthRepr> atomic_ack_eth;
+  std::optional<ImmDtRepr> imm_dt;
+  std::optional<IethRepr> ieth;
+
+  bool operator==(const TransportHeaders&) const = default;
+};
+
+struct RocePacket {
+  TransportHeaders headers;
+  const OpcodeInfo* op = nullptr;  // never null after a successful parse
+  ByteSpan payload;                // pad excluded; points into the parsed bytes
+  std::uint32_t icrc = 0;          // as read from the wire (little-endian)
+};
+
+using IpHeader = std::variant<Ipv4Repr, Ipv6Repr>;
+
+struct RoceFrame {
+  EthernetRepr ethernet;
+  IpHeader ip;
+  UdpRepr udp;
+  RocePacket packet;
+  bool icrc_ok = false;
+
+  int ip_version() const { return std::holds_alternative<Ipv4Repr>(ip) ? 4 : 6; }
+};
+
+// Parses a UDP payload as a RoCEv2 transport packet. Checks the opcode, TVer,
+// that every extension header fits, pad and length rules; not the ICRC (that
+// needs the IP header).
+WireResult<RocePacket> parse_roce_packet(ByteSpan udp_payload);
+
+// Parses an Ethernet frame carrying RoCEv2 and verifies its ICRC. Trailing
+// bytes after the IP datagram (Ethernet padding, FCS) are ignored. A wrong
+// ICRC is not an error here: icrc_ok says so, and the receiver drops it.
+WireResult<RoceFrame> parse_roce_frame(ByteSpan frame);
+
+// Bytes from BTH to the end of the extension headers for this opcode.
+std::size_t transport_headers_length(const OpcodeInfo& op);
+
+// Writes BTH, extension headers, payload, pad and a zero ICRC placeholder.
+// The pad count is derived from the payload size. The headers must be exactly
+// those the opcode carries (bad_header otherwise). Returns the bytes written.
+WireResult<std::size_t> emit_roce_packet(const TransportHeaders& headers, ByteSpan payload, MutableByteSpan out);
+
+struct RoceFrameSpec {
+  EthernetRepr ethernet;
+  IpHeader ip;  // payload_length is computed
+  UdpRepr udp;  // payload_length is computed
+  TransportHeaders headers;
+  ByteSpan payload;
+};
+
+// Writes a complete frame with IP and UDP lengths, IPv4 checksum and ICRC.
+// Returns the frame length (without Ethernet padding or FCS).
+WireResult<std::size_t> emit_roce_frame(const RoceFrameSpec& spec, MutableByteSpan out);
+
+}  // namespace uroce::wire

@@ -1,0 +1,69 @@
+// The opcode table against PROTOCOL.md: names, transports, extension headers.
+#include <gtest/gtest.h>
+
+#include "wire/opcode.h"
+
+namespace uroce::wire {
+namespace {
+
+struct Row {
+  std::uint8_t value;
+  const char* name;
+  Transport transport;
+  std::uint16_t headers;
+};
+
+TEST(Opcode, MatchesProtocolTable) {
+  const Row table[] = {
+      {0x00, "SEND_FIRST", Transport::rc, kExtNone},
+      {0x03, "SEND_LAST_WITH_IMMEDIATE", Transport::rc, kExtImmDt},
+      {0x06, "RDMA_WRITE_FIRST", Transport::rc, kExtReth},
+      {0x0B, "RDMA_WRITE_ONLY_WITH_IMMEDIATE", Transport::rc, kExtReth | kExtImmDt},
+      {0x0C, "RDMA_READ_REQUEST", Transport::rc, kExtReth},
+      {0x0D, "RDMA_READ_RESPONSE_FIRST", Transport::rc, kExtAeth},
+      {0x0E, "RDMA_READ_RESPONSE_MIDDLE", Transport::rc, kExtNone},
+      {0x10, "RDMA_READ_RESPONSE_ONLY", Transport::rc, kExtAeth},
+      {0x11, "ACKNOWLEDGE", Transport::rc, kExtAeth},
+      {0x12, "ATOMIC_ACKNOWLEDGE", Transport::rc, kExtAeth | kExtAtomicAckEth},
+      {0x13, "COMPARE_SWAP", Transport::rc, kExtAtomicEth},
+      {0x14, "FETCH_ADD", Transport::rc, kExtAtomicEth},
+      {0x16, "SEND_LAST_WITH_INVALIDATE", Transport::rc, kExtIeth},
+      {0x17, "SEND_ONLY_WITH_INVALIDATE", Transport::rc, kExtIeth},
+      {0x20, "SEND_FIRST", Transport::uc, kExtNone},
+      {0x2B, "RDMA_WRITE_ONLY_WITH_IMMEDIATE", Transport::uc, kExtReth | kExtImmDt},
+      {0x64, "SEND_ONLY", Transport::ud, kExtDeth},
+      {0x65, "SEND_ONLY_WITH_IMMEDIATE", Transport::ud, kExtDeth | kExtImmDt},
+      {0x81, "CNP", Transport::cnp, kExtCnpReserved},
+  };
+  for (const Row& e : table) {
+    const OpcodeInfo* op = find_opcode(e.value);
+    ASSERT_NE(op, nullptr) << int(e.value);
+    EXPECT_EQ(op->name, e.name);
+    EXPECT_EQ(op->transport, e.transport);
+    EXPECT_EQ(op->headers, e.headers) << op->name;
+  }
+}
+
+TEST(Opcode, UcHasExactlyTheSendAndWriteFamilies) {
+  for (std::uint8_t rc = 0; rc <= 0x17; ++rc) {
+    const OpcodeInfo* rc_op = find_opcode(rc);
+    const OpcodeInfo* uc_op = find_opcode(static_cast<std::uint8_t>(opcode::kUcBase + rc));
+    bool send_or_write = rc <= 0x0B;
+    EXPECT_EQ(uc_op != nullptr, send_or_write) << int(rc);
+    if (uc_op) {
+      EXPECT_EQ(uc_op->name, rc_op->name);
+    }
+  }
+}
+
+TEST(Opcode, ReservedAndOtherTransportsAreUnknown) {
+  for (int value : {0x15, 0x18, 0x1F, 0x2C, 0x40, 0x60, 0x63, 0x66, 0x80, 0x82, 0xC0, 0xFF}) {
+    EXPECT_EQ(find_opcode(static_cast<std::uint8_t>(value)), nullptr) << value;
+  }
+  int known = 0;
+  for (int value = 0; value < 256; ++value) known += find_opcode(static_cast<std::uint8_t>(value)) != nullptr;
+  EXPECT_EQ(known, 23 + 12 + 2 + 1);
+}
+
+}  // namespace
+}  // namespace uroce::wire

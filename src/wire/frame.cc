@@ -44,20 +44,22 @@ std::size_t transport_headers_length(const OpcodeInfo& op) {
   return length;
 }
 
-WireResult<RocePacket> parse_roce_packet(ByteSpan bytes) {
+namespace {
+
+// Parses into packet in place (the frame parser fills its own member, saving
+// a copy per packet); returns the error, if any.
+std::optional<WireError> parse_packet_into(ByteSpan bytes, RocePacket& packet) {
   auto bth_view = BthView::new_checked(bytes);
-  if (!bth_view) return fail(bth_view.error());
-  auto bth = BthRepr::parse(*bth_view);
-  if (!bth) return fail(bth.error());
-  const OpcodeInfo* op = find_opcode(bth->opcode);
-  if (op == nullptr) return fail(WireError::unknown_opcode);
+  if (!bth_view) return bth_view.error();
+  if (bth_view->transport_version() != 0) return WireError::bad_version;
+  const OpcodeInfo* op = find_opcode(bth_view->opcode());
+  if (op == nullptr) return WireError::unknown_opcode;
 
   std::size_t headers_length = transport_headers_length(*op);
-  if (bytes.size() < headers_length + kIcrcLength) return fail(WireError::truncated);
+  if (bytes.size() < headers_length + kIcrcLength) return WireError::truncated;
 
-  RocePacket packet;
   packet.op = op;
-  packet.headers.bth = *bth;
+  packet.headers.bth = *BthRepr::parse(*bth_view);
   std::size_t offset = kBthLength;
   take_header(bytes, offset, op->has(kExtDeth), packet.headers.deth);
   take_header(bytes, offset, op->has(kExtReth), packet.headers.reth);
@@ -69,11 +71,20 @@ WireResult<RocePacket> parse_roce_packet(ByteSpan bytes) {
   if (op->has(kExtCnpReserved)) offset += kCnpReservedLength;
 
   std::size_t body_length = bytes.size() - kIcrcLength - offset;  // payload + pad
-  if (body_length % 4 != 0) return fail(WireError::bad_length);
-  if (!op->carries_payload && body_length != 0) return fail(WireError::bad_length);
-  if (bth->pad_count > body_length) return fail(WireError::bad_length);
-  packet.payload = bytes.subspan(offset, body_length - bth->pad_count);
+  if (body_length % 4 != 0) return WireError::bad_length;
+  if (!op->carries_payload && body_length != 0) return WireError::bad_length;
+  std::uint8_t pad = packet.headers.bth.pad_count;
+  if (pad > body_length) return WireError::bad_length;
+  packet.payload = bytes.subspan(offset, body_length - pad);
   packet.icrc = load_le32(&bytes[bytes.size() - kIcrcLength]);
+  return std::nullopt;
+}
+
+}  // namespace
+
+WireResult<RocePacket> parse_roce_packet(ByteSpan bytes) {
+  RocePacket packet;
+  if (auto error = parse_packet_into(bytes, packet)) return fail(*error);
   return packet;
 }
 
@@ -111,12 +122,10 @@ WireResult<RoceFrame> parse_roce_frame(ByteSpan bytes) {
   frame.udp = UdpRepr::parse(*udp);
   if (frame.udp.dst_port != kRoceV2Port) return fail(WireError::not_roce);
 
-  auto packet = parse_roce_packet(udp->payload());
-  if (!packet) return fail(packet.error());
-  frame.packet = *packet;
+  if (auto error = parse_packet_into(udp->payload(), frame.packet)) return fail(*error);
 
   std::size_t datagram_length = kUdpHeaderLength + udp->payload().size();
-  frame.icrc_ok = compute_icrc(ip_header, ip_payload.first(datagram_length - kIcrcLength)) == packet->icrc;
+  frame.icrc_ok = compute_icrc(ip_header, ip_payload.first(datagram_length - kIcrcLength)) == frame.packet.icrc;
   return frame;
 }
 

@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# Builds the release flavour and runs the wire benchmarks (memcpy is the peer
+# measured in the same run). Extra arguments go to Google Benchmark.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+./scripts/install-deps.sh
+./scripts/build.sh release >/dev/null
+build/release/bench/wire_bench --benchmark_min_time=0.2 "$@"

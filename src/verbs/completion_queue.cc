@@ -1,0 +1,26 @@
+// Completion queue ring.
+#include "verbs/completion_queue.h"
+
+namespace uroce::verbs {
+
+bool CompletionQueue::push(const WorkCompletion& completion) {
+  if (count_ == ring_.size()) {
+    overflowed_ = true;
+    return false;
+  }
+  ring_[(head_ + count_) % ring_.size()] = completion;
+  ++count_;
+  return true;
+}
+
+std::size_t CompletionQueue::poll(std::span<WorkCompletion> out) {
+  std::size_t taken = 0;
+  while (taken < out.size() && count_ > 0) {
+    out[taken++] = ring_[head_];
+    head_ = (head_ + 1) % ring_.size();
+    --count_;
+  }
+  return taken;
+}
+
+}  // namespace uroce::verbs

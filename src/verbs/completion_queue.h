@@ -1,0 +1,35 @@
+// A completion queue: a fixed-capacity ring of work completions. Overflow is
+// never silent: the completion is refused, the queue is marked overflowed and
+// the engine raises an error event (as a hardware CQ overrun does).
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "uroce/verbs_types.h"
+
+namespace uroce::verbs {
+
+class CompletionQueue {
+ public:
+  explicit CompletionQueue(std::uint32_t capacity) : ring_(capacity) {}
+
+  // False (and overflowed() from then on) when the queue is full.
+  bool push(const WorkCompletion& completion);
+  // Moves up to out.size() completions, oldest first; returns how many.
+  std::size_t poll(std::span<WorkCompletion> out);
+
+  std::size_t size() const { return count_; }
+  std::size_t capacity() const { return ring_.size(); }
+  bool overflowed() const { return overflowed_; }
+  bool empty() const { return count_ == 0; }
+
+ private:
+  std::vector<WorkCompletion> ring_;
+  std::size_t head_ = 0;
+  std::size_t count_ = 0;
+  bool overflowed_ = false;
+};
+
+}  // namespace uroce::verbs

@@ -1,0 +1,103 @@
+// Memory region registration, key generation and access checks.
+#include "verbs/memory_region.h"
+
+#include "uroce/verbs_types.h"
+
+namespace uroce::verbs {
+
+MemoryRegionTable::MemoryRegionTable(std::uint64_t seed) : rng_state_(seed) {}
+
+std::uint32_t MemoryRegionTable::fresh_key() {
+  while (true) {
+    // splitmix64: cheap, well mixed, reproducible from the seed.
+    std::uint64_t z = (rng_state_ += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    auto key = static_cast<std::uint32_t>(z ^ (z >> 31));
+    if (key != 0 && !by_lkey_.contains(key) && !by_rkey_.contains(key)) return key;
+  }
+}
+
+Expected<const MemoryRegion*, std::errc> MemoryRegionTable::register_region(std::uint32_t pd, void* addr,
+                                                                            std::uint64_t length,
+                                                                            std::uint32_t access) {
+  constexpr std::uint32_t kKnown = kAccessLocalWrite | kAccessRemoteWrite | kAccessRemoteRead | kAccessRemoteAtomic;
+  if ((access & ~kKnown) != 0) return unexpected(std::errc::invalid_argument);
+  if ((access & (kAccessRemoteWrite | kAccessRemoteAtomic)) != 0 && (access & kAccessLocalWrite) == 0) {
+    return unexpected(std::errc::invalid_argument);
+  }
+  auto start = reinterpret_cast<std::uintptr_t>(addr);
+  if (length > UINTPTR_MAX - start) return unexpected(std::errc::invalid_argument);
+  if (addr == nullptr && length != 0) return unexpected(std::errc::bad_address);
+
+  auto region = std::make_unique<MemoryRegion>();
+  region->lkey = fresh_key();
+  by_lkey_[region->lkey] = nullptr;  // reserve the lkey while drawing the rkey
+  region->rkey = fresh_key();
+  region->pd = pd;
+  region->addr = static_cast<std::uint8_t*>(addr);
+  region->length = length;
+  region->access = access;
+  MemoryRegion* raw = region.get();
+  by_rkey_[raw->rkey] = raw;
+  by_lkey_[raw->lkey] = std::move(region);
+  return raw;
+}
+
+std::errc MemoryRegionTable::deregister(std::uint32_t lkey) {
+  auto it = by_lkey_.find(lkey);
+  if (it == by_lkey_.end()) return std::errc::invalid_argument;
+  by_rkey_.erase(it->second->rkey);
+  by_lkey_.erase(it);
+  return std::errc{};
+}
+
+bool MemoryRegionTable::invalidate_rkey(std::uint32_t rkey, std::uint32_t pd) {
+  auto it = by_rkey_.find(rkey);
+  if (it == by_rkey_.end() || it->second->pd != pd) return false;
+  by_rkey_.erase(it);
+  return true;
+}
+
+bool MemoryRegionTable::pd_in_use(std::uint32_t pd) const {
+  for (const auto& [key, region] : by_lkey_) {
+    if (region->pd == pd) return true;
+  }
+  return false;
+}
+
+Expected<std::uint8_t*, AccessError> MemoryRegionTable::check_range(const MemoryRegion& region, std::uint64_t start,
+                                                                    std::uint64_t length) {
+  auto base = reinterpret_cast<std::uintptr_t>(region.addr);
+  // Overflow-safe: start >= base, length <= region length, offset + length <= region length.
+  if (start < base || length > region.length || start - base > region.length - length) {
+    return unexpected(AccessError::out_of_bounds);
+  }
+  return region.addr + (start - base);
+}
+
+Expected<std::uint8_t*, AccessError> MemoryRegionTable::resolve_remote(std::uint32_t rkey, std::uint32_t pd,
+                                                                       std::uint64_t va, std::uint64_t length,
+                                                                       std::uint32_t needed_access) const {
+  if (length == 0) return static_cast<std::uint8_t*>(nullptr);
+  auto it = by_rkey_.find(rkey);
+  if (it == by_rkey_.end()) return unexpected(AccessError::bad_key);
+  const MemoryRegion& region = *it->second;
+  if (region.pd != pd) return unexpected(AccessError::wrong_pd);
+  if ((region.access & needed_access) != needed_access) return unexpected(AccessError::no_permission);
+  return check_range(region, va, length);
+}
+
+Expected<std::uint8_t*, AccessError> MemoryRegionTable::resolve_local(std::uint32_t lkey, std::uint32_t pd,
+                                                                      std::uint64_t addr, std::uint64_t length,
+                                                                      bool needs_write) const {
+  auto it = by_lkey_.find(lkey);
+  if (it == by_lkey_.end() || it->second == nullptr) return unexpected(AccessError::bad_key);
+  const MemoryRegion& region = *it->second;
+  if (region.pd != pd) return unexpected(AccessError::wrong_pd);
+  if (needs_write && (region.access & kAccessLocalWrite) == 0) return unexpected(AccessError::no_permission);
+  if (length == 0) return region.addr;
+  return check_range(region, addr, length);
+}
+
+}  // namespace uroce::verbs

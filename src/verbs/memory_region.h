@@ -1,0 +1,71 @@
+// Memory regions: application memory registered with a protection domain and
+// access flags, found by lkey (local work requests) or rkey (remote peers).
+// Every access is checked for key, PD, permission and bounds before a pointer
+// is handed out; nothing outside [addr, addr + length) is ever reachable.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <system_error>
+#include <unordered_map>
+#include <vector>
+
+#include "common/expected.h"
+
+namespace uroce::verbs {
+
+struct MemoryRegion {
+  std::uint32_t lkey = 0;
+  std::uint32_t rkey = 0;
+  std::uint32_t pd = 0;
+  std::uint8_t* addr = nullptr;  // the registered bytes
+  std::uint64_t length = 0;
+  std::uint32_t access = 0;  // AccessFlags
+};
+
+enum class AccessError {
+  bad_key,        // no such key (or a deregistered one)
+  wrong_pd,       // the region belongs to another protection domain
+  no_permission,  // the access flags do not allow this operation
+  out_of_bounds,  // the range leaves the region (or wraps around)
+};
+
+class MemoryRegionTable {
+ public:
+  // seed drives key generation: keys are random 32-bit values, not indices a
+  // peer could guess. The engine seeds it per device.
+  explicit MemoryRegionTable(std::uint64_t seed);
+
+  // ibv_reg_mr rules: REMOTE_WRITE and REMOTE_ATOMIC need LOCAL_WRITE; the
+  // range must not wrap. Address 0 with length 0 is allowed.
+  Expected<const MemoryRegion*, std::errc> register_region(std::uint32_t pd, void* addr, std::uint64_t length,
+                                                           std::uint32_t access);
+  // Invalidates both keys; the bytes are untouched.
+  std::errc deregister(std::uint32_t lkey);
+  // SEND_WITH_INV: invalidates a remote key (the region stays registered locally).
+  bool invalidate_rkey(std::uint32_t rkey, std::uint32_t pd);
+
+  // A peer's access through an rkey to [va, va + length). A zero-length
+  // access touches nothing and is allowed with any key, as IBTA specifies.
+  Expected<std::uint8_t*, AccessError> resolve_remote(std::uint32_t rkey, std::uint32_t pd, std::uint64_t va,
+                                                      std::uint64_t length, std::uint32_t needed_access) const;
+  // A local scatter/gather element; needs_write for receive buffers and READ
+  // or atomic results.
+  Expected<std::uint8_t*, AccessError> resolve_local(std::uint32_t lkey, std::uint32_t pd, std::uint64_t addr,
+                                                     std::uint64_t length, bool needs_write) const;
+
+  std::size_t size() const { return by_lkey_.size(); }
+  // True if any region of pd is still registered (ibv_dealloc_pd must fail).
+  bool pd_in_use(std::uint32_t pd) const;
+
+ private:
+  std::uint32_t fresh_key();
+  static Expected<std::uint8_t*, AccessError> check_range(const MemoryRegion& region, std::uint64_t start,
+                                                          std::uint64_t length);
+
+  std::uint64_t rng_state_;
+  std::unordered_map<std::uint32_t, std::unique_ptr<MemoryRegion>> by_lkey_;
+  std::unordered_map<std::uint32_t, MemoryRegion*> by_rkey_;
+};
+
+}  // namespace uroce::verbs

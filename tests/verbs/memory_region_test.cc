@@ -1,0 +1,110 @@
+// Memory region registration and the access checks every remote and local
+// access goes through: key, PD, permission, bounds (including wrap-around).
+#include <gtest/gtest.h>
+
+#include <set>
+#include <vector>
+
+#include "uroce/verbs_types.h"
+#include "verbs/memory_region.h"
+
+namespace uroce::verbs {
+namespace {
+
+constexpr std::uint32_t kPd = 1;
+constexpr std::uint32_t kAll = kAccessLocalWrite | kAccessRemoteWrite | kAccessRemoteRead | kAccessRemoteAtomic;
+
+std::uint64_t va(const std::vector<std::uint8_t>& buffer) { return reinterpret_cast<std::uintptr_t>(buffer.data()); }
+
+TEST(MemoryRegion, RegistersWithDistinctUnguessableKeys) {
+  MemoryRegionTable table(42);
+  std::vector<std::uint8_t> buffer(4096);
+  std::set<std::uint32_t> keys;
+  for (int i = 0; i < 1000; ++i) {
+    auto region = table.register_region(kPd, buffer.data(), buffer.size(), kAll);
+    ASSERT_TRUE(region);
+    EXPECT_NE((*region)->lkey, (*region)->rkey);
+    keys.insert((*region)->lkey);
+    keys.insert((*region)->rkey);
+  }
+  EXPECT_EQ(keys.size(), 2000u);
+  // Keys are not small indices: at most a handful below 2^24 among 2000 random values.
+  std::size_t small = 0;
+  for (std::uint32_t key : keys) small += key < (1u << 24);
+  EXPECT_LT(small, 40u);
+}
+
+TEST(MemoryRegion, RemoteWriteAndAtomicNeedLocalWrite) {
+  MemoryRegionTable table(1);
+  std::vector<std::uint8_t> buffer(64);
+  EXPECT_EQ(table.register_region(kPd, buffer.data(), 64, kAccessRemoteWrite).error(), std::errc::invalid_argument);
+  EXPECT_EQ(table.register_region(kPd, buffer.data(), 64, kAccessRemoteAtomic).error(), std::errc::invalid_argument);
+  EXPECT_EQ(table.register_region(kPd, buffer.data(), 64, 0x100).error(), std::errc::invalid_argument);
+  EXPECT_TRUE(table.register_region(kPd, buffer.data(), 64, kAccessRemoteRead));
+  EXPECT_TRUE(table.register_region(kPd, buffer.data(), 64, 0));
+}
+
+TEST(MemoryRegion, RemoteAccessChecksKeyPdPermissionAndBounds) {
+  MemoryRegionTable table(7);
+  std::vector<std::uint8_t> buffer(1024);
+  const MemoryRegion* readable = *table.register_region(kPd, buffer.data(), 1024, kAccessRemoteRead);
+  const std::uint64_t base = va(buffer);
+
+  auto ok = table.resolve_remote(readable->rkey, kPd, base + 1000, 24, kAccessRemoteRead);
+  ASSERT_TRUE(ok);
+  EXPECT_EQ(*ok, buffer.data() + 1000);
+
+  EXPECT_EQ(table.resolve_remote(readable->rkey ^ 1, kPd, base, 8, kAccessRemoteRead).error(), AccessError::bad_key);
+  EXPECT_EQ(table.resolve_remote(readable->lkey, kPd, base, 8, kAccessRemoteRead).error(), AccessError::bad_key);
+  EXPECT_EQ(table.resolve_remote(readable->rkey, kPd + 1, base, 8, kAccessRemoteRead).error(), AccessError::wrong_pd);
+  EXPECT_EQ(table.resolve_remote(readable->rkey, kPd, base, 8, kAccessRemoteWrite).error(),
+            AccessError::no_permission);
+  EXPECT_EQ(table.resolve_remote(readable->rkey, kPd, base + 1000, 25, kAccessRemoteRead).error(),
+            AccessError::out_of_bounds);
+  EXPECT_EQ(table.resolve_remote(readable->rkey, kPd, base - 1, 8, kAccessRemoteRead).error(),
+            AccessError::out_of_bounds);
+  EXPECT_EQ(table.resolve_remote(readable->rkey, kPd, base + 1025, 0x10, kAccessRemoteRead).error(),
+            AccessError::out_of_bounds);
+  // A range that wraps the 64-bit address space must not pass the bounds check.
+  EXPECT_EQ(table.resolve_remote(readable->rkey, kPd, base + 8, UINT64_MAX - 4, kAccessRemoteRead).error(),
+            AccessError::out_of_bounds);
+  EXPECT_EQ(table.resolve_remote(readable->rkey, kPd, UINT64_MAX, 2, kAccessRemoteRead).error(),
+            AccessError::out_of_bounds);
+}
+
+TEST(MemoryRegion, ZeroLengthRemoteAccessTouchesNothing) {
+  MemoryRegionTable table(7);
+  auto result = table.resolve_remote(0xDEADBEEF, kPd, 0x1234, 0, kAccessRemoteWrite);
+  ASSERT_TRUE(result);
+  EXPECT_EQ(*result, nullptr);
+}
+
+TEST(MemoryRegion, LocalAccessNeedsLocalWriteToWrite) {
+  MemoryRegionTable table(3);
+  std::vector<std::uint8_t> buffer(256);
+  const MemoryRegion* read_only = *table.register_region(kPd, buffer.data(), 256, 0);
+  EXPECT_TRUE(table.resolve_local(read_only->lkey, kPd, va(buffer), 256, false));
+  EXPECT_EQ(table.resolve_local(read_only->lkey, kPd, va(buffer), 256, true).error(), AccessError::no_permission);
+  EXPECT_EQ(table.resolve_local(read_only->rkey, kPd, va(buffer), 1, false).error(), AccessError::bad_key);
+  EXPECT_EQ(table.resolve_local(read_only->lkey, kPd, va(buffer) + 200, 57, false).error(),
+            AccessError::out_of_bounds);
+}
+
+TEST(MemoryRegion, DeregisterAndInvalidateRevokeKeys) {
+  MemoryRegionTable table(5);
+  std::vector<std::uint8_t> buffer(64);
+  const MemoryRegion* region = *table.register_region(kPd, buffer.data(), 64, kAll);
+  std::uint32_t lkey = region->lkey, rkey = region->rkey;
+  EXPECT_TRUE(table.pd_in_use(kPd));
+  EXPECT_FALSE(table.invalidate_rkey(rkey, kPd + 1));
+  EXPECT_TRUE(table.invalidate_rkey(rkey, kPd));
+  EXPECT_EQ(table.resolve_remote(rkey, kPd, va(buffer), 8, kAccessRemoteRead).error(), AccessError::bad_key);
+  EXPECT_TRUE(table.resolve_local(lkey, kPd, va(buffer), 8, true));
+  EXPECT_EQ(table.deregister(lkey), std::errc{});
+  EXPECT_EQ(table.deregister(lkey), std::errc::invalid_argument);
+  EXPECT_EQ(table.resolve_local(lkey, kPd, va(buffer), 8, false).error(), AccessError::bad_key);
+  EXPECT_FALSE(table.pd_in_use(kPd));
+}
+
+}  // namespace
+}  // namespace uroce::verbs

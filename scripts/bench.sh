@@ -6,4 +6,5 @@ cd "$(dirname "$0")/.."
 
 ./scripts/install-deps.sh
 ./scripts/build.sh release >/dev/null
-build/release/bench/wire_bench --benchmark_min_time=0.2 "$@"
+build/release/bench/wire_bench --benchmark_min_time=0.2 --benchmark_repetitions=5 \
+  --benchmark_report_aggregates_only=true "$@"

@@ -17,6 +17,9 @@ namespace {
 constexpr std::size_t kIcrcPreambleLength = 8;   // the 0xFF bytes standing for the LRH
 constexpr std::size_t kMaxIpv4HeaderLength = 60;
 constexpr std::size_t kMaskedTransportLength = kUdpHeaderLength + kBthLength;
+// Datagrams up to this size are copied whole so the CRC runs in one call: for
+// short packets the second call's set-up costs more than the copy.
+constexpr std::size_t kCopyWholeLength = 256;
 
 void mask_ip_header(MutableByteSpan header) {
   if (header.empty()) return;
@@ -37,7 +40,7 @@ void mask_ip_header(MutableByteSpan header) {
 }  // namespace
 
 std::uint32_t compute_icrc(ByteSpan ip_header, ByteSpan udp_to_pad) {
-  std::array<std::uint8_t, kIcrcPreambleLength + kMaxIpv4HeaderLength + kMaskedTransportLength> masked;
+  std::array<std::uint8_t, kIcrcPreambleLength + kMaxIpv4HeaderLength + kCopyWholeLength> masked;
   std::fill_n(masked.begin(), kIcrcPreambleLength, 0xFF);
 
   std::size_t ip_length = std::min(ip_header.size(), kMaxIpv4HeaderLength);
@@ -45,7 +48,8 @@ std::uint32_t compute_icrc(ByteSpan ip_header, ByteSpan udp_to_pad) {
   mask_ip_header(MutableByteSpan(masked).subspan(kIcrcPreambleLength, ip_length));
 
   std::size_t transport_offset = kIcrcPreambleLength + ip_length;
-  std::size_t transport_length = std::min(udp_to_pad.size(), kMaskedTransportLength);
+  std::size_t transport_length =
+      udp_to_pad.size() <= kCopyWholeLength ? udp_to_pad.size() : std::min(udp_to_pad.size(), kMaskedTransportLength);
   std::copy_n(udp_to_pad.begin(), transport_length, masked.begin() + transport_offset);
   std::uint8_t* transport = masked.data() + transport_offset;
   if (transport_length >= kUdpHeaderLength) {

@@ -88,44 +88,66 @@ WireResult<RocePacket> parse_roce_packet(ByteSpan bytes) {
   return packet;
 }
 
-WireResult<RoceFrame> parse_roce_frame(ByteSpan bytes) {
-  auto ethernet = EthernetView::new_checked(bytes);
-  if (!ethernet) return fail(ethernet.error());
+namespace {
 
-  RoceFrame frame;
-  frame.ethernet = EthernetRepr::parse(*ethernet);
+std::optional<WireError> parse_datagram_into(ByteSpan bytes, RoceDatagram& datagram) {
+  if (bytes.empty()) return WireError::truncated;
   ByteSpan ip_header;
   ByteSpan ip_payload;
-  if (ethernet->ethertype() == kEthertypeIpv4) {
-    auto view = Ipv4View::new_checked(ethernet->payload());
-    if (!view) return fail(view.error());
+  if ((bytes[0] >> 4) == 4) {
+    auto view = Ipv4View::new_checked(bytes);
+    if (!view) return view.error();
     auto repr = Ipv4Repr::parse(*view);
-    if (!repr) return fail(repr.error());
-    if (repr->protocol != kIpProtocolUdp) return fail(WireError::not_roce);
-    frame.ip = *repr;
+    if (!repr) return repr.error();
+    if (repr->protocol != kIpProtocolUdp) return WireError::not_roce;
+    datagram.ip = *repr;
     ip_header = view->header();
     ip_payload = view->payload();
-  } else if (ethernet->ethertype() == kEthertypeIpv6) {
-    auto view = Ipv6View::new_checked(ethernet->payload());
-    if (!view) return fail(view.error());
+  } else if ((bytes[0] >> 4) == 6) {
+    auto view = Ipv6View::new_checked(bytes);
+    if (!view) return view.error();
     Ipv6Repr repr = Ipv6Repr::parse(*view);
-    if (repr.next_header != kIpProtocolUdp) return fail(WireError::not_roce);
-    frame.ip = repr;
+    if (repr.next_header != kIpProtocolUdp) return WireError::not_roce;
+    datagram.ip = repr;
     ip_header = view->header();
     ip_payload = view->payload();
   } else {
-    return fail(WireError::not_roce);
+    return WireError::bad_version;
   }
 
   auto udp = UdpView::new_checked(ip_payload);
-  if (!udp) return fail(udp.error());
-  frame.udp = UdpRepr::parse(*udp);
-  if (frame.udp.dst_port != kRoceV2Port) return fail(WireError::not_roce);
+  if (!udp) return udp.error();
+  datagram.udp = UdpRepr::parse(*udp);
+  if (datagram.udp.dst_port != kRoceV2Port) return WireError::not_roce;
 
-  if (auto error = parse_packet_into(udp->payload(), frame.packet)) return fail(*error);
+  if (auto error = parse_packet_into(udp->payload(), datagram.packet)) return error;
 
   std::size_t datagram_length = kUdpHeaderLength + udp->payload().size();
-  frame.icrc_ok = compute_icrc(ip_header, ip_payload.first(datagram_length - kIcrcLength)) == frame.packet.icrc;
+  datagram.icrc_ok =
+      compute_icrc(ip_header, ip_payload.first(datagram_length - kIcrcLength)) == datagram.packet.icrc;
+  return std::nullopt;
+}
+
+}  // namespace
+
+WireResult<RoceDatagram> parse_roce_datagram(ByteSpan bytes) {
+  RoceDatagram datagram;
+  if (auto error = parse_datagram_into(bytes, datagram)) return fail(*error);
+  return datagram;
+}
+
+WireResult<RoceFrame> parse_roce_frame(ByteSpan bytes) {
+  auto ethernet = EthernetView::new_checked(bytes);
+  if (!ethernet) return fail(ethernet.error());
+  std::uint16_t ethertype = ethernet->ethertype();
+  if (ethertype != kEthertypeIpv4 && ethertype != kEthertypeIpv6) return fail(WireError::not_roce);
+
+  RoceFrame frame;
+  frame.ethernet = EthernetRepr::parse(*ethernet);
+  ByteSpan ip = ethernet->payload();
+  // The ethertype decides the IP version; a header that disagrees is a bad version.
+  if (!ip.empty() && (ip[0] >> 4) != (ethertype == kEthertypeIpv4 ? 4 : 6)) return fail(WireError::bad_version);
+  if (auto error = parse_datagram_into(ip, frame)) return fail(*error);
   return frame;
 }
 
@@ -159,20 +181,32 @@ WireResult<std::size_t> emit_roce_packet(const TransportHeaders& headers, ByteSp
   return total;
 }
 
-WireResult<std::size_t> emit_roce_frame(const RoceFrameSpec& spec, MutableByteSpan out) {
-  std::size_t l2_length = spec.ethernet.header_length();
+WireResult<DatagramLayout> begin_roce_datagram(const RoceDatagramSpec& spec, std::size_t payload_length,
+                                               MutableByteSpan out) {
+  const OpcodeInfo* op = find_opcode(spec.headers.bth.opcode);
+  if (op == nullptr) return fail(WireError::unknown_opcode);
+  if (!op->carries_payload && payload_length != 0) return fail(WireError::bad_length);
   bool is_ipv4 = std::holds_alternative<Ipv4Repr>(spec.ip);
-  std::size_t l3_length = is_ipv4 ? kIpv4HeaderLength : kIpv6HeaderLength;
-  std::size_t transport_offset = l2_length + l3_length + kUdpHeaderLength;
-  if (out.size() < transport_offset) return fail(WireError::buffer_too_small);
+  DatagramLayout layout;
+  layout.ip_header_length = is_ipv4 ? kIpv4HeaderLength : kIpv6HeaderLength;
+  std::size_t transport_offset = layout.ip_header_length + kUdpHeaderLength;
+  std::size_t headers_length = transport_headers_length(*op);
+  std::uint8_t pad = pad_for(payload_length);
+  std::size_t packet_length = headers_length + payload_length + pad + kIcrcLength;
+  layout.payload_offset = transport_offset + headers_length;
+  layout.length = transport_offset + packet_length;
+  if (layout.length - layout.ip_header_length > 0xFFFF) return fail(WireError::bad_length);
+  if (out.size() < layout.length) return fail(WireError::buffer_too_small);
 
-  auto packet_length = emit_roce_packet(spec.headers, spec.payload, out.subspan(transport_offset));
-  if (!packet_length) return fail(packet_length.error());
-  std::size_t udp_length = kUdpHeaderLength + *packet_length;
-  if (udp_length + l3_length > 0xFFFF) return fail(WireError::bad_length);
+  // Headers only; the payload area is the caller's, pad and ICRC are zeroed.
+  auto written = emit_roce_packet(spec.headers, {}, out.subspan(transport_offset));
+  if (!written) return fail(written.error());
+  MutableByteSpan transport = out.subspan(transport_offset);
+  transport[bth_field::flags] = static_cast<std::uint8_t>((transport[bth_field::flags] & ~0x30) | (pad << 4));
+  std::fill_n(&out[layout.payload_offset + payload_length], pad + kIcrcLength, 0);
 
-  spec.ethernet.emit(out);
-  MutableByteSpan ip = out.subspan(l2_length, l3_length);
+  std::size_t udp_length = kUdpHeaderLength + packet_length;
+  MutableByteSpan ip = out.first(layout.ip_header_length);
   if (is_ipv4) {
     Ipv4Repr ipv4 = std::get<Ipv4Repr>(spec.ip);
     ipv4.payload_length = static_cast<std::uint16_t>(udp_length);
@@ -183,13 +217,28 @@ WireResult<std::size_t> emit_roce_frame(const RoceFrameSpec& spec, MutableByteSp
     ipv6.emit(ip);
   }
   UdpRepr udp = spec.udp;
-  udp.payload_length = static_cast<std::uint16_t>(*packet_length);
-  MutableByteSpan datagram = out.subspan(l2_length + l3_length, udp_length);
-  udp.emit(datagram);
+  udp.payload_length = static_cast<std::uint16_t>(packet_length);
+  udp.emit(out.subspan(layout.ip_header_length, kUdpHeaderLength));
+  return layout;
+}
 
-  std::uint32_t icrc = compute_icrc(ip, datagram.first(udp_length - kIcrcLength));
-  store_le32(&datagram[udp_length - kIcrcLength], icrc);
-  return l2_length + l3_length + udp_length;
+void seal_roce_datagram(MutableByteSpan out, const DatagramLayout& layout) {
+  ByteSpan ip = out.first(layout.ip_header_length);
+  ByteSpan udp_to_pad = ByteSpan(out).subspan(layout.ip_header_length,
+                                              layout.length - layout.ip_header_length - kIcrcLength);
+  store_le32(&out[layout.length - kIcrcLength], compute_icrc(ip, udp_to_pad));
+}
+
+WireResult<std::size_t> emit_roce_frame(const RoceFrameSpec& spec, MutableByteSpan out) {
+  std::size_t l2_length = spec.ethernet.header_length();
+  if (out.size() < l2_length) return fail(WireError::buffer_too_small);
+  MutableByteSpan datagram = out.subspan(l2_length);
+  auto layout = begin_roce_datagram(RoceDatagramSpec{spec.ip, spec.udp, spec.headers}, spec.payload.size(), datagram);
+  if (!layout) return fail(layout.error());
+  spec.ethernet.emit(out);
+  std::copy(spec.payload.begin(), spec.payload.end(), &datagram[layout->payload_offset]);
+  seal_roce_datagram(datagram, *layout);
+  return l2_length + layout->length;
 }
 
 }  // namespace uroce::wire

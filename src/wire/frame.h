@@ -46,8 +46,8 @@ struct RocePacket {
 
 using IpHeader = std::variant<Ipv4Repr, Ipv6Repr>;
 
-struct RoceFrame {
-  EthernetRepr ethernet;
+// An IP datagram carrying RoCEv2: what the engine sends and receives.
+struct RoceDatagram {
   IpHeader ip;
   UdpRepr udp;
   RocePacket packet;
@@ -56,10 +56,18 @@ struct RoceFrame {
   int ip_version() const { return std::holds_alternative<Ipv4Repr>(ip) ? 4 : 6; }
 };
 
+struct RoceFrame : RoceDatagram {
+  EthernetRepr ethernet;
+};
+
 // Parses a UDP payload as a RoCEv2 transport packet. Checks the opcode, TVer,
 // that every extension header fits, pad and length rules; not the ICRC (that
 // needs the IP header).
 WireResult<RocePacket> parse_roce_packet(ByteSpan udp_payload);
+
+// Parses an IP datagram (IPv4 or IPv6 header first) carrying RoCEv2 and
+// verifies its ICRC. Bytes after the IP total length are ignored.
+WireResult<RoceDatagram> parse_roce_datagram(ByteSpan datagram);
 
 // Parses an Ethernet frame carrying RoCEv2 and verifies its ICRC. Trailing
 // bytes after the IP datagram (Ethernet padding, FCS) are ignored. A wrong
@@ -73,6 +81,27 @@ std::size_t transport_headers_length(const OpcodeInfo& op);
 // The pad count is derived from the payload size. The headers must be exactly
 // those the opcode carries (bad_header otherwise). Returns the bytes written.
 WireResult<std::size_t> emit_roce_packet(const TransportHeaders& headers, ByteSpan payload, MutableByteSpan out);
+
+struct RoceDatagramSpec {
+  IpHeader ip;  // payload_length is computed
+  UdpRepr udp;  // payload_length is computed
+  TransportHeaders headers;
+};
+
+// Where begin_roce_datagram put things.
+struct DatagramLayout {
+  std::size_t ip_header_length = 0;
+  std::size_t payload_offset = 0;  // the caller writes payload_length bytes here
+  std::size_t length = 0;          // the whole datagram, ICRC included
+};
+
+// Two-step emission for callers that gather the payload themselves (the
+// engine copies straight from registered memory): begin writes every header,
+// pad and lengths for a payload of payload_length bytes; the caller fills the
+// payload; seal computes the ICRC.
+WireResult<DatagramLayout> begin_roce_datagram(const RoceDatagramSpec& spec, std::size_t payload_length,
+                                               MutableByteSpan out);
+void seal_roce_datagram(MutableByteSpan out, const DatagramLayout& layout);
 
 struct RoceFrameSpec {
   EthernetRepr ethernet;

@@ -1,0 +1,168 @@
+// The uroce transport engine: one soft RNIC's verbs objects and RC transport,
+// as a deterministic sans-I/O state machine. It owns no socket, thread or
+// clock; a driver (the real-network runtime, the simulator, a test) feeds it
+// datagrams and time and polls it for datagrams to send:
+//
+//   engine.post_send(qpn, wr) / post_recv(qpn, wr)   <- the application
+//   engine.on_datagram(bytes, now)                   <- an IP datagram arrived
+//   engine.poll_transmit(buffer, now) -> length      -> an IP datagram to send
+//   engine.next_deadline() / on_timer(now)           <- retransmit and RNR timers
+//   engine.poll_cq(cq, completions)                  -> the application
+//
+// Datagrams are whole IP packets (IPv4 or IPv6 header, UDP 4791, BTH ... ICRC).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <system_error>
+
+#include "common/expected.h"
+#include "uroce/verbs_types.h"
+
+namespace uroce {
+
+// Nanoseconds on the driver's clock (monotonic or simulated).
+using TimeNs = std::int64_t;
+inline constexpr TimeNs kNever = INT64_MAX;
+
+// A RoCEv2 GID: an IPv6 address, or an IPv4 address mapped as ::ffff:a.b.c.d.
+using Gid = std::array<std::uint8_t, 16>;
+Gid gid_from_ipv4(std::array<std::uint8_t, 4> address);
+bool gid_is_ipv4(const Gid& gid);
+
+// The largest datagram the engine emits: IPv6 + UDP + BTH + AtomicETH-sized
+// headers + a 4096-byte payload + pad + ICRC, rounded up.
+inline constexpr std::size_t kMaxDatagramLength = 4096 + 256;
+
+struct DeviceAttributes {
+  std::uint32_t max_qp = 16384;
+  std::uint32_t max_qp_wr = 16384;
+  std::uint32_t max_sge = 32;
+  std::uint32_t max_inline_data = 512;
+  std::uint32_t max_cq = 16384;
+  std::uint32_t max_cqe = 1u << 20;
+  std::uint32_t max_mr = 1u << 20;
+  std::uint32_t max_pd = 1u << 16;
+  std::uint32_t max_qp_rd_atom = 128;       // READ/atomic a requester keeps in flight
+  std::uint32_t max_qp_init_rd_atom = 128;  // READ/atomic a responder keeps records of
+  std::uint64_t max_mr_size = 1ull << 40;
+  std::uint32_t max_msg_size = 1u << 31;
+};
+
+struct EngineConfig {
+  Gid gid{};                  // this RNIC's address
+  std::uint64_t seed = 1;     // keys and QPNs derive from it: same seed, same run
+  DeviceAttributes attributes;
+  std::uint32_t max_inflight_packets = 256;  // PSN window a requester may have unacknowledged
+  std::uint32_t ack_request_interval = 64;   // AckReq at least every this many packets
+};
+
+struct QpCap {
+  std::uint32_t max_send_wr = 0;
+  std::uint32_t max_recv_wr = 0;
+  std::uint32_t max_send_sge = 1;
+  std::uint32_t max_recv_sge = 1;
+  std::uint32_t max_inline_data = 0;
+};
+
+struct QpInitAttr {
+  QpType qp_type = QpType::rc;
+  std::uint32_t pd = 0;
+  std::uint32_t send_cq = 0;
+  std::uint32_t recv_cq = 0;
+  QpCap cap;
+  bool sq_sig_all = false;
+};
+
+struct AddressVector {
+  Gid dgid{};
+  std::uint8_t traffic_class = 0;  // DSCP << 2 | ECN; the engine sets ECT(0) itself
+  std::uint8_t hop_limit = 64;
+  std::uint32_t flow_label = 0;
+};
+
+struct QpAttr {
+  QpState qp_state = QpState::reset;
+  QpState cur_qp_state = QpState::reset;
+  PathMtu path_mtu = PathMtu::mtu1024;
+  std::uint32_t qkey = 0;
+  std::uint32_t rq_psn = 0;
+  std::uint32_t sq_psn = 0;
+  std::uint32_t dest_qp_num = 0;
+  std::uint32_t qp_access_flags = 0;
+  QpCap cap;
+  AddressVector ah_attr;
+  std::uint16_t pkey_index = 0;
+  std::uint8_t max_rd_atomic = 0;
+  std::uint8_t max_dest_rd_atomic = 0;
+  std::uint8_t min_rnr_timer = 0;  // RNR timer code, PROTOCOL.md
+  std::uint8_t port_num = 1;
+  std::uint8_t timeout = 0;    // local ACK timeout exponent: 4.096 us << timeout; 0 = forever
+  std::uint8_t retry_cnt = 0;  // 0..7
+  std::uint8_t rnr_retry = 0;  // 0..7, 7 = forever
+};
+
+struct MrKeys {
+  std::uint32_t lkey = 0;
+  std::uint32_t rkey = 0;
+};
+
+struct EngineCounters {
+  std::uint64_t packets_sent = 0;
+  std::uint64_t packets_received = 0;
+  std::uint64_t retransmitted_packets = 0;
+  std::uint64_t icrc_errors = 0;
+  std::uint64_t malformed_packets = 0;
+  std::uint64_t unknown_qp_packets = 0;
+  std::uint64_t duplicate_requests = 0;
+  std::uint64_t out_of_sequence = 0;
+  std::uint64_t naks_sent = 0;
+  std::uint64_t rnr_naks_sent = 0;
+  std::uint64_t timeouts = 0;
+};
+
+class EngineState;
+
+class Engine {
+ public:
+  explicit Engine(const EngineConfig& config);
+  ~Engine();
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  const DeviceAttributes& attributes() const;
+  const Gid& gid() const;
+  const EngineCounters& counters() const;
+
+  // Verbs. Errors are the errno ibv_* would return.
+  Expected<std::uint32_t, std::errc> alloc_pd();
+  std::errc dealloc_pd(std::uint32_t pd);
+  Expected<MrKeys, std::errc> reg_mr(std::uint32_t pd, void* addr, std::uint64_t length, std::uint32_t access);
+  std::errc dereg_mr(std::uint32_t lkey);
+  Expected<std::uint32_t, std::errc> create_cq(std::uint32_t cqe);
+  std::errc destroy_cq(std::uint32_t cq);
+  // Takes up to out.size() completions, oldest first.
+  Expected<std::size_t, std::errc> poll_cq(std::uint32_t cq, std::span<WorkCompletion> out);
+  // Returns the QP number; init.cap is checked against the device limits.
+  Expected<std::uint32_t, std::errc> create_qp(const QpInitAttr& init);
+  std::errc modify_qp(std::uint32_t qpn, const QpAttr& attr, std::uint32_t mask);
+  Expected<QpAttr, std::errc> query_qp(std::uint32_t qpn) const;
+  std::errc destroy_qp(std::uint32_t qpn);
+  std::errc post_send(std::uint32_t qpn, const SendWr& wr);
+  std::errc post_recv(std::uint32_t qpn, const RecvWr& wr);
+
+  // I/O and time.
+  void on_datagram(std::span<const std::uint8_t> datagram, TimeNs now);
+  // Writes the next datagram to send into out (at least kMaxDatagramLength
+  // bytes) and returns its length, or 0 when there is nothing to send now.
+  std::size_t poll_transmit(std::span<std::uint8_t> out, TimeNs now);
+  TimeNs next_deadline() const;
+  void on_timer(TimeNs now);
+
+ private:
+  std::unique_ptr<EngineState> state_;
+};
+
+}  // namespace uroce

@@ -1,0 +1,511 @@
+// The engine's verbs calls (objects, attribute checks, posting), datagram
+// dispatch, transmit scheduling and timers. The RC protocol itself lives in
+// requester.cc and responder.cc.
+#include "uroce/engine.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "transport/engine_state.h"
+#include "transport/psn.h"
+#include "verbs/qp_state_machine.h"
+#include "wire/udp.h"
+
+namespace uroce {
+
+using transport::QueuePair;
+
+Gid gid_from_ipv4(std::array<std::uint8_t, 4> address) {
+  Gid gid{};
+  gid[10] = gid[11] = 0xFF;
+  std::copy(address.begin(), address.end(), gid.begin() + 12);
+  return gid;
+}
+
+bool gid_is_ipv4(const Gid& gid) {
+  return std::all_of(gid.begin(), gid.begin() + 10, [](std::uint8_t b) { return b == 0; }) && gid[10] == 0xFF &&
+         gid[11] == 0xFF;
+}
+
+namespace transport {
+
+void gather(const std::vector<Segment>& segments, std::uint64_t offset, std::uint8_t* out, std::uint64_t length) {
+  for (const Segment& segment : segments) {
+    if (length == 0) return;
+    if (offset >= segment.length) {
+      offset -= segment.length;
+      continue;
+    }
+    std::uint64_t n = std::min<std::uint64_t>(segment.length - offset, length);
+    std::memcpy(out, segment.data + offset, n);
+    out += n;
+    length -= n;
+    offset = 0;
+  }
+}
+
+void scatter(const std::vector<Segment>& segments, std::uint64_t offset, const std::uint8_t* in,
+             std::uint64_t length) {
+  for (const Segment& segment : segments) {
+    if (length == 0) return;
+    if (offset >= segment.length) {
+      offset -= segment.length;
+      continue;
+    }
+    std::uint64_t n = std::min<std::uint64_t>(segment.length - offset, length);
+    std::memcpy(segment.data + offset, in, n);
+    in += n;
+    length -= n;
+    offset = 0;
+  }
+}
+
+TimeNs rnr_timer_ns(std::uint8_t code) {
+  // PROTOCOL.md, in units of 10 us.
+  static constexpr std::uint32_t kTenMicroseconds[32] = {
+      65536, 1,   2,   3,   4,   6,   8,   12,   16,   24,   32,   48,   64,   96,    128,   192,
+      256,   384, 512, 768, 1024, 1536, 2048, 3072, 4096, 6144, 8192, 12288, 16384, 24576, 32768, 49152};
+  return TimeNs{kTenMicroseconds[code & 31]} * 10'000;
+}
+
+}  // namespace transport
+
+EngineState::EngineState(const EngineConfig& engine_config)
+    : config(engine_config), memory_regions(engine_config.seed ^ 0x6D656D6F7279ull), qpn_state(engine_config.seed) {}
+
+std::uint32_t EngineState::fresh_qpn() {
+  while (true) {
+    std::uint64_t z = (qpn_state += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    auto qpn = static_cast<std::uint32_t>(z >> 40) & transport::kPsnMask;
+    if (qpn > 1 && !qps.contains(qpn)) return qpn;  // 0 and 1 are the special QPs
+  }
+}
+
+void EngineState::mark_ready(QueuePair& qp) {
+  if (qp.in_ready_list) return;
+  qp.in_ready_list = true;
+  ready.push_back(qp.qpn);
+}
+
+void EngineState::complete(std::uint32_t cq, const WorkCompletion& completion) {
+  auto it = cqs.find(cq);
+  if (it != cqs.end()) it->second.push(completion);
+}
+
+void EngineState::move_to_error(QueuePair& qp) {
+  qp.state = QpState::err;
+  for (transport::SendWqe& wqe : qp.send_queue) {
+    if (!wqe.done) {
+      wqe.done = true;
+      wqe.status = WcStatus::wr_flush_err;
+    }
+  }
+  // Flushed WQEs always complete, signaled or not (ibv semantics).
+  while (!qp.send_queue.empty()) {
+    const transport::SendWqe& wqe = qp.send_queue.front();
+    if (wqe.signaled || qp.sq_sig_all || wqe.status != WcStatus::success) {
+      WorkCompletion wc{.wr_id = wqe.wr_id, .status = wqe.status, .qp_num = qp.qpn};
+      complete(qp.send_cq, wc);
+    }
+    qp.send_queue.pop_front();
+  }
+  for (const transport::RecvWqe& wqe : qp.recv_queue) {
+    complete(qp.recv_cq, WorkCompletion{.wr_id = wqe.wr_id, .status = WcStatus::wr_flush_err,
+                                        .opcode = WcOpcode::recv, .qp_num = qp.qpn});
+  }
+  qp.recv_queue.clear();
+  qp.outputs.clear();
+  qp.send_cursor = 0;
+  qp.send_cursor_packet = 0;
+  qp.outstanding_read_atomic = 0;
+  qp.receiving_send = qp.receiving_write = false;
+  qp.retransmit_deadline = kNever;
+  qp.rnr_resume_at = kNever;
+}
+
+wire::WireResult<wire::DatagramLayout> EngineState::begin_packet(const QueuePair& qp,
+                                                                 const wire::TransportHeaders& headers,
+                                                                 std::size_t payload_length,
+                                                                 MutableByteSpan out) const {
+  wire::RoceDatagramSpec spec;
+  spec.headers = headers;
+  spec.headers.bth.dest_qp = qp.attr.dest_qp_num;
+  spec.headers.bth.pkey = wire::kDefaultPkey;
+  spec.udp.src_port = qp.udp_source_port;
+  const AddressVector& av = qp.attr.ah_attr;
+  auto dscp = static_cast<std::uint8_t>(av.traffic_class >> 2);
+  if (gid_is_ipv4(config.gid) && gid_is_ipv4(av.dgid)) {
+    wire::Ipv4Repr ip;
+    ip.dscp = dscp;
+    ip.ecn = wire::Ecn::ect0;
+    ip.ttl = av.hop_limit;
+    std::copy_n(config.gid.begin() + 12, 4, ip.src.begin());
+    std::copy_n(av.dgid.begin() + 12, 4, ip.dst.begin());
+    spec.ip = ip;
+  } else {
+    wire::Ipv6Repr ip;
+    ip.dscp = dscp;
+    ip.ecn = wire::Ecn::ect0;
+    ip.flow_label = av.flow_label;
+    ip.hop_limit = av.hop_limit;
+    ip.src = config.gid;
+    ip.dst = av.dgid;
+    spec.ip = ip;
+  }
+  return wire::begin_roce_datagram(spec, payload_length, out);
+}
+
+std::size_t EngineState::finish_packet(MutableByteSpan out, const wire::DatagramLayout& layout) {
+  wire::seal_roce_datagram(out, layout);
+  ++counters.packets_sent;
+  return layout.length;
+}
+
+// ---------------------------------------------------------------------------
+
+Engine::Engine(const EngineConfig& config) : state_(std::make_unique<EngineState>(config)) {}
+Engine::~Engine() = default;
+
+const DeviceAttributes& Engine::attributes() const { return state_->config.attributes; }
+const Gid& Engine::gid() const { return state_->config.gid; }
+const EngineCounters& Engine::counters() const { return state_->counters; }
+
+Expected<std::uint32_t, std::errc> Engine::alloc_pd() {
+  if (state_->pds.size() >= attributes().max_pd) return unexpected(std::errc::not_enough_memory);
+  std::uint32_t pd = state_->next_pd++;
+  state_->pds.insert(pd);
+  return pd;
+}
+
+std::errc Engine::dealloc_pd(std::uint32_t pd) {
+  if (!state_->pds.contains(pd)) return std::errc::invalid_argument;
+  if (state_->memory_regions.pd_in_use(pd)) return std::errc::device_or_resource_busy;
+  for (const auto& [qpn, qp] : state_->qps) {
+    if (qp.pd == pd) return std::errc::device_or_resource_busy;
+  }
+  state_->pds.erase(pd);
+  return std::errc{};
+}
+
+Expected<MrKeys, std::errc> Engine::reg_mr(std::uint32_t pd, void* addr, std::uint64_t length, std::uint32_t access) {
+  if (!state_->pds.contains(pd)) return unexpected(std::errc::invalid_argument);
+  if (length > attributes().max_mr_size) return unexpected(std::errc::invalid_argument);
+  if (state_->memory_regions.size() >= attributes().max_mr) return unexpected(std::errc::not_enough_memory);
+  auto region = state_->memory_regions.register_region(pd, addr, length, access);
+  if (!region) return unexpected(region.error());
+  return MrKeys{(*region)->lkey, (*region)->rkey};
+}
+
+std::errc Engine::dereg_mr(std::uint32_t lkey) { return state_->memory_regions.deregister(lkey); }
+
+Expected<std::uint32_t, std::errc> Engine::create_cq(std::uint32_t cqe) {
+  if (cqe == 0 || cqe > attributes().max_cqe) return unexpected(std::errc::invalid_argument);
+  if (state_->cqs.size() >= attributes().max_cq) return unexpected(std::errc::not_enough_memory);
+  std::uint32_t cq = state_->next_cq++;
+  state_->cqs.emplace(cq, verbs::CompletionQueue(cqe));
+  return cq;
+}
+
+std::errc Engine::destroy_cq(std::uint32_t cq) {
+  if (!state_->cqs.contains(cq)) return std::errc::invalid_argument;
+  for (const auto& [qpn, qp] : state_->qps) {
+    if (qp.send_cq == cq || qp.recv_cq == cq) return std::errc::device_or_resource_busy;
+  }
+  state_->cqs.erase(cq);
+  return std::errc{};
+}
+
+Expected<std::size_t, std::errc> Engine::poll_cq(std::uint32_t cq, std::span<WorkCompletion> out) {
+  auto it = state_->cqs.find(cq);
+  if (it == state_->cqs.end()) return unexpected(std::errc::invalid_argument);
+  if (it->second.overflowed()) return unexpected(std::errc::no_buffer_space);
+  return it->second.poll(out);
+}
+
+Expected<std::uint32_t, std::errc> Engine::create_qp(const QpInitAttr& init) {
+  const DeviceAttributes& limits = attributes();
+  if (init.qp_type != QpType::rc) return unexpected(std::errc::operation_not_supported);
+  if (!state_->pds.contains(init.pd) || !state_->cqs.contains(init.send_cq) || !state_->cqs.contains(init.recv_cq)) {
+    return unexpected(std::errc::invalid_argument);
+  }
+  const QpCap& cap = init.cap;
+  if (cap.max_send_wr > limits.max_qp_wr || cap.max_recv_wr > limits.max_qp_wr || cap.max_send_sge > limits.max_sge ||
+      cap.max_recv_sge > limits.max_sge || cap.max_inline_data > limits.max_inline_data) {
+    return unexpected(std::errc::invalid_argument);
+  }
+  if (state_->qps.size() >= limits.max_qp) return unexpected(std::errc::not_enough_memory);
+  QueuePair qp;
+  qp.qpn = state_->fresh_qpn();
+  qp.type = init.qp_type;
+  qp.pd = init.pd;
+  qp.send_cq = init.send_cq;
+  qp.recv_cq = init.recv_cq;
+  qp.sq_sig_all = init.sq_sig_all;
+  qp.cap = cap;
+  qp.cap.max_send_sge = std::max<std::uint32_t>(cap.max_send_sge, 1);
+  qp.cap.max_recv_sge = std::max<std::uint32_t>(cap.max_recv_sge, 1);
+  qp.udp_source_port = wire::roce_source_port(qp.qpn);
+  std::uint32_t qpn = qp.qpn;
+  state_->qps.emplace(qpn, std::move(qp));
+  return qpn;
+}
+
+namespace {
+
+std::errc check_attribute_values(const QpAttr& attr, std::uint32_t mask, const DeviceAttributes& limits) {
+  constexpr std::uint32_t kKnownAccess = kAccessLocalWrite | kAccessRemoteWrite | kAccessRemoteRead |
+                                         kAccessRemoteAtomic;
+  bool ok = true;
+  if (mask & kQpAttrPathMtu) {
+    auto mtu = static_cast<std::uint8_t>(attr.path_mtu);
+    ok &= mtu >= 1 && mtu <= 5;
+  }
+  if (mask & kQpAttrRetryCnt) ok &= attr.retry_cnt <= 7;
+  if (mask & kQpAttrRnrRetry) ok &= attr.rnr_retry <= 7;
+  if (mask & kQpAttrTimeout) ok &= attr.timeout <= 31;
+  if (mask & kQpAttrMinRnrTimer) ok &= attr.min_rnr_timer <= 31;
+  if (mask & kQpAttrMaxQpRdAtomic) ok &= attr.max_rd_atomic <= limits.max_qp_rd_atom;
+  if (mask & kQpAttrMaxDestRdAtomic) ok &= attr.max_dest_rd_atomic <= limits.max_qp_init_rd_atom;
+  if (mask & kQpAttrDestQpn) ok &= attr.dest_qp_num <= transport::kPsnMask;
+  if (mask & kQpAttrRqPsn) ok &= attr.rq_psn <= transport::kPsnMask;
+  if (mask & kQpAttrSqPsn) ok &= attr.sq_psn <= transport::kPsnMask;
+  if (mask & kQpAttrAccessFlags) ok &= (attr.qp_access_flags & ~kKnownAccess) == 0;
+  if (mask & kQpAttrPort) ok &= attr.port_num == 1;
+  if (mask & kQpAttrPkeyIndex) ok &= attr.pkey_index == 0;
+  return ok ? std::errc{} : std::errc::invalid_argument;
+}
+
+}  // namespace
+
+std::errc Engine::modify_qp(std::uint32_t qpn, const QpAttr& attr, std::uint32_t mask) {
+  auto it = state_->qps.find(qpn);
+  if (it == state_->qps.end()) return std::errc::invalid_argument;
+  QueuePair& qp = it->second;
+  if ((mask & kQpAttrCurState) && attr.cur_qp_state != qp.state) return std::errc::invalid_argument;
+  QpState next = (mask & kQpAttrState) ? attr.qp_state : qp.state;
+  if (std::errc e = verbs::check_qp_transition(qp.type, qp.state, next, mask); e != std::errc{}) return e;
+  if (std::errc e = check_attribute_values(attr, mask, attributes()); e != std::errc{}) return e;
+
+  QpAttr& a = qp.attr;
+  if (mask & kQpAttrAccessFlags) a.qp_access_flags = attr.qp_access_flags;
+  if (mask & kQpAttrPkeyIndex) a.pkey_index = attr.pkey_index;
+  if (mask & kQpAttrPort) a.port_num = attr.port_num;
+  if (mask & kQpAttrQkey) a.qkey = attr.qkey;
+  if (mask & kQpAttrAv) a.ah_attr = attr.ah_attr;
+  if (mask & kQpAttrPathMtu) a.path_mtu = attr.path_mtu;
+  if (mask & kQpAttrTimeout) a.timeout = attr.timeout;
+  if (mask & kQpAttrRetryCnt) a.retry_cnt = attr.retry_cnt;
+  if (mask & kQpAttrRnrRetry) a.rnr_retry = attr.rnr_retry;
+  if (mask & kQpAttrRqPsn) a.rq_psn = attr.rq_psn;
+  if (mask & kQpAttrMaxQpRdAtomic) a.max_rd_atomic = attr.max_rd_atomic;
+  if (mask & kQpAttrMinRnrTimer) a.min_rnr_timer = attr.min_rnr_timer;
+  if (mask & kQpAttrSqPsn) a.sq_psn = attr.sq_psn;
+  if (mask & kQpAttrMaxDestRdAtomic) a.max_dest_rd_atomic = attr.max_dest_rd_atomic;
+  if (mask & kQpAttrDestQpn) a.dest_qp_num = attr.dest_qp_num;
+
+  QpState previous = qp.state;
+  qp.state = next;
+  a.qp_state = next;
+  if (next == QpState::err && previous != QpState::err) {
+    state_->move_to_error(qp);
+  } else if (next == QpState::reset) {
+    QueuePair fresh;
+    fresh.qpn = qp.qpn;
+    fresh.type = qp.type;
+    fresh.pd = qp.pd;
+    fresh.send_cq = qp.send_cq;
+    fresh.recv_cq = qp.recv_cq;
+    fresh.sq_sig_all = qp.sq_sig_all;
+    fresh.cap = qp.cap;
+    fresh.udp_source_port = qp.udp_source_port;
+    fresh.in_ready_list = qp.in_ready_list;
+    qp = std::move(fresh);
+  }
+  if (mask & kQpAttrRqPsn) qp.expected_psn = attr.rq_psn;
+  if (next == QpState::rtr && previous == QpState::init) {
+    qp.records.assign(a.max_dest_rd_atomic, transport::ReadAtomicRecord{});
+    qp.next_record = 0;
+  }
+  if (mask & kQpAttrSqPsn) qp.next_psn = attr.sq_psn;
+  if (next == QpState::rts && previous == QpState::rtr) {
+    qp.retries_left = a.retry_cnt;
+    qp.rnr_retries_left = a.rnr_retry;
+  }
+  if (next == QpState::rts) state_->mark_ready(qp);
+  return std::errc{};
+}
+
+Expected<QpAttr, std::errc> Engine::query_qp(std::uint32_t qpn) const {
+  auto it = state_->qps.find(qpn);
+  if (it == state_->qps.end()) return unexpected(std::errc::invalid_argument);
+  QpAttr attr = it->second.attr;
+  attr.qp_state = attr.cur_qp_state = it->second.state;
+  attr.cap = it->second.cap;
+  return attr;
+}
+
+std::errc Engine::destroy_qp(std::uint32_t qpn) {
+  return state_->qps.erase(qpn) == 1 ? std::errc{} : std::errc::invalid_argument;
+}
+
+namespace {
+
+// Resolves a WR's scatter/gather list; the first bad element decides the status.
+WcStatus resolve_segments(const verbs::MemoryRegionTable& regions, std::uint32_t pd, std::span<const Sge> sges,
+                          bool needs_write, std::vector<transport::Segment>& out, std::uint64_t& total) {
+  total = 0;
+  out.reserve(sges.size());
+  for (const Sge& sge : sges) {
+    auto data = regions.resolve_local(sge.lkey, pd, sge.addr, sge.length, needs_write);
+    if (!data) return WcStatus::loc_prot_err;
+    if (sge.length > 0) out.push_back(transport::Segment{*data, sge.length});
+    total += sge.length;
+  }
+  return WcStatus::success;
+}
+
+}  // namespace
+
+std::errc Engine::post_send(std::uint32_t qpn, const SendWr& wr) {
+  auto it = state_->qps.find(qpn);
+  if (it == state_->qps.end()) return std::errc::invalid_argument;
+  QueuePair& qp = it->second;
+  if (qp.state == QpState::reset || qp.state == QpState::init || qp.state == QpState::rtr) {
+    return std::errc::invalid_argument;
+  }
+  if (qp.send_queue.size() >= qp.cap.max_send_wr) return std::errc::not_enough_memory;
+  if (wr.sg_list.size() > qp.cap.max_send_sge) return std::errc::invalid_argument;
+  bool atomic = wr.opcode == WrOpcode::atomic_cmp_and_swp || wr.opcode == WrOpcode::atomic_fetch_and_add;
+  bool inline_data = (wr.send_flags & kSendInline) != 0;
+  switch (wr.opcode) {
+    case WrOpcode::rdma_write:
+    case WrOpcode::rdma_write_with_imm:
+    case WrOpcode::send:
+    case WrOpcode::send_with_imm:
+    case WrOpcode::send_with_inv:
+    case WrOpcode::rdma_read:
+    case WrOpcode::atomic_cmp_and_swp:
+    case WrOpcode::atomic_fetch_and_add: break;
+    default: return std::errc::invalid_argument;
+  }
+  if (inline_data && (wr.opcode == WrOpcode::rdma_read || atomic)) return std::errc::invalid_argument;
+
+  transport::SendWqe wqe;
+  wqe.wr_id = wr.wr_id;
+  wqe.opcode = wr.opcode;
+  wqe.signaled = (wr.send_flags & kSendSignaled) != 0;
+  wqe.solicited = (wr.send_flags & kSendSolicited) != 0;
+  wqe.fence = (wr.send_flags & kSendFence) != 0;
+  wqe.imm_data = wr.imm_data;
+  wqe.invalidate_rkey = wr.invalidate_rkey;
+  wqe.remote_addr = atomic ? wr.atomic.remote_addr : wr.rdma.remote_addr;
+  wqe.rkey = atomic ? wr.atomic.rkey : wr.rdma.rkey;
+  wqe.compare_add = wr.atomic.compare_add;
+  wqe.swap = wr.atomic.swap;
+
+  std::uint64_t total = 0;
+  if (inline_data) {
+    for (const Sge& sge : wr.sg_list) total += sge.length;
+    if (total > qp.cap.max_inline_data) return std::errc::invalid_argument;
+    // Inline data is copied now: the caller may reuse its buffer at once.
+    wqe.inline_data.reserve(total);
+    for (const Sge& sge : wr.sg_list) {
+      const auto* bytes = reinterpret_cast<const std::uint8_t*>(static_cast<std::uintptr_t>(sge.addr));
+      wqe.inline_data.insert(wqe.inline_data.end(), bytes, bytes + sge.length);
+    }
+  } else {
+    bool writes_local = wr.opcode == WrOpcode::rdma_read || atomic;
+    wqe.local_error = resolve_segments(state_->memory_regions, qp.pd, wr.sg_list, writes_local, wqe.segments, total);
+  }
+  if (atomic && total != 8) return std::errc::invalid_argument;
+  if (total > attributes().max_msg_size) return std::errc::invalid_argument;
+  wqe.length = static_cast<std::uint32_t>(total);
+
+  qp.send_queue.push_back(std::move(wqe));
+  if (qp.state == QpState::err) {
+    state_->move_to_error(qp);  // flushes it at once
+  } else {
+    state_->mark_ready(qp);
+  }
+  return std::errc{};
+}
+
+std::errc Engine::post_recv(std::uint32_t qpn, const RecvWr& wr) {
+  auto it = state_->qps.find(qpn);
+  if (it == state_->qps.end()) return std::errc::invalid_argument;
+  QueuePair& qp = it->second;
+  if (qp.state == QpState::reset) return std::errc::invalid_argument;
+  if (qp.recv_queue.size() >= qp.cap.max_recv_wr) return std::errc::not_enough_memory;
+  if (wr.sg_list.size() > qp.cap.max_recv_sge) return std::errc::invalid_argument;
+  transport::RecvWqe wqe;
+  wqe.wr_id = wr.wr_id;
+  wqe.local_error = resolve_segments(state_->memory_regions, qp.pd, wr.sg_list, true, wqe.segments, wqe.capacity);
+  qp.recv_queue.push_back(std::move(wqe));
+  if (qp.state == QpState::err) state_->move_to_error(qp);
+  return std::errc{};
+}
+
+void Engine::on_datagram(std::span<const std::uint8_t> bytes, TimeNs now) {
+  EngineState& s = *state_;
+  ++s.counters.packets_received;
+  auto datagram = wire::parse_roce_datagram(bytes);
+  if (!datagram) {
+    ++s.counters.malformed_packets;
+    return;
+  }
+  if (!datagram->icrc_ok) {
+    ++s.counters.icrc_errors;
+    return;
+  }
+  const wire::RocePacket& packet = datagram->packet;
+  if (packet.op->transport != wire::Transport::rc) return;  // UC, UD and CNP come with later work
+  auto it = s.qps.find(packet.headers.bth.dest_qp);
+  if (it == s.qps.end() || it->second.type != QpType::rc) {
+    ++s.counters.unknown_qp_packets;
+    return;
+  }
+  QueuePair& qp = it->second;
+  switch (packet.op->kind) {
+    case wire::OpKind::acknowledge:
+    case wire::OpKind::atomic_acknowledge:
+    case wire::OpKind::rdma_read_response: s.requester_on_response(qp, packet, now); break;
+    default: s.responder_on_request(qp, packet); break;
+  }
+}
+
+std::size_t Engine::poll_transmit(std::span<std::uint8_t> out, TimeNs now) {
+  EngineState& s = *state_;
+  while (!s.ready.empty()) {
+    std::uint32_t qpn = s.ready.front();
+    s.ready.pop_front();
+    auto it = s.qps.find(qpn);
+    if (it == s.qps.end()) continue;
+    QueuePair& qp = it->second;
+    qp.in_ready_list = false;
+    std::size_t length = s.responder_transmit(qp, out);
+    if (length == 0) length = s.requester_transmit(qp, out, now);
+    if (length > 0) {
+      s.mark_ready(qp);  // it may have more; it drops out when it has nothing
+      return length;
+    }
+  }
+  return 0;
+}
+
+TimeNs Engine::next_deadline() const {
+  TimeNs deadline = kNever;
+  for (const auto& [qpn, qp] : state_->qps) {
+    deadline = std::min({deadline, qp.retransmit_deadline, qp.rnr_resume_at});
+  }
+  return deadline;
+}
+
+void Engine::on_timer(TimeNs now) {
+  for (auto& [qpn, qp] : state_->qps) {
+    if (qp.retransmit_deadline <= now || qp.rnr_resume_at <= now) state_->requester_on_timer(qp, now);
+  }
+}
+
+}  // namespace uroce

@@ -1,0 +1,82 @@
+// The engine's internals: object tables, the ready list that schedules QPs
+// for transmission, and the requester/responder halves of the RC transport
+// (requester.cc, responder.cc) that work on one QueuePair at a time.
+#pragma once
+
+#include <deque>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "transport/queue_pair.h"
+#include "uroce/engine.h"
+#include "verbs/completion_queue.h"
+#include "verbs/memory_region.h"
+#include "wire/frame.h"
+
+namespace uroce {
+
+class EngineState {
+ public:
+  explicit EngineState(const EngineConfig& config);
+
+  EngineConfig config;
+  verbs::MemoryRegionTable memory_regions;
+  std::unordered_set<std::uint32_t> pds;
+  std::unordered_map<std::uint32_t, verbs::CompletionQueue> cqs;
+  std::unordered_map<std::uint32_t, transport::QueuePair> qps;
+  std::deque<std::uint32_t> ready;  // QPs that may have something to send
+  EngineCounters counters;
+  std::uint32_t next_pd = 1;
+  std::uint32_t next_cq = 1;
+  std::uint64_t qpn_state;
+
+  std::uint32_t fresh_qpn();
+  void mark_ready(transport::QueuePair& qp);
+  void complete(std::uint32_t cq, const WorkCompletion& completion);
+  // Moves the QP to ERR and flushes every outstanding work request.
+  void move_to_error(transport::QueuePair& qp);
+  std::uint32_t mtu(const transport::QueuePair& qp) const { return mtu_bytes(qp.attr.path_mtu); }
+
+  // Writes IP/UDP/BTH/extension headers for a packet of this QP; the caller
+  // fills payload_length bytes at layout.payload_offset and seals.
+  wire::WireResult<wire::DatagramLayout> begin_packet(const transport::QueuePair& qp,
+                                                      const wire::TransportHeaders& headers,
+                                                      std::size_t payload_length, MutableByteSpan out) const;
+  std::size_t finish_packet(MutableByteSpan out, const wire::DatagramLayout& layout);
+
+  // Requester (requester.cc).
+  std::size_t requester_transmit(transport::QueuePair& qp, MutableByteSpan out, TimeNs now);
+  void requester_on_response(transport::QueuePair& qp, const wire::RocePacket& packet, TimeNs now);
+  void requester_on_timer(transport::QueuePair& qp, TimeNs now);
+
+  // Responder (responder.cc).
+  void responder_on_request(transport::QueuePair& qp, const wire::RocePacket& packet);
+  std::size_t responder_transmit(transport::QueuePair& qp, MutableByteSpan out);
+
+ private:
+  // Requester helpers.
+  void acknowledge_through(transport::QueuePair& qp, std::uint32_t psn, TimeNs now);
+  void rewind_to(transport::QueuePair& qp, std::uint32_t psn);
+  void fail_request(transport::QueuePair& qp, std::uint32_t psn, WcStatus status);
+  void retire_completed(transport::QueuePair& qp);
+  std::uint32_t unacked_psn(const transport::QueuePair& qp) const;
+  void on_read_response(transport::QueuePair& qp, const wire::RocePacket& packet, TimeNs now);
+  void on_atomic_ack(transport::QueuePair& qp, const wire::RocePacket& packet, TimeNs now);
+  void on_ack_or_nak(transport::QueuePair& qp, const wire::RocePacket& packet, TimeNs now);
+  std::size_t send_request_packet(transport::QueuePair& qp, transport::SendWqe& wqe, MutableByteSpan out);
+
+  // Responder helpers.
+  void queue_ack(transport::QueuePair& qp, std::uint32_t psn);
+  void queue_nak(transport::QueuePair& qp, std::uint32_t psn, wire::AckType type, std::uint8_t code);
+  void fail_responder(transport::QueuePair& qp, std::uint32_t psn, wire::NakCode code);
+  bool on_send(transport::QueuePair& qp, const wire::RocePacket& packet);
+  bool on_write(transport::QueuePair& qp, const wire::RocePacket& packet);
+  bool on_read_request(transport::QueuePair& qp, const wire::RocePacket& packet);
+  bool on_atomic(transport::QueuePair& qp, const wire::RocePacket& packet);
+  void on_duplicate(transport::QueuePair& qp, const wire::RocePacket& packet);
+  bool payload_length_ok(const transport::QueuePair& qp, const wire::RocePacket& packet) const;
+  void complete_receive(transport::QueuePair& qp, const wire::RocePacket& packet, std::uint64_t byte_len,
+                        WcOpcode opcode);
+};
+
+}  // namespace uroce

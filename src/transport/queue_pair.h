@@ -1,0 +1,149 @@
+// The state of one queue pair inside the engine: its attributes, the send
+// queue with the requester's progress through it, and the receive queue with
+// the responder's progress and the records it keeps for duplicate READ and
+// atomic requests.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <vector>
+
+#include "uroce/engine.h"
+#include "uroce/verbs_types.h"
+
+namespace uroce::transport {
+
+// A resolved scatter/gather element: registered bytes the engine may touch.
+struct Segment {
+  std::uint8_t* data = nullptr;
+  std::uint32_t length = 0;
+};
+
+// Copies between a segment list and a contiguous buffer, from a byte offset.
+void gather(const std::vector<Segment>& segments, std::uint64_t offset, std::uint8_t* out, std::uint64_t length);
+void scatter(const std::vector<Segment>& segments, std::uint64_t offset, const std::uint8_t* in, std::uint64_t length);
+
+struct SendWqe {
+  std::uint64_t wr_id = 0;
+  WrOpcode opcode = WrOpcode::send;
+  bool signaled = false;
+  bool solicited = false;
+  bool fence = false;
+  std::uint32_t imm_data = 0;
+  std::uint32_t invalidate_rkey = 0;
+  std::uint64_t remote_addr = 0;
+  std::uint32_t rkey = 0;
+  std::uint64_t compare_add = 0;
+  std::uint64_t swap = 0;
+  std::vector<Segment> segments;      // where the data comes from (or READ/atomic results go)
+  std::vector<std::uint8_t> inline_data;  // INLINE sends own a copy
+  std::uint32_t length = 0;           // message length in bytes
+  WcStatus local_error = WcStatus::success;  // a bad lkey found at post time
+
+  // Requester progress, set when the first packet goes out.
+  bool started = false;
+  std::uint32_t first_psn = 0;
+  std::uint32_t packet_count = 0;  // PSNs this WQE uses (a READ reserves one per response packet)
+  bool done = false;               // acknowledged / all responses received
+  WcStatus status = WcStatus::success;
+  std::uint64_t read_received = 0;  // READ: response bytes placed so far
+
+  bool is_read_or_atomic() const {
+    return opcode == WrOpcode::rdma_read || opcode == WrOpcode::atomic_cmp_and_swp ||
+           opcode == WrOpcode::atomic_fetch_and_add;
+  }
+  std::uint32_t last_psn() const;
+};
+
+struct RecvWqe {
+  std::uint64_t wr_id = 0;
+  std::vector<Segment> segments;
+  std::uint64_t capacity = 0;
+  WcStatus local_error = WcStatus::success;
+};
+
+// What the responder owes the requester, in the order it must go out.
+struct ResponderOutput {
+  enum class Kind { ack, atomic_ack, read_response } kind = Kind::ack;
+  std::uint32_t psn = 0;       // ACK/NAK/atomic: the PSN acknowledged; READ: the next response PSN
+  std::uint8_t syndrome = 0;
+  std::uint32_t msn = 0;
+  std::uint64_t atomic_original = 0;
+  // READ response stream: bytes [offset, length) from va under rkey; the key
+  // is resolved again for every packet, so a region deregistered meanwhile
+  // is never read.
+  std::uint64_t va = 0;
+  std::uint32_t rkey = 0;
+  std::uint64_t length = 0;
+  std::uint64_t offset = 0;
+  std::uint32_t first_psn = 0;
+};
+
+// A READ or atomic the responder executed, kept to answer duplicates.
+struct ReadAtomicRecord {
+  bool valid = false;
+  bool is_atomic = false;
+  std::uint32_t first_psn = 0;
+  std::uint32_t packet_count = 1;
+  std::uint64_t va = 0;  // READ
+  std::uint32_t rkey = 0;
+  std::uint64_t length = 0;
+  std::uint64_t atomic_original = 0;  // atomic
+  std::uint32_t msn = 0;
+};
+
+struct QueuePair {
+  std::uint32_t qpn = 0;
+  QpType type = QpType::rc;
+  QpState state = QpState::reset;
+  std::uint32_t pd = 0;
+  std::uint32_t send_cq = 0;
+  std::uint32_t recv_cq = 0;
+  bool sq_sig_all = false;
+  QpCap cap;
+  QpAttr attr;  // the attributes modify_qp set
+  std::uint16_t udp_source_port = 0;
+
+  // Requester.
+  std::deque<SendWqe> send_queue;  // completed WQEs are popped from the front
+  std::size_t send_cursor = 0;     // index of the WQE being transmitted
+  std::uint32_t send_cursor_packet = 0;  // packet index within it
+  std::uint32_t next_psn = 0;      // PSN of the next new packet
+  std::uint32_t outstanding_read_atomic = 0;
+  std::uint32_t packets_since_ack_request = 0;
+  std::uint8_t retries_left = 0;
+  std::uint8_t rnr_retries_left = 0;
+  TimeNs retransmit_deadline = kNever;
+  TimeNs rnr_resume_at = kNever;  // while waiting out an RNR NAK
+  std::uint32_t highest_sent_psn = 0;  // for counting retransmissions
+  bool any_sent = false;
+
+  // Responder.
+  std::deque<RecvWqe> recv_queue;
+  std::uint32_t expected_psn = 0;
+  std::uint32_t msn = 0;
+  bool sequence_nak_sent = false;
+  bool receiving_send = false;  // a multi-packet SEND is in progress
+  std::uint64_t send_offset = 0;
+  bool receiving_write = false;  // a multi-packet WRITE is in progress
+  std::uint64_t write_va = 0;    // where the next WRITE packet lands
+  std::uint32_t write_rkey = 0;  // resolved again for every packet
+  std::uint64_t write_remaining = 0;
+  std::uint64_t write_length = 0;  // the whole message, for WRITE_WITH_IMM's completion
+  std::deque<ResponderOutput> outputs;
+  std::vector<ReadAtomicRecord> records;  // ring of max_dest_rd_atomic entries
+  std::size_t next_record = 0;
+
+  // Scheduling.
+  bool in_ready_list = false;
+};
+
+// Local ACK timeout in nanoseconds for the exponent: 4.096 us << timeout.
+inline TimeNs ack_timeout_ns(std::uint8_t timeout) {
+  return timeout == 0 ? kNever : TimeNs{4096} << std::min<std::uint8_t>(timeout, 31);
+}
+
+// RNR NAK timer code -> nanoseconds (PROTOCOL.md table).
+TimeNs rnr_timer_ns(std::uint8_t code);
+
+}  // namespace uroce::transport

@@ -1,0 +1,390 @@
+// The RC requester: segments send-queue WQEs into request packets, tracks the
+// PSN window, completes WQEs in order as ACKs and responses arrive, and
+// recovers by go-back-N on NAKs and timeouts (PROTOCOL.md "Timers and retries").
+#include <algorithm>
+#include <cstring>
+
+#include "transport/engine_state.h"
+#include "transport/psn.h"
+
+namespace uroce {
+
+using transport::psn_add;
+using transport::psn_at_or_before;
+using transport::psn_before;
+using transport::psn_diff;
+using transport::QueuePair;
+using transport::SendWqe;
+
+namespace {
+
+std::uint8_t send_opcode(WrOpcode op, wire::Position position) {
+  using namespace wire::opcode;
+  bool imm = op == WrOpcode::send_with_imm || op == WrOpcode::rdma_write_with_imm;
+  bool inv = op == WrOpcode::send_with_inv;
+  bool write = op == WrOpcode::rdma_write || op == WrOpcode::rdma_write_with_imm;
+  switch (position) {
+    case wire::Position::first: return write ? kRcRdmaWriteFirst : kRcSendFirst;
+    case wire::Position::middle: return write ? kRcRdmaWriteMiddle : kRcSendMiddle;
+    case wire::Position::last:
+      if (write) return imm ? kRcRdmaWriteLastWithImmediate : kRcRdmaWriteLast;
+      return imm ? kRcSendLastWithImmediate : inv ? kRcSendLastWithInvalidate : kRcSendLast;
+    case wire::Position::only:
+      if (write) return imm ? kRcRdmaWriteOnlyWithImmediate : kRcRdmaWriteOnly;
+      return imm ? kRcSendOnlyWithImmediate : inv ? kRcSendOnlyWithInvalidate : kRcSendOnly;
+  }
+  return kRcSendOnly;
+}
+
+WcOpcode completion_opcode(WrOpcode op) {
+  switch (op) {
+    case WrOpcode::rdma_write:
+    case WrOpcode::rdma_write_with_imm: return WcOpcode::rdma_write;
+    case WrOpcode::rdma_read: return WcOpcode::rdma_read;
+    case WrOpcode::atomic_cmp_and_swp: return WcOpcode::comp_swap;
+    case WrOpcode::atomic_fetch_and_add: return WcOpcode::fetch_add;
+    default: return WcOpcode::send;
+  }
+}
+
+wire::Position position_of(std::uint32_t index, std::uint32_t count) {
+  if (count == 1) return wire::Position::only;
+  if (index == 0) return wire::Position::first;
+  return index + 1 == count ? wire::Position::last : wire::Position::middle;
+}
+
+}  // namespace
+
+std::uint32_t transport::SendWqe::last_psn() const { return psn_add(first_psn, std::int64_t{packet_count} - 1); }
+
+std::uint32_t EngineState::unacked_psn(const QueuePair& qp) const {
+  for (const SendWqe& wqe : qp.send_queue) {
+    if (!wqe.started) break;
+    if (wqe.done) continue;
+    if (wqe.opcode == WrOpcode::rdma_read) {
+      return psn_add(wqe.first_psn, static_cast<std::int64_t>(wqe.read_received / mtu(qp)));
+    }
+    return wqe.first_psn;
+  }
+  return qp.next_psn;
+}
+
+std::size_t EngineState::requester_transmit(QueuePair& qp, MutableByteSpan out, TimeNs now) {
+  if (qp.state != QpState::rts && qp.state != QpState::sqd) return 0;
+  if (qp.rnr_resume_at != kNever) return 0;
+  if (qp.send_cursor >= qp.send_queue.size()) return 0;
+  SendWqe& wqe = qp.send_queue[qp.send_cursor];
+
+  if (!wqe.started) {
+    if (qp.state == QpState::sqd) return 0;
+    if (wqe.local_error != WcStatus::success) {
+      wqe.started = true;
+      wqe.first_psn = qp.next_psn;
+      wqe.packet_count = 0;
+      fail_request(qp, qp.next_psn, wqe.local_error);
+      return 0;
+    }
+    if (wqe.fence && qp.outstanding_read_atomic > 0) return 0;
+    std::uint32_t read_atomic_limit = std::max<std::uint32_t>(1, qp.attr.max_rd_atomic);
+    if (wqe.is_read_or_atomic() && qp.outstanding_read_atomic >= read_atomic_limit) return 0;
+    if (psn_diff(qp.next_psn, unacked_psn(qp)) >= static_cast<std::int32_t>(config.max_inflight_packets)) return 0;
+    wqe.started = true;
+    wqe.first_psn = qp.next_psn;
+    bool atomic = wqe.opcode == WrOpcode::atomic_cmp_and_swp || wqe.opcode == WrOpcode::atomic_fetch_and_add;
+    wqe.packet_count = atomic ? 1 : std::max<std::uint32_t>(1, (wqe.length + mtu(qp) - 1) / mtu(qp));
+    qp.next_psn = psn_add(qp.next_psn, wqe.packet_count);
+    if (wqe.is_read_or_atomic()) ++qp.outstanding_read_atomic;
+  } else {
+    std::uint32_t psn = psn_add(wqe.first_psn, qp.send_cursor_packet);
+    if (psn_diff(psn, unacked_psn(qp)) >= static_cast<std::int32_t>(config.max_inflight_packets)) return 0;
+  }
+
+  std::size_t length = send_request_packet(qp, wqe, out);
+  if (length == 0) return 0;
+  if (qp.retransmit_deadline == kNever) qp.retransmit_deadline = now + transport::ack_timeout_ns(qp.attr.timeout);
+  return length;
+}
+
+std::size_t EngineState::send_request_packet(QueuePair& qp, SendWqe& wqe, MutableByteSpan out) {
+  std::uint32_t index = qp.send_cursor_packet;
+  std::uint32_t psn = psn_add(wqe.first_psn, index);
+  wire::TransportHeaders headers;
+  headers.bth.psn = psn;
+  std::uint32_t payload_length = 0;
+  std::uint64_t payload_offset = 0;
+  bool last_packet = true;
+
+  switch (wqe.opcode) {
+    case WrOpcode::rdma_read: {
+      // A re-request after lost responses asks only for what is missing.
+      std::uint64_t offset = std::uint64_t{index} * mtu(qp);
+      headers.bth.opcode = wire::opcode::kRcRdmaReadRequest;
+      headers.reth = wire::RethRepr{wqe.remote_addr + offset, wqe.rkey, static_cast<std::uint32_t>(wqe.length - offset)};
+      break;
+    }
+    case WrOpcode::atomic_cmp_and_swp:
+    case WrOpcode::atomic_fetch_and_add: {
+      bool swap = wqe.opcode == WrOpcode::atomic_cmp_and_swp;
+      headers.bth.opcode = swap ? wire::opcode::kRcCompareSwap : wire::opcode::kRcFetchAdd;
+      headers.atomic_eth = wire::AtomicEthRepr{wqe.remote_addr, wqe.rkey, swap ? wqe.swap : wqe.compare_add,
+                                               swap ? wqe.compare_add : 0};
+      break;
+    }
+    default: {
+      wire::Position position = position_of(index, wqe.packet_count);
+      last_packet = position == wire::Position::last || position == wire::Position::only;
+      headers.bth.opcode = send_opcode(wqe.opcode, position);
+      payload_offset = std::uint64_t{index} * mtu(qp);
+      payload_length = static_cast<std::uint32_t>(std::min<std::uint64_t>(mtu(qp), wqe.length - payload_offset));
+      headers.bth.solicited_event = last_packet && wqe.solicited;
+      const wire::OpcodeInfo* op = wire::find_opcode(headers.bth.opcode);
+      if (op->has(wire::kExtReth)) headers.reth = wire::RethRepr{wqe.remote_addr, wqe.rkey, wqe.length};
+      if (op->has(wire::kExtImmDt)) headers.imm_dt = wire::ImmDtRepr{wqe.imm_data};
+      if (op->has(wire::kExtIeth)) headers.ieth = wire::IethRepr{wqe.invalidate_rkey};
+      break;
+    }
+  }
+  ++qp.packets_since_ack_request;
+  headers.bth.ack_req = last_packet || qp.packets_since_ack_request >= config.ack_request_interval;
+  if (headers.bth.ack_req) qp.packets_since_ack_request = 0;
+
+  auto layout = begin_packet(qp, headers, payload_length, out);
+  if (!layout) return 0;
+  std::uint8_t* payload = &out[layout->payload_offset];
+  if (!wqe.inline_data.empty()) {
+    std::memcpy(payload, wqe.inline_data.data() + payload_offset, payload_length);
+  } else if (payload_length > 0) {
+    transport::gather(wqe.segments, payload_offset, payload, payload_length);
+  }
+
+  if (qp.any_sent && psn_at_or_before(psn, qp.highest_sent_psn)) {
+    ++counters.retransmitted_packets;
+  } else {
+    qp.highest_sent_psn = psn;
+    qp.any_sent = true;
+  }
+  if (wqe.opcode == WrOpcode::rdma_read || headers.atomic_eth || last_packet) {
+    ++qp.send_cursor;
+    qp.send_cursor_packet = 0;
+  } else {
+    ++qp.send_cursor_packet;
+  }
+  return finish_packet(out, *layout);
+}
+
+void EngineState::retire_completed(QueuePair& qp) {
+  while (!qp.send_queue.empty() && qp.send_queue.front().done) {
+    SendWqe& wqe = qp.send_queue.front();
+    if (wqe.signaled || qp.sq_sig_all || wqe.status != WcStatus::success) {
+      WorkCompletion wc;
+      wc.wr_id = wqe.wr_id;
+      wc.status = wqe.status;
+      wc.opcode = completion_opcode(wqe.opcode);
+      wc.byte_len = wqe.length;
+      wc.qp_num = qp.qpn;
+      complete(qp.send_cq, wc);
+    }
+    qp.send_queue.pop_front();
+    if (qp.send_cursor > 0) --qp.send_cursor;
+  }
+}
+
+// Everything up to and including psn was received by the responder. SEND and
+// WRITE WQEs in that range are done; a READ or atomic there whose response is
+// missing means the response was lost: go back to it.
+void EngineState::acknowledge_through(QueuePair& qp, std::uint32_t psn, TimeNs now) {
+  bool progress = false;
+  for (std::size_t i = 0; i < qp.send_queue.size(); ++i) {
+    SendWqe& wqe = qp.send_queue[i];
+    if (!wqe.started || !psn_at_or_before(wqe.first_psn, psn)) break;
+    if (wqe.done) continue;
+    if (wqe.is_read_or_atomic()) {
+      if (psn_at_or_before(wqe.last_psn(), psn)) rewind_to(qp, unacked_psn(qp));
+      break;
+    }
+    if (!psn_at_or_before(wqe.last_psn(), psn)) break;
+    wqe.done = true;
+    progress = true;
+  }
+  retire_completed(qp);
+  if (progress) qp.retries_left = qp.attr.retry_cnt;
+  bool outstanding = unacked_psn(qp) != qp.next_psn;
+  qp.retransmit_deadline = outstanding ? now + transport::ack_timeout_ns(qp.attr.timeout) : kNever;
+  mark_ready(qp);
+}
+
+void EngineState::rewind_to(QueuePair& qp, std::uint32_t psn) {
+  for (std::size_t i = 0; i < qp.send_queue.size(); ++i) {
+    const SendWqe& wqe = qp.send_queue[i];
+    if (!wqe.started) break;
+    if (wqe.done || !psn_at_or_before(psn, wqe.last_psn())) continue;
+    qp.send_cursor = i;
+    qp.send_cursor_packet = psn_before(psn, wqe.first_psn) ? 0 : static_cast<std::uint32_t>(psn_diff(psn, wqe.first_psn));
+    if (wqe.is_read_or_atomic() && wqe.opcode != WrOpcode::rdma_read) qp.send_cursor_packet = 0;
+    mark_ready(qp);
+    return;
+  }
+}
+
+void EngineState::fail_request(QueuePair& qp, std::uint32_t psn, WcStatus status) {
+  for (SendWqe& wqe : qp.send_queue) {
+    if (wqe.done) continue;
+    if (!wqe.started || psn_at_or_before(psn, wqe.last_psn()) || wqe.packet_count == 0) {
+      wqe.done = true;
+      wqe.status = status;
+      break;
+    }
+  }
+  retire_completed(qp);
+  move_to_error(qp);
+}
+
+void EngineState::requester_on_response(QueuePair& qp, const wire::RocePacket& packet, TimeNs now) {
+  if (qp.state != QpState::rts && qp.state != QpState::sqd && qp.state != QpState::sqe) return;
+  // A response for a PSN never sent is stale or forged: ignore it.
+  if (!psn_before(packet.headers.bth.psn, qp.next_psn)) return;
+  switch (packet.op->kind) {
+    case wire::OpKind::rdma_read_response: on_read_response(qp, packet, now); break;
+    case wire::OpKind::atomic_acknowledge: on_atomic_ack(qp, packet, now); break;
+    case wire::OpKind::acknowledge: on_ack_or_nak(qp, packet, now); break;
+    default: break;
+  }
+}
+
+void EngineState::on_ack_or_nak(QueuePair& qp, const wire::RocePacket& packet, TimeNs now) {
+  std::uint32_t psn = packet.headers.bth.psn;
+  std::uint8_t syndrome = packet.headers.aeth->syndrome;
+  std::uint32_t previous = psn_add(psn, -1);
+  switch (wire::aeth_ack_type(syndrome)) {
+    case wire::AckType::ack:
+      acknowledge_through(qp, psn, now);
+      return;
+    case wire::AckType::rnr_nak:
+      acknowledge_through(qp, previous, now);
+      if (qp.attr.rnr_retry != 7) {
+        if (qp.rnr_retries_left == 0) return fail_request(qp, psn, WcStatus::rnr_retry_exc_err);
+        --qp.rnr_retries_left;
+      }
+      rewind_to(qp, psn);
+      qp.rnr_resume_at = now + transport::rnr_timer_ns(wire::aeth_value(syndrome));
+      qp.retransmit_deadline = kNever;
+      return;
+    case wire::AckType::nak:
+      break;
+    case wire::AckType::reserved:
+      return;
+  }
+  switch (static_cast<wire::NakCode>(wire::aeth_value(syndrome))) {
+    case wire::NakCode::psn_sequence_error:
+      acknowledge_through(qp, previous, now);
+      if (qp.retries_left == 0) return fail_request(qp, psn, WcStatus::retry_exc_err);
+      --qp.retries_left;
+      rewind_to(qp, psn);
+      return;
+    case wire::NakCode::invalid_request:
+      acknowledge_through(qp, previous, now);
+      return fail_request(qp, psn, WcStatus::rem_inv_req_err);
+    case wire::NakCode::remote_access_error:
+      acknowledge_through(qp, previous, now);
+      return fail_request(qp, psn, WcStatus::rem_access_err);
+    case wire::NakCode::remote_operational_error:
+      acknowledge_through(qp, previous, now);
+      return fail_request(qp, psn, WcStatus::rem_op_err);
+    default:
+      acknowledge_through(qp, previous, now);
+      return fail_request(qp, psn, WcStatus::bad_resp_err);
+  }
+}
+
+void EngineState::on_read_response(QueuePair& qp, const wire::RocePacket& packet, TimeNs now) {
+  std::uint32_t psn = packet.headers.bth.psn;
+  // The READ this response belongs to is the oldest unfinished one.
+  SendWqe* read = nullptr;
+  for (SendWqe& wqe : qp.send_queue) {
+    if (!wqe.started) break;
+    if (wqe.done) continue;
+    if (wqe.opcode == WrOpcode::rdma_read && psn_at_or_before(wqe.first_psn, psn) &&
+        psn_at_or_before(psn, wqe.last_psn())) {
+      read = &wqe;
+    }
+    break;  // responses come in order: only the oldest unfinished WQE can match
+  }
+  if (read == nullptr) {
+    // Either a duplicate of something finished or one whose earlier WQE is
+    // still missing its ACK; the ACK implied by this response lets us check.
+    for (const SendWqe& wqe : qp.send_queue) {
+      if (wqe.started && !wqe.done && wqe.opcode == WrOpcode::rdma_read && psn_at_or_before(wqe.first_psn, psn) &&
+          psn_at_or_before(psn, wqe.last_psn())) {
+        acknowledge_through(qp, psn_add(wqe.first_psn, -1), now);
+        return on_read_response(qp, packet, now);
+      }
+    }
+    return;
+  }
+  std::uint32_t expected = psn_add(read->first_psn, static_cast<std::int64_t>(read->read_received / mtu(qp)));
+  if (psn != expected) {
+    if (psn_before(expected, psn)) rewind_to(qp, expected);  // a response was lost: ask again
+    return;
+  }
+  std::uint32_t index = static_cast<std::uint32_t>(psn_diff(psn, read->first_psn));
+  wire::Position position = position_of(index, read->packet_count);
+  std::uint64_t remaining = read->length - read->read_received;
+  std::uint64_t want = std::min<std::uint64_t>(mtu(qp), remaining);
+  bool position_ok = packet.op->position == position ||
+                     (position == wire::Position::only && packet.op->position == wire::Position::only);
+  if (!position_ok || packet.payload.size() != want) return fail_request(qp, psn, WcStatus::bad_resp_err);
+  if (packet.headers.aeth && wire::aeth_ack_type(packet.headers.aeth->syndrome) != wire::AckType::ack) {
+    return fail_request(qp, psn, WcStatus::bad_resp_err);
+  }
+  transport::scatter(read->segments, read->read_received, packet.payload.data(), packet.payload.size());
+  read->read_received += packet.payload.size();
+  qp.retries_left = qp.attr.retry_cnt;
+  if (position == wire::Position::last || position == wire::Position::only) {
+    read->done = true;
+    --qp.outstanding_read_atomic;
+    acknowledge_through(qp, psn, now);
+  } else {
+    qp.retransmit_deadline = now + transport::ack_timeout_ns(qp.attr.timeout);
+  }
+}
+
+void EngineState::on_atomic_ack(QueuePair& qp, const wire::RocePacket& packet, TimeNs now) {
+  std::uint32_t psn = packet.headers.bth.psn;
+  for (SendWqe& wqe : qp.send_queue) {
+    if (!wqe.started) break;
+    if (wqe.done || wqe.first_psn != psn) continue;
+    if (wqe.opcode != WrOpcode::atomic_cmp_and_swp && wqe.opcode != WrOpcode::atomic_fetch_and_add) {
+      return fail_request(qp, psn, WcStatus::bad_resp_err);
+    }
+    acknowledge_through(qp, psn_add(psn, -1), now);
+    std::uint64_t original = packet.headers.atomic_ack_eth->original;
+    std::uint8_t bytes[8];
+    std::memcpy(bytes, &original, sizeof bytes);
+    transport::scatter(wqe.segments, 0, bytes, sizeof bytes);
+    wqe.done = true;
+    --qp.outstanding_read_atomic;
+    acknowledge_through(qp, psn, now);
+    return;
+  }
+}
+
+void EngineState::requester_on_timer(QueuePair& qp, TimeNs now) {
+  if (qp.rnr_resume_at != kNever && qp.rnr_resume_at <= now) {
+    qp.rnr_resume_at = kNever;
+    qp.retransmit_deadline = kNever;
+    mark_ready(qp);
+  }
+  if (qp.retransmit_deadline == kNever || qp.retransmit_deadline > now) return;
+  std::uint32_t oldest = unacked_psn(qp);
+  if (oldest == qp.next_psn) {
+    qp.retransmit_deadline = kNever;
+    return;
+  }
+  ++counters.timeouts;
+  if (qp.retries_left == 0) return fail_request(qp, oldest, WcStatus::retry_exc_err);
+  --qp.retries_left;
+  rewind_to(qp, oldest);
+  qp.retransmit_deadline = now + transport::ack_timeout_ns(qp.attr.timeout);
+}
+
+}  // namespace uroce

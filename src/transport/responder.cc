@@ -1,0 +1,430 @@
+// The RC responder: checks each request's PSN against the expected one,
+// executes SEND, WRITE, READ and atomics after checking keys, permissions and
+// bounds, answers duplicates without executing twice, and queues ACKs, NAKs,
+// READ responses and atomic ACKs in the order they must go out.
+#include <algorithm>
+#include <cstring>
+
+#include "transport/engine_state.h"
+#include "transport/psn.h"
+
+namespace uroce {
+
+using transport::psn_add;
+using transport::psn_at_or_before;
+using transport::psn_diff;
+using transport::QueuePair;
+using transport::ResponderOutput;
+
+namespace {
+
+bool is_first_or_only(wire::Position position) {
+  return position == wire::Position::first || position == wire::Position::only;
+}
+bool is_last_or_only(wire::Position position) {
+  return position == wire::Position::last || position == wire::Position::only;
+}
+
+}  // namespace
+
+void EngineState::queue_ack(QueuePair& qp, std::uint32_t psn) {
+  // Coalesce: a newer ACK replaces one still waiting at the tail.
+  if (!qp.outputs.empty()) {
+    ResponderOutput& tail = qp.outputs.back();
+    if (tail.kind == ResponderOutput::Kind::ack && wire::aeth_ack_type(tail.syndrome) == wire::AckType::ack) {
+      tail.psn = psn;
+      tail.msn = qp.msn;
+      return;
+    }
+  }
+  ResponderOutput ack;
+  ack.kind = ResponderOutput::Kind::ack;
+  ack.psn = psn;
+  ack.syndrome = wire::make_syndrome(wire::AckType::ack, wire::kCreditNoLimit);
+  ack.msn = qp.msn;
+  qp.outputs.push_back(ack);
+  mark_ready(qp);
+}
+
+void EngineState::queue_nak(QueuePair& qp, std::uint32_t psn, wire::AckType type, std::uint8_t code) {
+  ResponderOutput nak;
+  nak.kind = ResponderOutput::Kind::ack;
+  nak.psn = psn;
+  nak.syndrome = wire::make_syndrome(type, code);
+  nak.msn = qp.msn;
+  qp.outputs.push_back(nak);
+  if (type == wire::AckType::rnr_nak) {
+    ++counters.rnr_naks_sent;
+  } else {
+    ++counters.naks_sent;
+  }
+  mark_ready(qp);
+}
+
+// A fatal request error: NAK it, then the QP goes to ERR (IBTA class B/C
+// responder errors). The NAK still goes out; everything else is flushed.
+void EngineState::fail_responder(QueuePair& qp, std::uint32_t psn, wire::NakCode code) {
+  move_to_error(qp);
+  queue_nak(qp, psn, wire::AckType::nak, static_cast<std::uint8_t>(code));
+}
+
+bool EngineState::payload_length_ok(const QueuePair& qp, const wire::RocePacket& packet) const {
+  std::size_t length = packet.payload.size();
+  switch (packet.op->position) {
+    case wire::Position::first:
+    case wire::Position::middle: return length == mtu(qp);
+    case wire::Position::last: return length >= 1 && length <= mtu(qp);
+    case wire::Position::only: return length <= mtu(qp);
+  }
+  return false;
+}
+
+void EngineState::complete_receive(QueuePair& qp, const wire::RocePacket& packet, std::uint64_t byte_len,
+                                   WcOpcode opcode) {
+  transport::RecvWqe& wqe = qp.recv_queue.front();
+  WorkCompletion wc;
+  wc.wr_id = wqe.wr_id;
+  wc.opcode = opcode;
+  wc.byte_len = static_cast<std::uint32_t>(byte_len);
+  wc.qp_num = qp.qpn;
+  wc.src_qp = qp.attr.dest_qp_num;
+  if (packet.headers.imm_dt) {
+    wc.wc_flags |= kWcWithImm;
+    wc.imm_data = packet.headers.imm_dt->imm;
+  }
+  if (packet.headers.ieth) {
+    wc.wc_flags |= kWcWithInv;
+    wc.imm_data = packet.headers.ieth->rkey;
+  }
+  qp.recv_queue.pop_front();
+  complete(qp.recv_cq, wc);
+}
+
+void EngineState::responder_on_request(QueuePair& qp, const wire::RocePacket& packet) {
+  if (qp.state != QpState::rtr && qp.state != QpState::rts && qp.state != QpState::sqd && qp.state != QpState::sqe) {
+    return;
+  }
+  std::uint32_t psn = packet.headers.bth.psn;
+  std::int32_t distance = psn_diff(psn, qp.expected_psn);
+  if (distance > 0) {
+    ++counters.out_of_sequence;
+    if (!qp.sequence_nak_sent) {
+      qp.sequence_nak_sent = true;
+      queue_nak(qp, qp.expected_psn, wire::AckType::nak,
+                static_cast<std::uint8_t>(wire::NakCode::psn_sequence_error));
+    }
+    return;
+  }
+  if (distance < 0) {
+    ++counters.duplicate_requests;
+    on_duplicate(qp, packet);
+    return;
+  }
+  qp.sequence_nak_sent = false;
+
+  bool accepted = false;
+  switch (packet.op->kind) {
+    case wire::OpKind::send: accepted = on_send(qp, packet); break;
+    case wire::OpKind::rdma_write: accepted = on_write(qp, packet); break;
+    case wire::OpKind::rdma_read_request: accepted = on_read_request(qp, packet); return;
+    case wire::OpKind::compare_swap:
+    case wire::OpKind::fetch_add: accepted = on_atomic(qp, packet); return;
+    default: return fail_responder(qp, psn, wire::NakCode::invalid_request);
+  }
+  if (!accepted) return;
+  qp.expected_psn = psn_add(qp.expected_psn, 1);
+  if (packet.headers.bth.ack_req) queue_ack(qp, psn);
+}
+
+bool EngineState::on_send(QueuePair& qp, const wire::RocePacket& packet) {
+  std::uint32_t psn = packet.headers.bth.psn;
+  wire::Position position = packet.op->position;
+  if (is_first_or_only(position) == qp.receiving_send || qp.receiving_write) {
+    fail_responder(qp, psn, wire::NakCode::invalid_request);
+    return false;
+  }
+  if (!payload_length_ok(qp, packet)) {
+    fail_responder(qp, psn, wire::NakCode::invalid_request);
+    return false;
+  }
+  if (is_first_or_only(position)) {
+    if (qp.recv_queue.empty()) {
+      queue_nak(qp, psn, wire::AckType::rnr_nak, qp.attr.min_rnr_timer);
+      return false;
+    }
+    qp.receiving_send = true;
+    qp.send_offset = 0;
+  }
+  transport::RecvWqe& wqe = qp.recv_queue.front();
+  if (wqe.local_error != WcStatus::success || qp.send_offset + packet.payload.size() > wqe.capacity) {
+    WcStatus status = wqe.local_error != WcStatus::success ? wqe.local_error : WcStatus::loc_len_err;
+    WorkCompletion wc{.wr_id = wqe.wr_id, .status = status, .opcode = WcOpcode::recv, .qp_num = qp.qpn};
+    qp.recv_queue.pop_front();
+    complete(qp.recv_cq, wc);
+    fail_responder(qp, psn,
+                   status == WcStatus::loc_len_err ? wire::NakCode::invalid_request
+                                                   : wire::NakCode::remote_operational_error);
+    return false;
+  }
+  transport::scatter(wqe.segments, qp.send_offset, packet.payload.data(), packet.payload.size());
+  qp.send_offset += packet.payload.size();
+  if (is_last_or_only(position)) {
+    if (packet.headers.ieth) memory_regions.invalidate_rkey(packet.headers.ieth->rkey, qp.pd);
+    qp.receiving_send = false;
+    qp.msn = psn_add(qp.msn, 1);
+    complete_receive(qp, packet, qp.send_offset, WcOpcode::recv);
+  }
+  return true;
+}
+
+bool EngineState::on_write(QueuePair& qp, const wire::RocePacket& packet) {
+  std::uint32_t psn = packet.headers.bth.psn;
+  wire::Position position = packet.op->position;
+  if (is_first_or_only(position) == qp.receiving_write || qp.receiving_send || !payload_length_ok(qp, packet)) {
+    fail_responder(qp, psn, wire::NakCode::invalid_request);
+    return false;
+  }
+  bool with_imm = packet.headers.imm_dt.has_value();
+  if (with_imm && qp.recv_queue.empty()) {
+    // Check before touching memory: the retry must find it unwritten.
+    queue_nak(qp, psn, wire::AckType::rnr_nak, qp.attr.min_rnr_timer);
+    return false;
+  }
+  if (is_first_or_only(position)) {
+    const wire::RethRepr& reth = *packet.headers.reth;
+    bool length_ok = position == wire::Position::only ? packet.payload.size() == reth.dma_length
+                                                      : reth.dma_length > packet.payload.size();
+    if (!length_ok) {
+      fail_responder(qp, psn, wire::NakCode::invalid_request);
+      return false;
+    }
+    if ((qp.attr.qp_access_flags & kAccessRemoteWrite) == 0) {
+      fail_responder(qp, psn, wire::NakCode::remote_access_error);
+      return false;
+    }
+    qp.receiving_write = true;
+    qp.write_va = reth.va;
+    qp.write_rkey = reth.rkey;
+    qp.write_remaining = reth.dma_length;
+    qp.write_length = reth.dma_length;
+    // The whole message must fit before its first byte lands.
+    if (!memory_regions.resolve_remote(reth.rkey, qp.pd, reth.va, reth.dma_length, kAccessRemoteWrite)) {
+      fail_responder(qp, psn, wire::NakCode::remote_access_error);
+      return false;
+    }
+  }
+  std::size_t length = packet.payload.size();
+  bool last = is_last_or_only(position);
+  if (length > qp.write_remaining || (last && length != qp.write_remaining)) {
+    fail_responder(qp, psn, wire::NakCode::invalid_request);
+    return false;
+  }
+  auto target = memory_regions.resolve_remote(qp.write_rkey, qp.pd, qp.write_va, length, kAccessRemoteWrite);
+  if (!target) {
+    fail_responder(qp, psn, wire::NakCode::remote_access_error);
+    return false;
+  }
+  if (length > 0) std::memcpy(*target, packet.payload.data(), length);
+  qp.write_va += length;
+  qp.write_remaining -= length;
+  if (last) {
+    qp.receiving_write = false;
+    qp.msn = psn_add(qp.msn, 1);
+    if (with_imm) {
+      complete_receive(qp, packet, qp.write_length, WcOpcode::recv_rdma_with_imm);
+    }
+  }
+  return true;
+}
+
+bool EngineState::on_read_request(QueuePair& qp, const wire::RocePacket& packet) {
+  std::uint32_t psn = packet.headers.bth.psn;
+  const wire::RethRepr& reth = *packet.headers.reth;
+  if (qp.receiving_send || qp.receiving_write || qp.records.empty()) {
+    fail_responder(qp, psn, wire::NakCode::invalid_request);
+    return false;
+  }
+  if ((qp.attr.qp_access_flags & kAccessRemoteRead) == 0) {
+    fail_responder(qp, psn, wire::NakCode::remote_access_error);
+    return false;
+  }
+  if (!memory_regions.resolve_remote(reth.rkey, qp.pd, reth.va, reth.dma_length, kAccessRemoteRead)) {
+    fail_responder(qp, psn, wire::NakCode::remote_access_error);
+    return false;
+  }
+  std::uint32_t packets = std::max<std::uint32_t>(1, (reth.dma_length + mtu(qp) - 1) / mtu(qp));
+  qp.msn = psn_add(qp.msn, 1);
+  transport::ReadAtomicRecord& record = qp.records[qp.next_record];
+  qp.next_record = (qp.next_record + 1) % qp.records.size();
+  record = transport::ReadAtomicRecord{true, false, psn, packets, reth.va, reth.rkey, reth.dma_length, 0, qp.msn};
+
+  ResponderOutput response;
+  response.kind = ResponderOutput::Kind::read_response;
+  response.psn = psn;
+  response.first_psn = psn;
+  response.va = reth.va;
+  response.rkey = reth.rkey;
+  response.length = reth.dma_length;
+  response.msn = qp.msn;
+  qp.outputs.push_back(response);
+  qp.expected_psn = psn_add(psn, packets);
+  mark_ready(qp);
+  return true;
+}
+
+bool EngineState::on_atomic(QueuePair& qp, const wire::RocePacket& packet) {
+  std::uint32_t psn = packet.headers.bth.psn;
+  const wire::AtomicEthRepr& atomic = *packet.headers.atomic_eth;
+  if (qp.receiving_send || qp.receiving_write || qp.records.empty() || atomic.va % 8 != 0) {
+    fail_responder(qp, psn, wire::NakCode::invalid_request);
+    return false;
+  }
+  if ((qp.attr.qp_access_flags & kAccessRemoteAtomic) == 0) {
+    fail_responder(qp, psn, wire::NakCode::remote_access_error);
+    return false;
+  }
+  auto target = memory_regions.resolve_remote(atomic.rkey, qp.pd, atomic.va, 8, kAccessRemoteAtomic);
+  if (!target) {
+    fail_responder(qp, psn, wire::NakCode::remote_access_error);
+    return false;
+  }
+  std::uint64_t original;
+  std::memcpy(&original, *target, sizeof original);
+  std::uint64_t updated = original;
+  if (packet.op->kind == wire::OpKind::fetch_add) {
+    updated = original + atomic.swap_add;
+  } else if (original == atomic.compare) {
+    updated = atomic.swap_add;
+  }
+  std::memcpy(*target, &updated, sizeof updated);
+
+  qp.msn = psn_add(qp.msn, 1);
+  transport::ReadAtomicRecord& record = qp.records[qp.next_record];
+  qp.next_record = (qp.next_record + 1) % qp.records.size();
+  record = transport::ReadAtomicRecord{true, true, psn, 1, atomic.va, atomic.rkey, 8, original, qp.msn};
+
+  ResponderOutput ack;
+  ack.kind = ResponderOutput::Kind::atomic_ack;
+  ack.psn = psn;
+  ack.syndrome = wire::make_syndrome(wire::AckType::ack, wire::kCreditNoLimit);
+  ack.msn = qp.msn;
+  ack.atomic_original = original;
+  qp.outputs.push_back(ack);
+  qp.expected_psn = psn_add(psn, 1);
+  mark_ready(qp);
+  return true;
+}
+
+// A request the responder has already executed: acknowledge it again, replay
+// a READ from memory, or return an atomic's saved result. Never execute twice.
+void EngineState::on_duplicate(QueuePair& qp, const wire::RocePacket& packet) {
+  std::uint32_t psn = packet.headers.bth.psn;
+  switch (packet.op->kind) {
+    case wire::OpKind::rdma_read_request: {
+      const wire::RethRepr& reth = *packet.headers.reth;
+      for (const transport::ReadAtomicRecord& record : qp.records) {
+        if (!record.valid || record.is_atomic) continue;
+        std::uint32_t last = psn_add(record.first_psn, std::int64_t{record.packet_count} - 1);
+        if (!psn_at_or_before(record.first_psn, psn) || !psn_at_or_before(psn, last)) continue;
+        // The re-request may start mid-way; it must stay inside the original.
+        std::uint64_t skipped = std::uint64_t(psn_diff(psn, record.first_psn)) * mtu(qp);
+        if (reth.rkey != record.rkey || reth.va != record.va + skipped || reth.dma_length != record.length - skipped) {
+          return;
+        }
+        ResponderOutput response;
+        response.kind = ResponderOutput::Kind::read_response;
+        response.psn = psn;
+        response.first_psn = psn;
+        response.va = reth.va;
+        response.rkey = reth.rkey;
+        response.length = reth.dma_length;
+        response.msn = record.msn;
+        qp.outputs.push_back(response);
+        mark_ready(qp);
+        return;
+      }
+      return;
+    }
+    case wire::OpKind::compare_swap:
+    case wire::OpKind::fetch_add: {
+      for (const transport::ReadAtomicRecord& record : qp.records) {
+        if (!record.valid || !record.is_atomic || record.first_psn != psn) continue;
+        ResponderOutput ack;
+        ack.kind = ResponderOutput::Kind::atomic_ack;
+        ack.psn = psn;
+        ack.syndrome = wire::make_syndrome(wire::AckType::ack, wire::kCreditNoLimit);
+        ack.msn = record.msn;
+        ack.atomic_original = record.atomic_original;
+        qp.outputs.push_back(ack);
+        mark_ready(qp);
+        return;
+      }
+      return;
+    }
+    default:
+      // SEND / WRITE: acknowledge everything received so far.
+      queue_ack(qp, psn_add(qp.expected_psn, -1));
+      return;
+  }
+}
+
+std::size_t EngineState::responder_transmit(QueuePair& qp, MutableByteSpan out) {
+  if (qp.outputs.empty()) return 0;
+  ResponderOutput& next = qp.outputs.front();
+  wire::TransportHeaders headers;
+  std::size_t payload_length = 0;
+  const std::uint8_t* payload = nullptr;
+  bool finished = true;
+
+  switch (next.kind) {
+    case ResponderOutput::Kind::ack:
+      headers.bth.opcode = wire::opcode::kRcAcknowledge;
+      headers.bth.psn = next.psn;
+      headers.aeth = wire::AethRepr{next.syndrome, next.msn};
+      break;
+    case ResponderOutput::Kind::atomic_ack:
+      headers.bth.opcode = wire::opcode::kRcAtomicAcknowledge;
+      headers.bth.psn = next.psn;
+      headers.aeth = wire::AethRepr{next.syndrome, next.msn};
+      headers.atomic_ack_eth = wire::AtomicAckEthRepr{next.atomic_original};
+      break;
+    case ResponderOutput::Kind::read_response: {
+      std::uint64_t remaining = next.length - next.offset;
+      payload_length = static_cast<std::size_t>(std::min<std::uint64_t>(mtu(qp), remaining));
+      bool first = next.offset == 0;
+      bool last = remaining <= mtu(qp);
+      using namespace wire::opcode;
+      headers.bth.opcode = first && last ? kRcRdmaReadResponseOnly
+                           : first       ? kRcRdmaReadResponseFirst
+                           : last        ? kRcRdmaReadResponseLast
+                                         : kRcRdmaReadResponseMiddle;
+      headers.bth.psn = next.psn;
+      if (first || last) {
+        headers.aeth = wire::AethRepr{wire::make_syndrome(wire::AckType::ack, wire::kCreditNoLimit), next.msn};
+      }
+      auto source = memory_regions.resolve_remote(next.rkey, qp.pd, next.va + next.offset, payload_length,
+                                                  kAccessRemoteRead);
+      if (!source) {
+        // The region went away under a READ in progress.
+        std::uint32_t psn = next.psn;
+        fail_responder(qp, psn, wire::NakCode::remote_access_error);
+        return responder_transmit(qp, out);
+      }
+      payload = *source;
+      finished = last;
+      break;
+    }
+  }
+  auto layout = begin_packet(qp, headers, payload_length, out);
+  if (!layout) return 0;
+  if (payload_length > 0) std::memcpy(&out[layout->payload_offset], payload, payload_length);
+  if (finished) {
+    qp.outputs.pop_front();
+  } else {
+    next.offset += payload_length;
+    next.psn = psn_add(next.psn, 1);
+  }
+  return finish_packet(out, *layout);
+}
+
+}  // namespace uroce

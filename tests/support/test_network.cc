@@ -1,0 +1,154 @@
+// The deterministic, fault-injecting test network.
+#include "tests/support/test_network.h"
+
+#include <stdexcept>
+
+namespace uroce::testing {
+
+TestNetwork::TestNetwork(std::uint64_t seed, ChannelFaults faults) : faults_(std::move(faults)), rng_(seed) {}
+
+Engine& TestNetwork::add_engine() {
+  EngineConfig config;
+  auto index = static_cast<std::uint8_t>(engines_.size() + 1);
+  config.gid = gid_from_ipv4({10, 0, 0, index});
+  config.seed = rng_();
+  engines_.push_back(std::make_unique<Engine>(config));
+  return *engines_.back();
+}
+
+std::size_t TestNetwork::destination_of(std::span<const std::uint8_t> datagram) const {
+  // IPv4 destination address: 10.0.0.<index+1>.
+  if (datagram.size() >= 20 && (datagram[0] >> 4) == 4) return datagram[19] - 1u;
+  return engines_.size();
+}
+
+void TestNetwork::send(std::size_t from, std::span<const std::uint8_t> datagram) {
+  (void)from;
+  std::size_t to = destination_of(datagram);
+  if (to >= engines_.size()) return;
+  std::uniform_real_distribution<double> coin(0.0, 1.0);
+  bool faulty = !faults_.applies_to || faults_.applies_to(datagram);
+  int copies = 1;
+  if (faulty && coin(rng_) < faults_.drop) {
+    ++stats_.dropped;
+    return;
+  }
+  if (faulty && coin(rng_) < faults_.duplicate) {
+    ++stats_.duplicated;
+    copies = 2;
+  }
+  for (int copy = 0; copy < copies; ++copy) {
+    InFlight packet{now_ + faults_.delay_ns, sequence_++, to, {datagram.begin(), datagram.end()}};
+    if (faulty && coin(rng_) < faults_.reorder) {
+      ++stats_.reordered;
+      packet.deliver_at += std::uniform_int_distribution<TimeNs>(1, faults_.extra_delay_ns)(rng_);
+    }
+    if (faulty && coin(rng_) < faults_.corrupt) {
+      ++stats_.corrupted;
+      std::size_t at = std::uniform_int_distribution<std::size_t>(0, packet.bytes.size() - 1)(rng_);
+      packet.bytes[at] ^= static_cast<std::uint8_t>(1u << std::uniform_int_distribution<int>(0, 7)(rng_));
+    }
+    in_flight_.push(std::move(packet));
+  }
+}
+
+bool TestNetwork::run_until(const std::function<bool()>& done, TimeNs limit) {
+  std::vector<std::uint8_t> buffer(kMaxDatagramLength);
+  while (!done()) {
+    // Let every engine send what it has now.
+    bool sent = false;
+    for (std::size_t i = 0; i < engines_.size(); ++i) {
+      for (int burst = 0; burst < 64; ++burst) {
+        std::size_t length = engines_[i]->poll_transmit(buffer, now_);
+        if (length == 0) break;
+        send(i, std::span(buffer).first(length));
+        sent = true;
+      }
+    }
+    if (sent) continue;
+
+    TimeNs next = kNever;
+    if (!in_flight_.empty()) next = in_flight_.top().deliver_at;
+    for (const auto& engine : engines_) next = std::min(next, engine->next_deadline());
+    if (next == kNever || next > limit) return done();
+    now_ = std::max(now_, next);
+
+    while (!in_flight_.empty() && in_flight_.top().deliver_at <= now_) {
+      InFlight packet = in_flight_.top();
+      in_flight_.pop();
+      ++stats_.delivered;
+      engines_[packet.to]->on_datagram(packet.bytes, now_);
+    }
+    for (const auto& engine : engines_) {
+      if (engine->next_deadline() <= now_) engine->on_timer(now_);
+    }
+  }
+  return true;
+}
+
+std::pair<Endpoint, Endpoint> connect_rc(Engine& a, Engine& b, const RcOptions& options) {
+  Endpoint ends[2];
+  Engine* engines[2] = {&a, &b};
+  for (int i = 0; i < 2; ++i) {
+    ends[i].engine = engines[i];
+    ends[i].pd = *engines[i]->alloc_pd();
+    ends[i].cq = *engines[i]->create_cq(options.cq_size);
+    QpInitAttr init;
+    init.pd = ends[i].pd;
+    init.send_cq = init.recv_cq = ends[i].cq;
+    init.cap = options.cap;
+    auto qpn = engines[i]->create_qp(init);
+    if (!qpn) throw std::runtime_error("create_qp failed");
+    ends[i].qpn = *qpn;
+  }
+  for (int i = 0; i < 2; ++i) {
+    Engine& engine = *engines[i];
+    const Endpoint& peer = ends[1 - i];
+    QpAttr attr;
+    attr.qp_state = QpState::init;
+    attr.qp_access_flags = options.access;
+    attr.port_num = 1;
+    if (engine.modify_qp(ends[i].qpn, attr, kQpAttrState | kQpAttrPkeyIndex | kQpAttrPort | kQpAttrAccessFlags) !=
+        std::errc{}) {
+      throw std::runtime_error("to INIT failed");
+    }
+    attr.qp_state = QpState::rtr;
+    attr.path_mtu = options.mtu;
+    attr.dest_qp_num = peer.qpn;
+    attr.rq_psn = options.rq_psn;
+    attr.max_dest_rd_atomic = options.max_rd_atomic;
+    attr.min_rnr_timer = options.min_rnr_timer;
+    attr.ah_attr.dgid = peer.engine->gid();
+    if (engine.modify_qp(ends[i].qpn, attr,
+                         kQpAttrState | kQpAttrAv | kQpAttrPathMtu | kQpAttrDestQpn | kQpAttrRqPsn |
+                             kQpAttrMaxDestRdAtomic | kQpAttrMinRnrTimer) != std::errc{}) {
+      throw std::runtime_error("to RTR failed");
+    }
+    attr.qp_state = QpState::rts;
+    attr.sq_psn = options.sq_psn;
+    attr.timeout = options.timeout;
+    attr.retry_cnt = options.retry_cnt;
+    attr.rnr_retry = options.rnr_retry;
+    attr.max_rd_atomic = options.max_rd_atomic;
+    if (engine.modify_qp(ends[i].qpn, attr,
+                         kQpAttrState | kQpAttrSqPsn | kQpAttrTimeout | kQpAttrRetryCnt | kQpAttrRnrRetry |
+                             kQpAttrMaxQpRdAtomic) != std::errc{}) {
+      throw std::runtime_error("to RTS failed");
+    }
+  }
+  return {ends[0], ends[1]};
+}
+
+std::vector<WorkCompletion> drain(const Endpoint& endpoint) {
+  std::vector<WorkCompletion> all;
+  WorkCompletion batch[64];
+  while (true) {
+    auto n = endpoint.engine->poll_cq(endpoint.cq, batch);
+    if (!n) throw std::runtime_error("CQ overflowed");
+    if (*n == 0) break;
+    all.insert(all.end(), batch, batch + *n);
+  }
+  return all;
+}
+
+}  // namespace uroce::testing

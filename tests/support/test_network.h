@@ -1,0 +1,97 @@
+// A deterministic network between engines for tests: datagrams travel with a
+// delay and, from a seeded generator, are dropped, duplicated, reordered or
+// corrupted. Time is virtual and advances to the next delivery or timer.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <queue>
+#include <random>
+#include <vector>
+
+#include "uroce/engine.h"
+
+namespace uroce::testing {
+
+struct ChannelFaults {
+  double drop = 0;       // probability a datagram is lost
+  double duplicate = 0;  // ... delivered twice
+  double reorder = 0;    // ... held back by extra_delay_ns
+  double corrupt = 0;    // ... gets one byte flipped (the ICRC must catch it)
+  TimeNs delay_ns = 1000;
+  TimeNs extra_delay_ns = 20'000;
+  // Only datagrams for which this returns true are subject to faults (all if empty).
+  std::function<bool(std::span<const std::uint8_t>)> applies_to;
+};
+
+struct NetworkStats {
+  std::uint64_t delivered = 0, dropped = 0, duplicated = 0, reordered = 0, corrupted = 0;
+};
+
+class TestNetwork {
+ public:
+  TestNetwork(std::uint64_t seed, ChannelFaults faults);
+
+  // Adds an engine with address 10.0.0.<index+1> and returns it.
+  Engine& add_engine();
+  Engine& engine(std::size_t index) { return *engines_[index]; }
+  TimeNs now() const { return now_; }
+  const NetworkStats& stats() const { return stats_; }
+  ChannelFaults& faults() { return faults_; }
+
+  // Moves datagrams and fires timers until done() holds or virtual time passes
+  // limit; returns done(). done() is checked after every step.
+  bool run_until(const std::function<bool()>& done, TimeNs limit);
+
+ private:
+  struct InFlight {
+    TimeNs deliver_at;
+    std::uint64_t sequence;
+    std::size_t to;
+    std::vector<std::uint8_t> bytes;
+    bool operator>(const InFlight& other) const {
+      return deliver_at != other.deliver_at ? deliver_at > other.deliver_at : sequence > other.sequence;
+    }
+  };
+  void send(std::size_t from, std::span<const std::uint8_t> datagram);
+  std::size_t destination_of(std::span<const std::uint8_t> datagram) const;
+
+  ChannelFaults faults_;
+  std::mt19937_64 rng_;
+  std::vector<std::unique_ptr<Engine>> engines_;
+  std::priority_queue<InFlight, std::vector<InFlight>, std::greater<>> in_flight_;
+  std::uint64_t sequence_ = 0;
+  TimeNs now_ = 0;
+  NetworkStats stats_;
+};
+
+// A connected RC QP pair's options.
+struct RcOptions {
+  PathMtu mtu = PathMtu::mtu1024;
+  std::uint8_t timeout = 14;
+  std::uint8_t retry_cnt = 7;
+  std::uint8_t rnr_retry = 7;
+  std::uint8_t min_rnr_timer = 1;
+  std::uint8_t max_rd_atomic = 16;
+  std::uint32_t access = kAccessLocalWrite | kAccessRemoteWrite | kAccessRemoteRead | kAccessRemoteAtomic;
+  QpCap cap{1024, 1024, 4, 4, 256};
+  std::uint32_t cq_size = 4096;
+  std::uint32_t sq_psn = 0x00FFF0;  // close to the 2^24 wrap, to exercise it
+  std::uint32_t rq_psn = 0x00FFF0;
+};
+
+struct Endpoint {
+  Engine* engine = nullptr;
+  std::uint32_t pd = 0;
+  std::uint32_t cq = 0;
+  std::uint32_t qpn = 0;
+};
+
+// Creates PD, CQ and an RC QP on each engine and brings both to RTS, connected.
+std::pair<Endpoint, Endpoint> connect_rc(Engine& a, Engine& b, const RcOptions& options = {});
+
+// Drains a CQ into a vector (asserting the CQ is healthy).
+std::vector<WorkCompletion> drain(const Endpoint& endpoint);
+
+}  // namespace uroce::testing

@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string>
 #include <system_error>
 
 #include "common/expected.h"
@@ -160,6 +161,9 @@ class Engine {
   std::size_t poll_transmit(std::span<std::uint8_t> out, TimeNs now);
   TimeNs next_deadline() const;
   void on_timer(TimeNs now);
+
+  // One line per QP with its transport state, for debugging and diagnostics.
+  std::string describe() const;
 
  private:
   std::unique_ptr<EngineState> state_;

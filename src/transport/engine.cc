@@ -4,6 +4,7 @@
 #include "uroce/engine.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 
 #include "transport/engine_state.h"
@@ -328,7 +329,10 @@ std::errc Engine::modify_qp(std::uint32_t qpn, const QpAttr& attr, std::uint32_t
     qp.records.assign(a.max_dest_rd_atomic, transport::ReadAtomicRecord{});
     qp.next_record = 0;
   }
-  if (mask & kQpAttrSqPsn) qp.next_psn = attr.sq_psn;
+  if (mask & kQpAttrSqPsn) {
+    qp.next_psn = attr.sq_psn;
+    qp.acked_psn = transport::psn_add(attr.sq_psn, -1);
+  }
   if (next == QpState::rts && previous == QpState::rtr) {
     qp.retries_left = a.retry_cnt;
     qp.rnr_retries_left = a.rnr_retry;
@@ -506,6 +510,29 @@ void Engine::on_timer(TimeNs now) {
   for (auto& [qpn, qp] : state_->qps) {
     if (qp.retransmit_deadline <= now || qp.rnr_resume_at <= now) state_->requester_on_timer(qp, now);
   }
+}
+
+std::string Engine::describe() const {
+  std::string text;
+  for (const auto& [qpn, qp] : state_->qps) {
+    char line[512];
+    std::snprintf(line, sizeof line,
+                  "qp %06x %s sq=%zu cursor=%zu/%u next_psn=%06x acked=%06x rd_atomic=%u deadline=%lld rnr=%lld "
+                  "rq=%zu expected=%06x outputs=%zu ready=%d\n",
+                  qpn, std::string(to_string(qp.state)).c_str(), qp.send_queue.size(), qp.send_cursor,
+                  qp.send_cursor_packet, qp.next_psn, qp.acked_psn, qp.outstanding_read_atomic,
+                  static_cast<long long>(qp.retransmit_deadline), static_cast<long long>(qp.rnr_resume_at),
+                  qp.recv_queue.size(), qp.expected_psn, qp.outputs.size(), qp.in_ready_list);
+    text += line;
+    for (std::size_t i = 0; i < std::min<std::size_t>(qp.send_queue.size(), 3); ++i) {
+      const transport::SendWqe& w = qp.send_queue[i];
+      std::snprintf(line, sizeof line, "   wqe %zu op=%d len=%u started=%d first=%06x count=%u done=%d recv=%llu\n", i,
+                    int(w.opcode), w.length, w.started, w.first_psn, w.packet_count, w.done,
+                    static_cast<unsigned long long>(w.read_received));
+      text += line;
+    }
+  }
+  return text;
 }
 
 }  // namespace uroce

@@ -109,6 +109,7 @@ struct QueuePair {
   std::size_t send_cursor = 0;     // index of the WQE being transmitted
   std::uint32_t send_cursor_packet = 0;  // packet index within it
   std::uint32_t next_psn = 0;      // PSN of the next new packet
+  std::uint32_t acked_psn = 0;     // the responder has everything up to here (may be mid-WQE)
   std::uint32_t outstanding_read_atomic = 0;
   std::uint32_t packets_since_ack_request = 0;
   std::uint8_t retries_left = 0;

@@ -64,7 +64,12 @@ std::uint32_t EngineState::unacked_psn(const QueuePair& qp) const {
     if (wqe.opcode == WrOpcode::rdma_read) {
       return psn_add(wqe.first_psn, static_cast<std::int64_t>(wqe.read_received / mtu(qp)));
     }
-    return wqe.first_psn;
+    // An atomic is unacknowledged until its own ATOMIC ACK arrives, whatever
+    // later ACKs say: only that carries the result.
+    if (wqe.is_read_or_atomic()) return wqe.first_psn;
+    // An ACK in the middle of a long message acknowledges its first part.
+    std::uint32_t after_ack = psn_add(qp.acked_psn, 1);
+    return psn_before(wqe.first_psn, after_ack) ? after_ack : wqe.first_psn;
   }
   return qp.next_psn;
 }
@@ -72,6 +77,12 @@ std::uint32_t EngineState::unacked_psn(const QueuePair& qp) const {
 std::size_t EngineState::requester_transmit(QueuePair& qp, MutableByteSpan out, TimeNs now) {
   if (qp.state != QpState::rts && qp.state != QpState::sqd) return 0;
   if (qp.rnr_resume_at != kNever) return 0;
+  // A WQE finished while the cursor was on it (late responses to a READ we
+  // were about to ask again) needs nothing more.
+  while (qp.send_cursor < qp.send_queue.size() && qp.send_queue[qp.send_cursor].done) {
+    ++qp.send_cursor;
+    qp.send_cursor_packet = 0;
+  }
   if (qp.send_cursor >= qp.send_queue.size()) return 0;
   SendWqe& wqe = qp.send_queue[qp.send_cursor];
 
@@ -185,7 +196,11 @@ void EngineState::retire_completed(QueuePair& qp) {
       complete(qp.send_cq, wc);
     }
     qp.send_queue.pop_front();
-    if (qp.send_cursor > 0) --qp.send_cursor;
+    if (qp.send_cursor > 0) {
+      --qp.send_cursor;
+    } else {
+      qp.send_cursor_packet = 0;  // the WQE under the cursor is gone: start the next one
+    }
   }
 }
 
@@ -194,6 +209,10 @@ void EngineState::retire_completed(QueuePair& qp) {
 // missing means the response was lost: go back to it.
 void EngineState::acknowledge_through(QueuePair& qp, std::uint32_t psn, TimeNs now) {
   bool progress = false;
+  if (psn_before(qp.acked_psn, psn)) {
+    qp.acked_psn = psn;
+    progress = true;
+  }
   for (std::size_t i = 0; i < qp.send_queue.size(); ++i) {
     SendWqe& wqe = qp.send_queue[i];
     if (!wqe.started || !psn_at_or_before(wqe.first_psn, psn)) break;
@@ -296,50 +315,58 @@ void EngineState::on_ack_or_nak(QueuePair& qp, const wire::RocePacket& packet, T
   }
 }
 
-void EngineState::on_read_response(QueuePair& qp, const wire::RocePacket& packet, TimeNs now) {
-  std::uint32_t psn = packet.headers.bth.psn;
-  // The READ this response belongs to is the oldest unfinished one.
-  SendWqe* read = nullptr;
+namespace {
+
+// The unfinished READ whose PSN range holds psn, and whether it is the oldest
+// unfinished WQE (only then may its responses be placed).
+std::pair<SendWqe*, bool> find_read(QueuePair& qp, std::uint32_t psn) {
+  bool oldest = true;
   for (SendWqe& wqe : qp.send_queue) {
     if (!wqe.started) break;
     if (wqe.done) continue;
     if (wqe.opcode == WrOpcode::rdma_read && psn_at_or_before(wqe.first_psn, psn) &&
         psn_at_or_before(psn, wqe.last_psn())) {
-      read = &wqe;
+      return {&wqe, oldest};
     }
-    break;  // responses come in order: only the oldest unfinished WQE can match
+    oldest = false;
   }
-  if (read == nullptr) {
-    // Either a duplicate of something finished or one whose earlier WQE is
-    // still missing its ACK; the ACK implied by this response lets us check.
-    for (const SendWqe& wqe : qp.send_queue) {
-      if (wqe.started && !wqe.done && wqe.opcode == WrOpcode::rdma_read && psn_at_or_before(wqe.first_psn, psn) &&
-          psn_at_or_before(psn, wqe.last_psn())) {
-        acknowledge_through(qp, psn_add(wqe.first_psn, -1), now);
-        return on_read_response(qp, packet, now);
-      }
-    }
-    return;
+  return {nullptr, false};
+}
+
+}  // namespace
+
+void EngineState::on_read_response(QueuePair& qp, const wire::RocePacket& packet, TimeNs now) {
+  std::uint32_t psn = packet.headers.bth.psn;
+  auto [read, oldest] = find_read(qp, psn);
+  if (read == nullptr) return;  // a duplicate of a finished READ
+  if (!oldest) {
+    // The response implies the responder got everything before the READ:
+    // that completes earlier SEND/WRITEs, or shows an earlier response lost.
+    acknowledge_through(qp, psn_add(read->first_psn, -1), now);
+    std::tie(read, oldest) = find_read(qp, psn);
+    if (read == nullptr || !oldest) return;
   }
   std::uint32_t expected = psn_add(read->first_psn, static_cast<std::int64_t>(read->read_received / mtu(qp)));
   if (psn != expected) {
     if (psn_before(expected, psn)) rewind_to(qp, expected);  // a response was lost: ask again
     return;
   }
-  std::uint32_t index = static_cast<std::uint32_t>(psn_diff(psn, read->first_psn));
-  wire::Position position = position_of(index, read->packet_count);
+  // After a re-request from the middle the responder starts a new stream, so
+  // FIRST and MIDDLE are both fine here; what must hold is the length, and
+  // that LAST/ONLY marks the end.
   std::uint64_t remaining = read->length - read->read_received;
   std::uint64_t want = std::min<std::uint64_t>(mtu(qp), remaining);
-  bool position_ok = packet.op->position == position ||
-                     (position == wire::Position::only && packet.op->position == wire::Position::only);
-  if (!position_ok || packet.payload.size() != want) return fail_request(qp, psn, WcStatus::bad_resp_err);
+  bool ends = packet.op->position == wire::Position::last || packet.op->position == wire::Position::only;
+  if (ends != (remaining <= mtu(qp)) || packet.payload.size() != want) {
+    return fail_request(qp, psn, WcStatus::bad_resp_err);
+  }
   if (packet.headers.aeth && wire::aeth_ack_type(packet.headers.aeth->syndrome) != wire::AckType::ack) {
     return fail_request(qp, psn, WcStatus::bad_resp_err);
   }
   transport::scatter(read->segments, read->read_received, packet.payload.data(), packet.payload.size());
   read->read_received += packet.payload.size();
   qp.retries_left = qp.attr.retry_cnt;
-  if (position == wire::Position::last || position == wire::Position::only) {
+  if (ends) {
     read->done = true;
     --qp.outstanding_read_atomic;
     acknowledge_through(qp, psn, now);

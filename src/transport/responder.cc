@@ -4,6 +4,7 @@
 // READ responses and atomic ACKs in the order they must go out.
 #include <algorithm>
 #include <cstring>
+#include <string>
 
 #include "transport/engine_state.h"
 #include "transport/psn.h"

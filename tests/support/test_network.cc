@@ -1,6 +1,8 @@
 // The deterministic, fault-injecting test network.
 #include "tests/support/test_network.h"
 
+#include <cstdio>
+#include <cstdlib>
 #include <stdexcept>
 
 namespace uroce::testing {
@@ -70,7 +72,12 @@ bool TestNetwork::run_until(const std::function<bool()>& done, TimeNs limit) {
     TimeNs next = kNever;
     if (!in_flight_.empty()) next = in_flight_.top().deliver_at;
     for (const auto& engine : engines_) next = std::min(next, engine->next_deadline());
-    if (next == kNever || next > limit) return done();
+    if (next == kNever || next > limit) {
+      if (std::getenv("UROCE_DEBUG")) {
+        for (const auto& engine : engines_) std::fprintf(stderr, "%s", engine->describe().c_str());
+      }
+      return done();
+    }
     now_ = std::max(now_, next);
 
     while (!in_flight_.empty() && in_flight_.top().deliver_at <= now_) {

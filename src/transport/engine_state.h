@@ -57,6 +57,7 @@ class EngineState {
   // Requester helpers.
   void acknowledge_through(transport::QueuePair& qp, std::uint32_t psn, TimeNs now);
   void rewind_to(transport::QueuePair& qp, std::uint32_t psn);
+  void rewind_once(transport::QueuePair& qp, std::uint32_t psn);
   void fail_request(transport::QueuePair& qp, std::uint32_t psn, WcStatus status);
   void retire_completed(transport::QueuePair& qp);
   std::uint32_t unacked_psn(const transport::QueuePair& qp) const;

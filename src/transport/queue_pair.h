@@ -118,6 +118,12 @@ struct QueuePair {
   TimeNs rnr_resume_at = kNever;  // while waiting out an RNR NAK
   std::uint32_t highest_sent_psn = 0;  // for counting retransmissions
   bool any_sent = false;
+  // Evidence that a READ response or atomic ACK was lost (a later response,
+  // or an ACK past it) rewinds the requester once per missing PSN; the timer
+  // covers a lost retry. Rewinding on every such packet would feed a storm:
+  // each round of retransmissions brings more duplicate ACKs.
+  bool implicit_rewind_done = false;
+  std::uint32_t implicit_rewind_psn = 0;
 
   // Responder.
   std::deque<RecvWqe> recv_queue;

@@ -3,6 +3,8 @@
 // recovers by go-back-N on NAKs and timeouts (PROTOCOL.md "Timers and retries").
 #include <algorithm>
 #include <cstring>
+#include <cstdio>
+#include <cstdlib>
 
 #include "transport/engine_state.h"
 #include "transport/psn.h"
@@ -195,6 +197,9 @@ void EngineState::retire_completed(QueuePair& qp) {
       wc.qp_num = qp.qpn;
       complete(qp.send_cq, wc);
     }
+    // The responder keeps a record per READ/atomic until the requester moves
+    // past it in order, so the limit counts until retirement, not completion.
+    if (wqe.is_read_or_atomic() && wqe.packet_count > 0) --qp.outstanding_read_atomic;
     qp.send_queue.pop_front();
     if (qp.send_cursor > 0) {
       --qp.send_cursor;
@@ -213,12 +218,15 @@ void EngineState::acknowledge_through(QueuePair& qp, std::uint32_t psn, TimeNs n
     qp.acked_psn = psn;
     progress = true;
   }
+  // Acknowledgements are cumulative: an earlier ACK may have covered SEND and
+  // WRITE WQEs that waited behind a READ finished only now.
+  psn = qp.acked_psn;
   for (std::size_t i = 0; i < qp.send_queue.size(); ++i) {
     SendWqe& wqe = qp.send_queue[i];
     if (!wqe.started || !psn_at_or_before(wqe.first_psn, psn)) break;
     if (wqe.done) continue;
     if (wqe.is_read_or_atomic()) {
-      if (psn_at_or_before(wqe.last_psn(), psn)) rewind_to(qp, unacked_psn(qp));
+      if (psn_at_or_before(wqe.last_psn(), psn)) rewind_once(qp, unacked_psn(qp));
       break;
     }
     if (!psn_at_or_before(wqe.last_psn(), psn)) break;
@@ -243,6 +251,13 @@ void EngineState::rewind_to(QueuePair& qp, std::uint32_t psn) {
     mark_ready(qp);
     return;
   }
+}
+
+void EngineState::rewind_once(QueuePair& qp, std::uint32_t psn) {
+  if (qp.implicit_rewind_done && qp.implicit_rewind_psn == psn) return;
+  qp.implicit_rewind_done = true;
+  qp.implicit_rewind_psn = psn;
+  rewind_to(qp, psn);
 }
 
 void EngineState::fail_request(QueuePair& qp, std::uint32_t psn, WcStatus status) {
@@ -274,6 +289,9 @@ void EngineState::on_ack_or_nak(QueuePair& qp, const wire::RocePacket& packet, T
   std::uint32_t psn = packet.headers.bth.psn;
   std::uint8_t syndrome = packet.headers.aeth->syndrome;
   std::uint32_t previous = psn_add(psn, -1);
+  // A NAK for a PSN that was acknowledged since is stale (reordered or duplicated).
+  bool stale = psn_at_or_before(psn, qp.acked_psn);
+  if (stale && wire::aeth_ack_type(syndrome) != wire::AckType::ack) return;
   switch (wire::aeth_ack_type(syndrome)) {
     case wire::AckType::ack:
       acknowledge_through(qp, psn, now);
@@ -296,9 +314,12 @@ void EngineState::on_ack_or_nak(QueuePair& qp, const wire::RocePacket& packet, T
   switch (static_cast<wire::NakCode>(wire::aeth_value(syndrome))) {
     case wire::NakCode::psn_sequence_error:
       acknowledge_through(qp, previous, now);
+      // The responder NAKs a gap once; a second NAK for the same PSN is a
+      // duplicate of the first and must not restart the retransmission.
+      if (qp.implicit_rewind_done && qp.implicit_rewind_psn == psn) return;
       if (qp.retries_left == 0) return fail_request(qp, psn, WcStatus::retry_exc_err);
       --qp.retries_left;
-      rewind_to(qp, psn);
+      rewind_once(qp, psn);
       return;
     case wire::NakCode::invalid_request:
       acknowledge_through(qp, previous, now);
@@ -348,7 +369,7 @@ void EngineState::on_read_response(QueuePair& qp, const wire::RocePacket& packet
   }
   std::uint32_t expected = psn_add(read->first_psn, static_cast<std::int64_t>(read->read_received / mtu(qp)));
   if (psn != expected) {
-    if (psn_before(expected, psn)) rewind_to(qp, expected);  // a response was lost: ask again
+    if (psn_before(expected, psn)) rewind_once(qp, expected);  // a response was lost: ask again
     return;
   }
   // After a re-request from the middle the responder starts a new stream, so
@@ -368,7 +389,6 @@ void EngineState::on_read_response(QueuePair& qp, const wire::RocePacket& packet
   qp.retries_left = qp.attr.retry_cnt;
   if (ends) {
     read->done = true;
-    --qp.outstanding_read_atomic;
     acknowledge_through(qp, psn, now);
   } else {
     qp.retransmit_deadline = now + transport::ack_timeout_ns(qp.attr.timeout);
@@ -389,7 +409,6 @@ void EngineState::on_atomic_ack(QueuePair& qp, const wire::RocePacket& packet, T
     std::memcpy(bytes, &original, sizeof bytes);
     transport::scatter(wqe.segments, 0, bytes, sizeof bytes);
     wqe.done = true;
-    --qp.outstanding_read_atomic;
     acknowledge_through(qp, psn, now);
     return;
   }
@@ -408,6 +427,8 @@ void EngineState::requester_on_timer(QueuePair& qp, TimeNs now) {
     return;
   }
   ++counters.timeouts;
+  if (std::getenv("UROCE_DEBUG")) std::fprintf(stderr, "t=%lld timeout qp %x oldest %x next %x acked %x cursor %zu/%zu pkt %u out_ra %u retries %d\n", (long long)now, qp.qpn, oldest, qp.next_psn, qp.acked_psn, qp.send_cursor, qp.send_queue.size(), qp.send_cursor_packet, qp.outstanding_read_atomic, qp.retries_left);
+  qp.implicit_rewind_done = false;
   if (qp.retries_left == 0) return fail_request(qp, oldest, WcStatus::retry_exc_err);
   --qp.retries_left;
   rewind_to(qp, oldest);

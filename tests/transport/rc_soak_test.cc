@@ -285,6 +285,7 @@ void run_soak(ChannelFaults faults, std::uint64_t default_wrs) {
   std::uint64_t seed = env_or("UROCE_SOAK_SEED", std::random_device{}());
   std::uint64_t wrs = env_or("UROCE_SOAK_WRS", default_wrs);
   SCOPED_TRACE("reproduce with UROCE_SOAK_SEED=" + std::to_string(seed) + " UROCE_SOAK_WRS=" + std::to_string(wrs));
+  std::cout << "soak seed " << seed << " starts" << std::endl;
   Soak soak(seed, std::move(faults), 4);
   soak.run(wrs);
   const NetworkStats& stats = soak.network().stats();

@@ -1,0 +1,142 @@
+// libFuzzer target: hostile datagrams into two connected engines (a requester
+// with READ, atomic, WRITE and SEND in flight, and a responder with registered
+// memory and posted receives). Each input is a list of records; each record is
+// turned into a datagram with valid IP/UDP headers and ICRC around fuzzer
+// chosen transport bytes, so the fuzzer reaches the transport logic instead of
+// the ICRC check. Registered regions sit inside guard bytes that must never
+// change (and are separate heap blocks, so ASan sees any stray access).
+#include <array>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <vector>
+
+#include "tests/support/test_network.h"
+#include "wire/icrc.h"
+#include "wire/ipv4.h"
+#include "wire/udp.h"
+
+using namespace uroce;
+
+namespace {
+
+constexpr std::size_t kGuard = 64;
+constexpr std::uint8_t kGuardByte = 0xA5;
+constexpr std::uint32_t kAll = kAccessLocalWrite | kAccessRemoteWrite | kAccessRemoteRead | kAccessRemoteAtomic;
+
+// A heap block with guard bytes on both sides of the registered middle.
+struct GuardedRegion {
+  explicit GuardedRegion(std::size_t size) : bytes(size + 2 * kGuard, kGuardByte) {
+    std::fill(bytes.begin() + kGuard, bytes.end() - kGuard, 0x5A);
+  }
+  std::uint8_t* data() { return bytes.data() + kGuard; }
+  std::size_t size() const { return bytes.size() - 2 * kGuard; }
+  bool guards_intact() const {
+    for (std::size_t i = 0; i < kGuard; ++i) {
+      if (bytes[i] != kGuardByte || bytes[bytes.size() - 1 - i] != kGuardByte) return false;
+    }
+    return true;
+  }
+  std::vector<std::uint8_t> bytes;
+};
+
+struct Harness {
+  testing::TestNetwork network{1, testing::ChannelFaults{}};
+  testing::Endpoint a, b;
+  GuardedRegion a_local{4096}, b_remote{4096}, b_recv{2048};
+  MrKeys a_keys, b_keys, b_recv_keys;
+
+  Harness() {
+    Engine& engine_a = network.add_engine();
+    Engine& engine_b = network.add_engine();
+    testing::RcOptions options;
+    options.timeout = 8;
+    options.retry_cnt = 2;
+    options.rnr_retry = 1;
+    std::tie(a, b) = testing::connect_rc(engine_a, engine_b, options);
+    a_keys = *engine_a.reg_mr(a.pd, a_local.data(), a_local.size(), kAll);
+    b_keys = *engine_b.reg_mr(b.pd, b_remote.data(), b_remote.size(), kAll);
+    b_recv_keys = *engine_b.reg_mr(b.pd, b_recv.data(), b_recv.size(), kAll);
+    Sge recv{reinterpret_cast<std::uintptr_t>(b_recv.data()), 2048, b_recv_keys.lkey};
+    engine_b.post_recv(b.qpn, RecvWr{1, {&recv, 1}});
+
+    // Work in flight on A, so forged responses find something to match.
+    auto remote = reinterpret_cast<std::uintptr_t>(b_remote.data());
+    auto local = reinterpret_cast<std::uintptr_t>(a_local.data());
+    Sge read_sge{local, 3000, a_keys.lkey}, atomic_sge{local + 3000, 8, a_keys.lkey},
+        write_sge{local, 1500, a_keys.lkey};
+    SendWr read;
+    read.opcode = WrOpcode::rdma_read;
+    read.sg_list = {&read_sge, 1};
+    read.rdma = {remote + 100, b_keys.rkey};
+    SendWr atomic;
+    atomic.opcode = WrOpcode::atomic_cmp_and_swp;
+    atomic.sg_list = {&atomic_sge, 1};
+    atomic.atomic = {remote + 8, 1, 2, b_keys.rkey};
+    SendWr write;
+    write.opcode = WrOpcode::rdma_write;
+    write.sg_list = {&write_sge, 1};
+    write.rdma = {remote + 2000, b_keys.rkey};
+    SendWr send = write;
+    send.opcode = WrOpcode::send;
+    for (const SendWr& wr : {read, atomic, write, send}) engine_a.post_send(a.qpn, wr);
+  }
+
+  // Wraps transport bytes (BTH onwards, ICRC appended here) into a datagram
+  // from the other engine to `to`.
+  std::vector<std::uint8_t> datagram(Engine& to, Engine& from, const std::uint8_t* transport, std::size_t length) {
+    std::vector<std::uint8_t> bytes(wire::kIpv4HeaderLength + wire::kUdpHeaderLength + length + wire::kIcrcLength);
+    wire::Ipv4Repr ip;
+    std::copy_n(from.gid().begin() + 12, 4, ip.src.begin());
+    std::copy_n(to.gid().begin() + 12, 4, ip.dst.begin());
+    ip.payload_length = static_cast<std::uint16_t>(bytes.size() - wire::kIpv4HeaderLength);
+    ip.emit(bytes);
+    wire::UdpRepr udp;
+    udp.payload_length = static_cast<std::uint16_t>(length + wire::kIcrcLength);
+    udp.emit(std::span(bytes).subspan(wire::kIpv4HeaderLength));
+    if (length > 0) std::memcpy(bytes.data() + wire::kIpv4HeaderLength + wire::kUdpHeaderLength, transport, length);
+    std::uint32_t icrc = wire::compute_icrc(std::span(bytes).first(wire::kIpv4HeaderLength),
+                                            std::span(bytes).subspan(wire::kIpv4HeaderLength, bytes.size() -
+                                                                                                 wire::kIpv4HeaderLength -
+                                                                                                 wire::kIcrcLength));
+    store_le32(&bytes[bytes.size() - wire::kIcrcLength], icrc);
+    return bytes;
+  }
+
+  bool intact() const { return a_local.guards_intact() && b_remote.guards_intact() && b_recv.guards_intact(); }
+};
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  Harness h;
+  std::size_t offset = 0;
+  std::vector<std::uint8_t> transport;
+  while (offset + 3 <= size) {
+    std::uint8_t flags = data[offset];
+    std::size_t length = std::min<std::size_t>(data[offset + 1] | (data[offset + 2] << 8), 4200);
+    offset += 3;
+    length = std::min(length, size - offset);
+    transport.assign(data + offset, data + offset + length);
+    offset += length;
+
+    bool to_a = (flags & 1) != 0;
+    Engine& to = to_a ? *h.a.engine : *h.b.engine;
+    Engine& from = to_a ? *h.b.engine : *h.a.engine;
+    if ((flags & 2) && transport.size() >= 8) store_be24(&transport[5], to_a ? h.a.qpn : h.b.qpn);
+    if (flags & 4) {
+      to.on_datagram(transport, h.network.now());  // raw bytes as a datagram, no wrapping
+    } else {
+      auto bytes = h.datagram(to, from, transport.data(), transport.size());
+      to.on_datagram(bytes, h.network.now());
+    }
+    // Let the engines talk and time pass a little (or a lot), bounded.
+    TimeNs step = TimeNs{1} << (flags >> 3);
+    h.network.run_until([] { return false; }, h.network.now() + step);
+    if (!h.intact()) std::abort();
+  }
+  h.network.run_until([] { return false; }, h.network.now() + 1'000'000'000);
+  if (!h.intact()) std::abort();
+  return 0;
+}

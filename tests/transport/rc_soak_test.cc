@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <algorithm>
 #include <cstring>
 #include <deque>
 #include <random>
@@ -271,7 +272,7 @@ class Soak {
     if (expected.opcode == WrOpcode::send_with_imm) {
       ASSERT_EQ(wc.imm_data, static_cast<std::uint32_t>(wc.wr_id));
     }
-    ASSERT_EQ(0, std::memcmp(pair.recv_area.data() + expected.remote_offset, expected.sent.data(), expected.length))
+    ASSERT_TRUE(std::equal(expected.sent.begin(), expected.sent.end(), pair.recv_area.begin() + expected.remote_offset))
         << "SEND data differs, wr " << wc.wr_id;
     pair.expected_receives.pop_front();
   }

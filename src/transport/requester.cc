@@ -3,8 +3,6 @@
 // recovers by go-back-N on NAKs and timeouts (PROTOCOL.md "Timers and retries").
 #include <algorithm>
 #include <cstring>
-#include <cstdio>
-#include <cstdlib>
 
 #include "transport/engine_state.h"
 #include "transport/psn.h"
@@ -427,7 +425,6 @@ void EngineState::requester_on_timer(QueuePair& qp, TimeNs now) {
     return;
   }
   ++counters.timeouts;
-  if (std::getenv("UROCE_DEBUG")) std::fprintf(stderr, "t=%lld timeout qp %x oldest %x next %x acked %x cursor %zu/%zu pkt %u out_ra %u retries %d\n", (long long)now, qp.qpn, oldest, qp.next_psn, qp.acked_psn, qp.send_cursor, qp.send_queue.size(), qp.send_cursor_packet, qp.outstanding_read_atomic, qp.retries_left);
   qp.implicit_rewind_done = false;
   if (qp.retries_left == 0) return fail_request(qp, oldest, WcStatus::retry_exc_err);
   --qp.retries_left;

@@ -73,7 +73,7 @@ bool TestNetwork::run_until(const std::function<bool()>& done, TimeNs limit) {
     if (!in_flight_.empty()) next = in_flight_.top().deliver_at;
     for (const auto& engine : engines_) next = std::min(next, engine->next_deadline());
     if (next == kNever || next > limit) {
-      if (std::getenv("UROCE_DEBUG")) {
+      if (std::getenv("UROCE_DEBUG_STALL")) {  // show what every QP waits for
         for (const auto& engine : engines_) std::fprintf(stderr, "%s", engine->describe().c_str());
       }
       return done();
@@ -84,11 +84,6 @@ bool TestNetwork::run_until(const std::function<bool()>& done, TimeNs limit) {
       InFlight packet = in_flight_.top();
       in_flight_.pop();
       ++stats_.delivered;
-      if (std::getenv("UROCE_DEBUG") && stats_.delivered % 2000000 == 0) {
-        std::fprintf(stderr, "t=%lld delivered=%llu\n", static_cast<long long>(now_),
-                     static_cast<unsigned long long>(stats_.delivered));
-        for (const auto& engine : engines_) std::fprintf(stderr, "%s", engine->describe().c_str());
-      }
       engines_[packet.to]->on_datagram(packet.bytes, now_);
     }
     for (const auto& engine : engines_) {

@@ -122,6 +122,7 @@ struct EngineCounters {
   std::uint64_t naks_sent = 0;
   std::uint64_t rnr_naks_sent = 0;
   std::uint64_t timeouts = 0;
+  std::uint64_t dropped_messages = 0;  // UC messages dropped for a lost packet or a bad request
 };
 
 class EngineState;

@@ -227,7 +227,7 @@ Expected<std::size_t, std::errc> Engine::poll_cq(std::uint32_t cq, std::span<Wor
 
 Expected<std::uint32_t, std::errc> Engine::create_qp(const QpInitAttr& init) {
   const DeviceAttributes& limits = attributes();
-  if (init.qp_type != QpType::rc) return unexpected(std::errc::operation_not_supported);
+  if (init.qp_type == QpType::ud) return unexpected(std::errc::operation_not_supported);
   if (!state_->pds.contains(init.pd) || !state_->cqs.contains(init.send_cq) || !state_->cqs.contains(init.recv_cq)) {
     return unexpected(std::errc::invalid_argument);
   }
@@ -395,6 +395,8 @@ std::errc Engine::post_send(std::uint32_t qpn, const SendWr& wr) {
     default: return std::errc::invalid_argument;
   }
   if (inline_data && (wr.opcode == WrOpcode::rdma_read || atomic)) return std::errc::invalid_argument;
+  bool rc_only = wr.opcode == WrOpcode::rdma_read || atomic || wr.opcode == WrOpcode::send_with_inv;
+  if (qp.type == QpType::uc && rc_only) return std::errc::invalid_argument;
 
   transport::SendWqe wqe;
   wqe.wr_id = wr.wr_id;
@@ -464,9 +466,10 @@ void Engine::on_datagram(std::span<const std::uint8_t> bytes, TimeNs now) {
     return;
   }
   const wire::RocePacket& packet = datagram->packet;
-  if (packet.op->transport != wire::Transport::rc) return;  // UC, UD and CNP come with later work
+  bool rc = packet.op->transport == wire::Transport::rc;
+  if (!rc && packet.op->transport != wire::Transport::uc) return;  // UD and CNP come with later work
   auto it = s.qps.find(packet.headers.bth.dest_qp);
-  if (it == s.qps.end() || it->second.type != QpType::rc) {
+  if (it == s.qps.end() || it->second.type != (rc ? QpType::rc : QpType::uc)) {
     ++s.counters.unknown_qp_packets;
     return;
   }

@@ -61,6 +61,7 @@ class EngineState {
   void fail_request(transport::QueuePair& qp, std::uint32_t psn, WcStatus status);
   void retire_completed(transport::QueuePair& qp);
   std::uint32_t unacked_psn(const transport::QueuePair& qp) const;
+  bool window_full(const transport::QueuePair& qp, std::uint32_t psn) const;
   void on_read_response(transport::QueuePair& qp, const wire::RocePacket& packet, TimeNs now);
   void on_atomic_ack(transport::QueuePair& qp, const wire::RocePacket& packet, TimeNs now);
   void on_ack_or_nak(transport::QueuePair& qp, const wire::RocePacket& packet, TimeNs now);
@@ -75,6 +76,8 @@ class EngineState {
   bool on_read_request(transport::QueuePair& qp, const wire::RocePacket& packet);
   bool on_atomic(transport::QueuePair& qp, const wire::RocePacket& packet);
   void on_duplicate(transport::QueuePair& qp, const wire::RocePacket& packet);
+  void uc_on_request(transport::QueuePair& qp, const wire::RocePacket& packet);
+  void abandon_message(transport::QueuePair& qp);
   bool payload_length_ok(const transport::QueuePair& qp, const wire::RocePacket& packet) const;
   void complete_receive(transport::QueuePair& qp, const wire::RocePacket& packet, std::uint64_t byte_len,
                         WcOpcode opcode);

@@ -74,6 +74,11 @@ std::uint32_t EngineState::unacked_psn(const QueuePair& qp) const {
   return qp.next_psn;
 }
 
+bool EngineState::window_full(const QueuePair& qp, std::uint32_t psn) const {
+  if (qp.type != QpType::rc) return false;  // nothing is ever acknowledged on UC
+  return psn_diff(psn, unacked_psn(qp)) >= static_cast<std::int32_t>(config.max_inflight_packets);
+}
+
 std::size_t EngineState::requester_transmit(QueuePair& qp, MutableByteSpan out, TimeNs now) {
   if (qp.state != QpState::rts && qp.state != QpState::sqd) return 0;
   if (qp.rnr_resume_at != kNever) return 0;
@@ -98,7 +103,7 @@ std::size_t EngineState::requester_transmit(QueuePair& qp, MutableByteSpan out, 
     if (wqe.fence && qp.outstanding_read_atomic > 0) return 0;
     std::uint32_t read_atomic_limit = std::max<std::uint32_t>(1, qp.attr.max_rd_atomic);
     if (wqe.is_read_or_atomic() && qp.outstanding_read_atomic >= read_atomic_limit) return 0;
-    if (psn_diff(qp.next_psn, unacked_psn(qp)) >= static_cast<std::int32_t>(config.max_inflight_packets)) return 0;
+    if (window_full(qp, qp.next_psn)) return 0;
     wqe.started = true;
     wqe.first_psn = qp.next_psn;
     bool atomic = wqe.opcode == WrOpcode::atomic_cmp_and_swp || wqe.opcode == WrOpcode::atomic_fetch_and_add;
@@ -106,13 +111,15 @@ std::size_t EngineState::requester_transmit(QueuePair& qp, MutableByteSpan out, 
     qp.next_psn = psn_add(qp.next_psn, wqe.packet_count);
     if (wqe.is_read_or_atomic()) ++qp.outstanding_read_atomic;
   } else {
-    std::uint32_t psn = psn_add(wqe.first_psn, qp.send_cursor_packet);
-    if (psn_diff(psn, unacked_psn(qp)) >= static_cast<std::int32_t>(config.max_inflight_packets)) return 0;
+    if (window_full(qp, psn_add(wqe.first_psn, qp.send_cursor_packet))) return 0;
   }
 
+  bool reliable = qp.type == QpType::rc;
   std::size_t length = send_request_packet(qp, wqe, out);
   if (length == 0) return 0;
-  if (qp.retransmit_deadline == kNever) qp.retransmit_deadline = now + transport::ack_timeout_ns(qp.attr.timeout);
+  if (reliable && qp.retransmit_deadline == kNever) {
+    qp.retransmit_deadline = now + transport::ack_timeout_ns(qp.attr.timeout);
+  }
   return length;
 }
 
@@ -145,6 +152,7 @@ std::size_t EngineState::send_request_packet(QueuePair& qp, SendWqe& wqe, Mutabl
       wire::Position position = position_of(index, wqe.packet_count);
       last_packet = position == wire::Position::last || position == wire::Position::only;
       headers.bth.opcode = send_opcode(wqe.opcode, position);
+      if (qp.type == QpType::uc) headers.bth.opcode = static_cast<std::uint8_t>(headers.bth.opcode + wire::opcode::kUcBase);
       payload_offset = std::uint64_t{index} * mtu(qp);
       payload_length = static_cast<std::uint32_t>(std::min<std::uint64_t>(mtu(qp), wqe.length - payload_offset));
       headers.bth.solicited_event = last_packet && wqe.solicited;
@@ -155,9 +163,11 @@ std::size_t EngineState::send_request_packet(QueuePair& qp, SendWqe& wqe, Mutabl
       break;
     }
   }
-  ++qp.packets_since_ack_request;
-  headers.bth.ack_req = last_packet || qp.packets_since_ack_request >= config.ack_request_interval;
-  if (headers.bth.ack_req) qp.packets_since_ack_request = 0;
+  if (qp.type == QpType::rc) {  // UC has no acknowledgements to ask for
+    ++qp.packets_since_ack_request;
+    headers.bth.ack_req = last_packet || qp.packets_since_ack_request >= config.ack_request_interval;
+    if (headers.bth.ack_req) qp.packets_since_ack_request = 0;
+  }
 
   auto layout = begin_packet(qp, headers, payload_length, out);
   if (!layout) return 0;
@@ -180,7 +190,13 @@ std::size_t EngineState::send_request_packet(QueuePair& qp, SendWqe& wqe, Mutabl
   } else {
     ++qp.send_cursor_packet;
   }
-  return finish_packet(out, *layout);
+  std::size_t length = finish_packet(out, *layout);
+  if (qp.type == QpType::uc && last_packet) {
+    // Unreliable: a UC WQE is complete once its last packet is on the wire.
+    wqe.done = true;
+    retire_completed(qp);
+  }
+  return length;
 }
 
 void EngineState::retire_completed(QueuePair& qp) {

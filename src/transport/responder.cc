@@ -29,6 +29,7 @@ bool is_last_or_only(wire::Position position) {
 }  // namespace
 
 void EngineState::queue_ack(QueuePair& qp, std::uint32_t psn) {
+  if (qp.type != QpType::rc) return;
   // Coalesce: a newer ACK replaces one still waiting at the tail.
   if (!qp.outputs.empty()) {
     ResponderOutput& tail = qp.outputs.back();
@@ -48,6 +49,7 @@ void EngineState::queue_ack(QueuePair& qp, std::uint32_t psn) {
 }
 
 void EngineState::queue_nak(QueuePair& qp, std::uint32_t psn, wire::AckType type, std::uint8_t code) {
+  if (qp.type != QpType::rc) return;  // UC drops silently
   ResponderOutput nak;
   nak.kind = ResponderOutput::Kind::ack;
   nak.psn = psn;
@@ -65,6 +67,10 @@ void EngineState::queue_nak(QueuePair& qp, std::uint32_t psn, wire::AckType type
 // A fatal request error: NAK it, then the QP goes to ERR (IBTA class B/C
 // responder errors). The NAK still goes out; everything else is flushed.
 void EngineState::fail_responder(QueuePair& qp, std::uint32_t psn, wire::NakCode code) {
+  if (qp.type == QpType::uc) {
+    // UC: the offending message is dropped, the QP carries on (IBTA 9.7.5.2).
+    return abandon_message(qp);
+  }
   move_to_error(qp);
   queue_nak(qp, psn, wire::AckType::nak, static_cast<std::uint8_t>(code));
 }
@@ -101,10 +107,36 @@ void EngineState::complete_receive(QueuePair& qp, const wire::RocePacket& packet
   complete(qp.recv_cq, wc);
 }
 
+void EngineState::abandon_message(QueuePair& qp) {
+  if (qp.receiving_send || qp.receiving_write) ++counters.dropped_messages;
+  qp.receiving_send = false;  // the receive WQE stays for the next message
+  qp.receiving_write = false;
+  qp.send_offset = 0;
+}
+
+// UC: no ACKs, no retransmission. A message that loses a packet is dropped;
+// the responder resynchronises on the next FIRST or ONLY packet.
+void EngineState::uc_on_request(QueuePair& qp, const wire::RocePacket& packet) {
+  std::uint32_t psn = packet.headers.bth.psn;
+  bool starts = is_first_or_only(packet.op->position);
+  bool in_message = qp.receiving_send || qp.receiving_write;
+  if (starts) {
+    if (in_message) abandon_message(qp);  // the previous message lost its tail
+  } else if (!in_message || psn != qp.expected_psn) {
+    ++counters.out_of_sequence;
+    abandon_message(qp);
+    return;
+  }
+  qp.expected_psn = psn_add(psn, 1);
+  bool accepted = packet.op->kind == wire::OpKind::send ? on_send(qp, packet) : on_write(qp, packet);
+  if (!accepted) abandon_message(qp);
+}
+
 void EngineState::responder_on_request(QueuePair& qp, const wire::RocePacket& packet) {
   if (qp.state != QpState::rtr && qp.state != QpState::rts && qp.state != QpState::sqd && qp.state != QpState::sqe) {
     return;
   }
+  if (qp.type == QpType::uc) return uc_on_request(qp, packet);
   std::uint32_t psn = packet.headers.bth.psn;
   std::int32_t distance = psn_diff(psn, qp.expected_psn);
   if (distance > 0) {

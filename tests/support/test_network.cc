@@ -103,6 +103,7 @@ std::pair<Endpoint, Endpoint> connect_rc(Engine& a, Engine& b, const RcOptions& 
     QpInitAttr init;
     init.pd = ends[i].pd;
     init.send_cq = init.recv_cq = ends[i].cq;
+    init.qp_type = options.type;
     init.cap = options.cap;
     auto qpn = engines[i]->create_qp(init);
     if (!qpn) throw std::runtime_error("create_qp failed");
@@ -126,9 +127,10 @@ std::pair<Endpoint, Endpoint> connect_rc(Engine& a, Engine& b, const RcOptions& 
     attr.max_dest_rd_atomic = options.max_rd_atomic;
     attr.min_rnr_timer = options.min_rnr_timer;
     attr.ah_attr.dgid = peer.engine->gid();
-    if (engine.modify_qp(ends[i].qpn, attr,
-                         kQpAttrState | kQpAttrAv | kQpAttrPathMtu | kQpAttrDestQpn | kQpAttrRqPsn |
-                             kQpAttrMaxDestRdAtomic | kQpAttrMinRnrTimer) != std::errc{}) {
+    bool rc = options.type == QpType::rc;
+    std::uint32_t rtr_mask = kQpAttrState | kQpAttrAv | kQpAttrPathMtu | kQpAttrDestQpn | kQpAttrRqPsn;
+    if (rc) rtr_mask |= kQpAttrMaxDestRdAtomic | kQpAttrMinRnrTimer;
+    if (engine.modify_qp(ends[i].qpn, attr, rtr_mask) != std::errc{}) {
       throw std::runtime_error("to RTR failed");
     }
     attr.qp_state = QpState::rts;
@@ -137,9 +139,9 @@ std::pair<Endpoint, Endpoint> connect_rc(Engine& a, Engine& b, const RcOptions& 
     attr.retry_cnt = options.retry_cnt;
     attr.rnr_retry = options.rnr_retry;
     attr.max_rd_atomic = options.max_rd_atomic;
-    if (engine.modify_qp(ends[i].qpn, attr,
-                         kQpAttrState | kQpAttrSqPsn | kQpAttrTimeout | kQpAttrRetryCnt | kQpAttrRnrRetry |
-                             kQpAttrMaxQpRdAtomic) != std::errc{}) {
+    std::uint32_t rts_mask = kQpAttrState | kQpAttrSqPsn;
+    if (rc) rts_mask |= kQpAttrTimeout | kQpAttrRetryCnt | kQpAttrRnrRetry | kQpAttrMaxQpRdAtomic;
+    if (engine.modify_qp(ends[i].qpn, attr, rts_mask) != std::errc{}) {
       throw std::runtime_error("to RTS failed");
     }
   }

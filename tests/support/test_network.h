@@ -68,6 +68,7 @@ class TestNetwork {
 
 // A connected RC QP pair's options.
 struct RcOptions {
+  QpType type = QpType::rc;  // or uc
   PathMtu mtu = PathMtu::mtu1024;
   std::uint8_t timeout = 14;
   std::uint8_t retry_cnt = 7;
@@ -88,7 +89,7 @@ struct Endpoint {
   std::uint32_t qpn = 0;
 };
 
-// Creates PD, CQ and an RC QP on each engine and brings both to RTS, connected.
+// Creates PD, CQ and a connected QP (RC or UC) on each engine and brings both to RTS.
 std::pair<Endpoint, Endpoint> connect_rc(Engine& a, Engine& b, const RcOptions& options = {});
 
 // Drains a CQ into a vector (asserting the CQ is healthy).

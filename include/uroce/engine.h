@@ -58,7 +58,12 @@ struct EngineConfig {
   DeviceAttributes attributes;
   std::uint32_t max_inflight_packets = 256;  // PSN window a requester may have unacknowledged
   std::uint32_t ack_request_interval = 64;   // AckReq at least every this many packets
+  PathMtu port_mtu = PathMtu::mtu4096;       // the port's active MTU: the largest UD message
 };
+
+// A UD receive buffer starts with the 40-byte GRH area: the IPv6 header of the
+// datagram, or for IPv4 20 zero bytes followed by the IPv4 header.
+inline constexpr std::uint32_t kGrhLength = 40;
 
 struct QpCap {
   std::uint32_t max_send_wr = 0;
@@ -152,6 +157,9 @@ class Engine {
   std::errc modify_qp(std::uint32_t qpn, const QpAttr& attr, std::uint32_t mask);
   Expected<QpAttr, std::errc> query_qp(std::uint32_t qpn) const;
   std::errc destroy_qp(std::uint32_t qpn);
+  // Address handles name UD destinations (SendWr::ud.ah).
+  Expected<std::uint32_t, std::errc> create_ah(std::uint32_t pd, const AddressVector& av);
+  std::errc destroy_ah(std::uint32_t ah);
   std::errc post_send(std::uint32_t qpn, const SendWr& wr);
   std::errc post_recv(std::uint32_t qpn, const RecvWr& wr);
 

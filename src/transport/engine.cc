@@ -130,12 +130,19 @@ wire::WireResult<wire::DatagramLayout> EngineState::begin_packet(const QueuePair
                                                                  const wire::TransportHeaders& headers,
                                                                  std::size_t payload_length,
                                                                  MutableByteSpan out) const {
+  return begin_packet_to(qp.attr.ah_attr, qp.attr.dest_qp_num, qp.udp_source_port, headers, payload_length, out);
+}
+
+wire::WireResult<wire::DatagramLayout> EngineState::begin_packet_to(const AddressVector& av, std::uint32_t dest_qp,
+                                                                    std::uint16_t source_port,
+                                                                    const wire::TransportHeaders& headers,
+                                                                    std::size_t payload_length,
+                                                                    MutableByteSpan out) const {
   wire::RoceDatagramSpec spec;
   spec.headers = headers;
-  spec.headers.bth.dest_qp = qp.attr.dest_qp_num;
+  spec.headers.bth.dest_qp = dest_qp;
   spec.headers.bth.pkey = wire::kDefaultPkey;
-  spec.udp.src_port = qp.udp_source_port;
-  const AddressVector& av = qp.attr.ah_attr;
+  spec.udp.src_port = source_port;
   auto dscp = static_cast<std::uint8_t>(av.traffic_class >> 2);
   if (gid_is_ipv4(config.gid) && gid_is_ipv4(av.dgid)) {
     wire::Ipv4Repr ip;
@@ -186,6 +193,9 @@ std::errc Engine::dealloc_pd(std::uint32_t pd) {
   for (const auto& [qpn, qp] : state_->qps) {
     if (qp.pd == pd) return std::errc::device_or_resource_busy;
   }
+  for (const auto& [ah, handle] : state_->address_handles) {
+    if (handle.pd == pd) return std::errc::device_or_resource_busy;
+  }
   state_->pds.erase(pd);
   return std::errc{};
 }
@@ -227,7 +237,6 @@ Expected<std::size_t, std::errc> Engine::poll_cq(std::uint32_t cq, std::span<Wor
 
 Expected<std::uint32_t, std::errc> Engine::create_qp(const QpInitAttr& init) {
   const DeviceAttributes& limits = attributes();
-  if (init.qp_type == QpType::ud) return unexpected(std::errc::operation_not_supported);
   if (!state_->pds.contains(init.pd) || !state_->cqs.contains(init.send_cq) || !state_->cqs.contains(init.recv_cq)) {
     return unexpected(std::errc::invalid_argument);
   }
@@ -350,6 +359,17 @@ Expected<QpAttr, std::errc> Engine::query_qp(std::uint32_t qpn) const {
   return attr;
 }
 
+Expected<std::uint32_t, std::errc> Engine::create_ah(std::uint32_t pd, const AddressVector& av) {
+  if (!state_->pds.contains(pd)) return unexpected(std::errc::invalid_argument);
+  std::uint32_t ah = state_->next_ah++;
+  state_->address_handles.emplace(ah, EngineState::AddressHandle{pd, av});
+  return ah;
+}
+
+std::errc Engine::destroy_ah(std::uint32_t ah) {
+  return state_->address_handles.erase(ah) == 1 ? std::errc{} : std::errc::invalid_argument;
+}
+
 std::errc Engine::destroy_qp(std::uint32_t qpn) {
   return state_->qps.erase(qpn) == 1 ? std::errc{} : std::errc::invalid_argument;
 }
@@ -397,6 +417,14 @@ std::errc Engine::post_send(std::uint32_t qpn, const SendWr& wr) {
   if (inline_data && (wr.opcode == WrOpcode::rdma_read || atomic)) return std::errc::invalid_argument;
   bool rc_only = wr.opcode == WrOpcode::rdma_read || atomic || wr.opcode == WrOpcode::send_with_inv;
   if (qp.type == QpType::uc && rc_only) return std::errc::invalid_argument;
+  const EngineState::AddressHandle* destination = nullptr;
+  if (qp.type == QpType::ud) {
+    if (wr.opcode != WrOpcode::send && wr.opcode != WrOpcode::send_with_imm) return std::errc::invalid_argument;
+    auto ah = state_->address_handles.find(wr.ud.ah);
+    if (ah == state_->address_handles.end() || ah->second.pd != qp.pd) return std::errc::invalid_argument;
+    if (wr.ud.remote_qpn > transport::kPsnMask) return std::errc::invalid_argument;
+    destination = &ah->second;
+  }
 
   transport::SendWqe wqe;
   wqe.wr_id = wr.wr_id;
@@ -426,6 +454,13 @@ std::errc Engine::post_send(std::uint32_t qpn, const SendWr& wr) {
     wqe.local_error = resolve_segments(state_->memory_regions, qp.pd, wr.sg_list, writes_local, wqe.segments, total);
   }
   if (atomic && total != 8) return std::errc::invalid_argument;
+  if (destination != nullptr) {
+    if (total > mtu_bytes(state_->config.port_mtu)) return std::errc::invalid_argument;  // one packet per datagram
+    wqe.ud_destination = destination->av;
+    wqe.ud_remote_qpn = wr.ud.remote_qpn;
+    // A Q_Key with the top bit set means "use the QP's own" (IBTA 10.2.4).
+    wqe.ud_qkey = (wr.ud.remote_qkey & 0x80000000u) ? qp.attr.qkey : wr.ud.remote_qkey;
+  }
   if (total > attributes().max_msg_size) return std::errc::invalid_argument;
   wqe.length = static_cast<std::uint32_t>(total);
 
@@ -466,14 +501,23 @@ void Engine::on_datagram(std::span<const std::uint8_t> bytes, TimeNs now) {
     return;
   }
   const wire::RocePacket& packet = datagram->packet;
-  bool rc = packet.op->transport == wire::Transport::rc;
-  if (!rc && packet.op->transport != wire::Transport::uc) return;  // UD and CNP come with later work
+  QpType type;
+  switch (packet.op->transport) {
+    case wire::Transport::rc: type = QpType::rc; break;
+    case wire::Transport::uc: type = QpType::uc; break;
+    case wire::Transport::ud: type = QpType::ud; break;
+    default: return;  // CNPs come with congestion control
+  }
   auto it = s.qps.find(packet.headers.bth.dest_qp);
-  if (it == s.qps.end() || it->second.type != (rc ? QpType::rc : QpType::uc)) {
+  if (it == s.qps.end() || it->second.type != type) {
     ++s.counters.unknown_qp_packets;
     return;
   }
   QueuePair& qp = it->second;
+  if (type == QpType::ud) {
+    std::size_t ip_header_length = datagram->ip_version() == 4 ? (bytes[0] & 0x0Fu) * 4u : wire::kIpv6HeaderLength;
+    return s.ud_on_datagram(qp, packet, bytes.first(ip_header_length));
+  }
   switch (packet.op->kind) {
     case wire::OpKind::acknowledge:
     case wire::OpKind::atomic_acknowledge:

@@ -24,6 +24,12 @@ class EngineState {
   std::unordered_set<std::uint32_t> pds;
   std::unordered_map<std::uint32_t, verbs::CompletionQueue> cqs;
   std::unordered_map<std::uint32_t, transport::QueuePair> qps;
+  struct AddressHandle {
+    std::uint32_t pd;
+    AddressVector av;
+  };
+  std::unordered_map<std::uint32_t, AddressHandle> address_handles;
+  std::uint32_t next_ah = 1;
   std::deque<std::uint32_t> ready;  // QPs that may have something to send
   EngineCounters counters;
   std::uint32_t next_pd = 1;
@@ -35,13 +41,20 @@ class EngineState {
   void complete(std::uint32_t cq, const WorkCompletion& completion);
   // Moves the QP to ERR and flushes every outstanding work request.
   void move_to_error(transport::QueuePair& qp);
-  std::uint32_t mtu(const transport::QueuePair& qp) const { return mtu_bytes(qp.attr.path_mtu); }
+  std::uint32_t mtu(const transport::QueuePair& qp) const {
+    return mtu_bytes(qp.type == QpType::ud ? config.port_mtu : qp.attr.path_mtu);
+  }
 
   // Writes IP/UDP/BTH/extension headers for a packet of this QP; the caller
   // fills payload_length bytes at layout.payload_offset and seals.
   wire::WireResult<wire::DatagramLayout> begin_packet(const transport::QueuePair& qp,
                                                       const wire::TransportHeaders& headers,
                                                       std::size_t payload_length, MutableByteSpan out) const;
+  // The same to an explicit destination (UD datagrams name theirs per WR).
+  wire::WireResult<wire::DatagramLayout> begin_packet_to(const AddressVector& destination, std::uint32_t dest_qp,
+                                                         std::uint16_t source_port,
+                                                         const wire::TransportHeaders& headers,
+                                                         std::size_t payload_length, MutableByteSpan out) const;
   std::size_t finish_packet(MutableByteSpan out, const wire::DatagramLayout& layout);
 
   // Requester (requester.cc).
@@ -51,6 +64,7 @@ class EngineState {
 
   // Responder (responder.cc).
   void responder_on_request(transport::QueuePair& qp, const wire::RocePacket& packet);
+  void ud_on_datagram(transport::QueuePair& qp, const wire::RocePacket& packet, ByteSpan ip_header);
   std::size_t responder_transmit(transport::QueuePair& qp, MutableByteSpan out);
 
  private:

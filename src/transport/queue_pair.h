@@ -38,6 +38,9 @@ struct SendWqe {
   std::vector<Segment> segments;      // where the data comes from (or READ/atomic results go)
   std::vector<std::uint8_t> inline_data;  // INLINE sends own a copy
   std::uint32_t length = 0;           // message length in bytes
+  AddressVector ud_destination;       // UD: where this datagram goes
+  std::uint32_t ud_remote_qpn = 0;
+  std::uint32_t ud_qkey = 0;
   WcStatus local_error = WcStatus::success;  // a bad lkey found at post time
 
   // Requester progress, set when the first packet goes out.

@@ -75,7 +75,7 @@ std::uint32_t EngineState::unacked_psn(const QueuePair& qp) const {
 }
 
 bool EngineState::window_full(const QueuePair& qp, std::uint32_t psn) const {
-  if (qp.type != QpType::rc) return false;  // nothing is ever acknowledged on UC
+  if (qp.type != QpType::rc) return false;  // nothing is ever acknowledged on UC or UD
   return psn_diff(psn, unacked_psn(qp)) >= static_cast<std::int32_t>(config.max_inflight_packets);
 }
 
@@ -153,6 +153,11 @@ std::size_t EngineState::send_request_packet(QueuePair& qp, SendWqe& wqe, Mutabl
       last_packet = position == wire::Position::last || position == wire::Position::only;
       headers.bth.opcode = send_opcode(wqe.opcode, position);
       if (qp.type == QpType::uc) headers.bth.opcode = static_cast<std::uint8_t>(headers.bth.opcode + wire::opcode::kUcBase);
+      if (qp.type == QpType::ud) {
+        bool imm = wqe.opcode == WrOpcode::send_with_imm;
+        headers.bth.opcode = imm ? wire::opcode::kUdSendOnlyWithImmediate : wire::opcode::kUdSendOnly;
+        headers.deth = wire::DethRepr{wqe.ud_qkey, qp.qpn};
+      }
       payload_offset = std::uint64_t{index} * mtu(qp);
       payload_length = static_cast<std::uint32_t>(std::min<std::uint64_t>(mtu(qp), wqe.length - payload_offset));
       headers.bth.solicited_event = last_packet && wqe.solicited;
@@ -169,7 +174,10 @@ std::size_t EngineState::send_request_packet(QueuePair& qp, SendWqe& wqe, Mutabl
     if (headers.bth.ack_req) qp.packets_since_ack_request = 0;
   }
 
-  auto layout = begin_packet(qp, headers, payload_length, out);
+  auto layout = qp.type == QpType::ud
+                    ? begin_packet_to(wqe.ud_destination, wqe.ud_remote_qpn, qp.udp_source_port, headers,
+                                      payload_length, out)
+                    : begin_packet(qp, headers, payload_length, out);
   if (!layout) return 0;
   std::uint8_t* payload = &out[layout->payload_offset];
   if (!wqe.inline_data.empty()) {
@@ -191,8 +199,8 @@ std::size_t EngineState::send_request_packet(QueuePair& qp, SendWqe& wqe, Mutabl
     ++qp.send_cursor_packet;
   }
   std::size_t length = finish_packet(out, *layout);
-  if (qp.type == QpType::uc && last_packet) {
-    // Unreliable: a UC WQE is complete once its last packet is on the wire.
+  if (qp.type != QpType::rc && last_packet) {
+    // Unreliable: a UC or UD WQE is complete once its last packet is on the wire.
     wqe.done = true;
     retire_completed(qp);
   }

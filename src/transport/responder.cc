@@ -132,6 +132,46 @@ void EngineState::uc_on_request(QueuePair& qp, const wire::RocePacket& packet) {
   if (!accepted) abandon_message(qp);
 }
 
+// UD: each datagram is a whole message. It needs the QP's Q_Key and a posted
+// receive (there is no RNR on UD: without one it is dropped); the buffer gets
+// the 40-byte GRH area first, then the payload.
+void EngineState::ud_on_datagram(QueuePair& qp, const wire::RocePacket& packet, ByteSpan ip_header) {
+  if (qp.state != QpState::rtr && qp.state != QpState::rts && qp.state != QpState::sqd && qp.state != QpState::sqe) {
+    return;
+  }
+  if (packet.headers.deth->qkey != qp.attr.qkey || qp.recv_queue.empty()) {
+    ++counters.dropped_messages;
+    return;
+  }
+  transport::RecvWqe& wqe = qp.recv_queue.front();
+  std::uint64_t needed = kGrhLength + packet.payload.size();
+  if (wqe.local_error != WcStatus::success || needed > wqe.capacity) {
+    WcStatus status = wqe.local_error != WcStatus::success ? wqe.local_error : WcStatus::loc_len_err;
+    WorkCompletion wc{.wr_id = wqe.wr_id, .status = status, .opcode = WcOpcode::recv, .qp_num = qp.qpn};
+    qp.recv_queue.pop_front();
+    complete(qp.recv_cq, wc);
+    return;
+  }
+  std::uint8_t grh[kGrhLength] = {};
+  std::size_t header_length = std::min<std::size_t>(ip_header.size(), kGrhLength);
+  std::memcpy(grh + (kGrhLength - header_length), ip_header.data(), header_length);
+  transport::scatter(wqe.segments, 0, grh, kGrhLength);
+  transport::scatter(wqe.segments, kGrhLength, packet.payload.data(), packet.payload.size());
+  WorkCompletion wc;
+  wc.wr_id = wqe.wr_id;
+  wc.opcode = WcOpcode::recv;
+  wc.byte_len = static_cast<std::uint32_t>(needed);
+  wc.qp_num = qp.qpn;
+  wc.src_qp = packet.headers.deth->src_qp;
+  wc.wc_flags = kWcGrh;
+  if (packet.headers.imm_dt) {
+    wc.wc_flags |= kWcWithImm;
+    wc.imm_data = packet.headers.imm_dt->imm;
+  }
+  qp.recv_queue.pop_front();
+  complete(qp.recv_cq, wc);
+}
+
 void EngineState::responder_on_request(QueuePair& qp, const wire::RocePacket& packet) {
   if (qp.state != QpState::rtr && qp.state != QpState::rts && qp.state != QpState::sqd && qp.state != QpState::sqe) {
     return;

@@ -43,7 +43,9 @@ struct GuardedRegion {
 
 struct Harness {
   testing::TestNetwork network{1, testing::ChannelFaults{}};
-  testing::Endpoint a, b;
+  testing::Endpoint a, b;        // RC, with work in flight
+  testing::Endpoint uc_a, uc_b;  // UC
+  std::uint32_t ud_b = 0;        // a UD QP on B
   GuardedRegion a_local{4096}, b_remote{4096}, b_recv{2048};
   MrKeys a_keys, b_keys, b_recv_keys;
 
@@ -55,11 +57,27 @@ struct Harness {
     options.retry_cnt = 2;
     options.rnr_retry = 1;
     std::tie(a, b) = testing::connect_rc(engine_a, engine_b, options);
+    options.type = QpType::uc;
+    std::tie(uc_a, uc_b) = testing::connect_rc(engine_a, engine_b, options);
+    QpInitAttr ud_init;
+    ud_init.qp_type = QpType::ud;
+    ud_init.pd = b.pd;
+    ud_init.send_cq = ud_init.recv_cq = b.cq;
+    ud_init.cap = QpCap{4, 4, 1, 1, 0};
+    ud_b = *engine_b.create_qp(ud_init);
+    QpAttr ud_attr;
+    ud_attr.qp_state = QpState::init;
+    ud_attr.qkey = 0;
+    engine_b.modify_qp(ud_b, ud_attr, kQpAttrState | kQpAttrPkeyIndex | kQpAttrPort | kQpAttrQkey);
+    ud_attr.qp_state = QpState::rtr;
+    engine_b.modify_qp(ud_b, ud_attr, kQpAttrState);
     a_keys = *engine_a.reg_mr(a.pd, a_local.data(), a_local.size(), kAll);
     b_keys = *engine_b.reg_mr(b.pd, b_remote.data(), b_remote.size(), kAll);
     b_recv_keys = *engine_b.reg_mr(b.pd, b_recv.data(), b_recv.size(), kAll);
     Sge recv{reinterpret_cast<std::uintptr_t>(b_recv.data()), 2048, b_recv_keys.lkey};
     engine_b.post_recv(b.qpn, RecvWr{1, {&recv, 1}});
+    engine_b.post_recv(uc_b.qpn, RecvWr{2, {&recv, 1}});
+    engine_b.post_recv(ud_b, RecvWr{3, {&recv, 1}});
 
     // Work in flight on A, so forged responses find something to match.
     auto remote = reinterpret_cast<std::uintptr_t>(b_remote.data());
@@ -124,7 +142,14 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     bool to_a = (flags & 1) != 0;
     Engine& to = to_a ? *h.a.engine : *h.b.engine;
     Engine& from = to_a ? *h.b.engine : *h.a.engine;
-    if ((flags & 2) && transport.size() >= 8) store_be24(&transport[5], to_a ? h.a.qpn : h.b.qpn);
+    if ((flags & 2) && transport.size() >= 8) {
+      // Bits 6-7 pick the QP: RC (0, 3), UC (1) or UD on B (2).
+      std::uint32_t qp_choice = flags >> 6;
+      std::uint32_t qpn = to_a ? h.a.qpn : h.b.qpn;
+      if (qp_choice == 1) qpn = to_a ? h.uc_a.qpn : h.uc_b.qpn;
+      if (qp_choice == 2 && !to_a) qpn = h.ud_b;
+      store_be24(&transport[5], qpn);
+    }
     if (flags & 4) {
       to.on_datagram(transport, h.network.now());  // raw bytes as a datagram, no wrapping
     } else {
@@ -132,7 +157,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       to.on_datagram(bytes, h.network.now());
     }
     // Let the engines talk and time pass a little (or a lot), bounded.
-    TimeNs step = TimeNs{1} << (flags >> 3);
+    TimeNs step = TimeNs{1} << ((flags >> 3) & 7) * 4;
     h.network.run_until([] { return false; }, h.network.now() + step);
     if (!h.intact()) std::abort();
   }

@@ -52,6 +52,29 @@ struct DeviceAttributes {
   std::uint32_t max_msg_size = 1u << 31;
 };
 
+// DCQCN constants (PROTOCOL.md; paper values where it gives them). Rates in
+// bits per second, times in nanoseconds.
+struct DcqcnParams {
+  double line_rate_bps = 100e9;          // R_C never exceeds it
+  double min_rate_bps = 100e6;           // the floor implementations keep
+  double g = 1.0 / 256;                  // alpha gain
+  double initial_alpha = 1.0;
+  double additive_increase_bps = 40e6;   // R_AI
+  double hyper_increase_bps = 400e6;     // R_HAI (10 x R_AI; the paper leaves it to the operator)
+  TimeNs alpha_timer_ns = 55'000;        // K: alpha decays after this long without a CNP
+  TimeNs rate_timer_ns = 55'000;         // T: rate-increase timer
+  std::uint64_t byte_counter = 10'000'000;  // B: rate-increase byte counter
+  std::uint32_t fast_recovery_steps = 5;    // F
+};
+
+struct CongestionConfig {
+  bool notification_point = true;   // send CNPs for CE-marked arrivals
+  TimeNs cnp_interval_ns = 50'000;  // at most one CNP per QP per interval
+  std::uint8_t cnp_dscp = 48;       // CNPs' own traffic class (a common deployment choice)
+  bool reaction_point = false;      // pace QPs by DCQCN on CNPs
+  DcqcnParams dcqcn;
+};
+
 struct EngineConfig {
   Gid gid{};                  // this RNIC's address
   std::uint64_t seed = 1;     // keys and QPNs derive from it: same seed, same run
@@ -59,6 +82,7 @@ struct EngineConfig {
   std::uint32_t max_inflight_packets = 256;  // PSN window a requester may have unacknowledged
   std::uint32_t ack_request_interval = 64;   // AckReq at least every this many packets
   PathMtu port_mtu = PathMtu::mtu4096;       // the port's active MTU: the largest UD message
+  CongestionConfig congestion;
 };
 
 // A UD receive buffer starts with the 40-byte GRH area: the IPv6 header of the
@@ -127,7 +151,10 @@ struct EngineCounters {
   std::uint64_t naks_sent = 0;
   std::uint64_t rnr_naks_sent = 0;
   std::uint64_t timeouts = 0;
-  std::uint64_t dropped_messages = 0;  // UC messages dropped for a lost packet or a bad request
+  std::uint64_t dropped_messages = 0;
+  std::uint64_t ecn_marked_received = 0;  // CE-marked arrivals (notification point)
+  std::uint64_t cnps_sent = 0;
+  std::uint64_t cnps_received = 0;  // UC messages dropped for a lost packet or a bad request
 };
 
 class EngineState;
@@ -170,6 +197,9 @@ class Engine {
   std::size_t poll_transmit(std::span<std::uint8_t> out, TimeNs now);
   TimeNs next_deadline() const;
   void on_timer(TimeNs now);
+
+  // The QP's current DCQCN sending rate (line rate when not limited).
+  Expected<double, std::errc> qp_rate_bps(std::uint32_t qpn) const;
 
   // One line per QP with its transport state, for debugging and diagnostics.
   std::string describe() const;

@@ -165,6 +165,30 @@ wire::WireResult<wire::DatagramLayout> EngineState::begin_packet_to(const Addres
   return wire::begin_roce_datagram(spec, payload_length, out);
 }
 
+bool EngineState::paced_out(QueuePair& qp, TimeNs now) {
+  if (!qp.dcqcn || now >= qp.next_send_time) return false;
+  qp.pacing_blocked = true;  // on_timer wakes it at next_send_time
+  return true;
+}
+
+void EngineState::account_data_packet(QueuePair& qp, std::size_t length, TimeNs now) {
+  if (!qp.dcqcn) return;
+  qp.dcqcn->on_bytes_sent(length, now);
+  auto gap = static_cast<TimeNs>(static_cast<double>(length) * 8e9 / qp.dcqcn->rate_bps());
+  qp.next_send_time = std::max(now, qp.next_send_time) + gap;
+}
+
+void EngineState::on_congestion_experienced(QueuePair& qp, TimeNs now) {
+  ++counters.ecn_marked_received;
+  if (!config.congestion.notification_point || qp.type == QpType::ud || now < qp.cnp_allowed_at) return;
+  if (qp.state != QpState::rtr && qp.state != QpState::rts && qp.state != QpState::sqd) return;
+  qp.cnp_allowed_at = now + config.congestion.cnp_interval_ns;
+  transport::ResponderOutput cnp;
+  cnp.kind = transport::ResponderOutput::Kind::cnp;
+  qp.outputs.push_front(cnp);  // ahead of ACKs and READ data: it is urgent
+  mark_ready(qp);
+}
+
 std::size_t EngineState::finish_packet(MutableByteSpan out, const wire::DatagramLayout& layout) {
   wire::seal_roce_datagram(out, layout);
   ++counters.packets_sent;
@@ -257,6 +281,7 @@ Expected<std::uint32_t, std::errc> Engine::create_qp(const QpInitAttr& init) {
   qp.cap.max_send_sge = std::max<std::uint32_t>(cap.max_send_sge, 1);
   qp.cap.max_recv_sge = std::max<std::uint32_t>(cap.max_recv_sge, 1);
   qp.udp_source_port = wire::roce_source_port(qp.qpn);
+  if (state_->config.congestion.reaction_point) qp.dcqcn.emplace(state_->config.congestion.dcqcn);
   std::uint32_t qpn = qp.qpn;
   state_->qps.emplace(qpn, std::move(qp));
   return qpn;
@@ -330,6 +355,7 @@ std::errc Engine::modify_qp(std::uint32_t qpn, const QpAttr& attr, std::uint32_t
     fresh.sq_sig_all = qp.sq_sig_all;
     fresh.cap = qp.cap;
     fresh.udp_source_port = qp.udp_source_port;
+    if (qp.dcqcn) fresh.dcqcn.emplace(state_->config.congestion.dcqcn);
     fresh.in_ready_list = qp.in_ready_list;
     qp = std::move(fresh);
   }
@@ -501,19 +527,28 @@ void Engine::on_datagram(std::span<const std::uint8_t> bytes, TimeNs now) {
     return;
   }
   const wire::RocePacket& packet = datagram->packet;
-  QpType type;
-  switch (packet.op->transport) {
-    case wire::Transport::rc: type = QpType::rc; break;
-    case wire::Transport::uc: type = QpType::uc; break;
-    case wire::Transport::ud: type = QpType::ud; break;
-    default: return;  // CNPs come with congestion control
+  if (packet.op->transport == wire::Transport::cnp) {
+    auto target = s.qps.find(packet.headers.bth.dest_qp);
+    if (target == s.qps.end()) {
+      ++s.counters.unknown_qp_packets;
+      return;
+    }
+    ++s.counters.cnps_received;
+    if (target->second.dcqcn) target->second.dcqcn->on_cnp(now);
+    return;
   }
+  QpType type = packet.op->transport == wire::Transport::rc   ? QpType::rc
+                : packet.op->transport == wire::Transport::uc ? QpType::uc
+                                                              : QpType::ud;
   auto it = s.qps.find(packet.headers.bth.dest_qp);
   if (it == s.qps.end() || it->second.type != type) {
     ++s.counters.unknown_qp_packets;
     return;
   }
   QueuePair& qp = it->second;
+  wire::Ecn ecn = datagram->ip_version() == 4 ? std::get<wire::Ipv4Repr>(datagram->ip).ecn
+                                              : std::get<wire::Ipv6Repr>(datagram->ip).ecn;
+  if (ecn == wire::Ecn::ce) s.on_congestion_experienced(qp, now);
   if (type == QpType::ud) {
     std::size_t ip_header_length = datagram->ip_version() == 4 ? (bytes[0] & 0x0Fu) * 4u : wire::kIpv6HeaderLength;
     return s.ud_on_datagram(qp, packet, bytes.first(ip_header_length));
@@ -535,7 +570,7 @@ std::size_t Engine::poll_transmit(std::span<std::uint8_t> out, TimeNs now) {
     if (it == s.qps.end()) continue;
     QueuePair& qp = it->second;
     qp.in_ready_list = false;
-    std::size_t length = s.responder_transmit(qp, out);
+    std::size_t length = s.responder_transmit(qp, out, now);
     if (length == 0) length = s.requester_transmit(qp, out, now);
     if (length > 0) {
       s.mark_ready(qp);  // it may have more; it drops out when it has nothing
@@ -549,6 +584,8 @@ TimeNs Engine::next_deadline() const {
   TimeNs deadline = kNever;
   for (const auto& [qpn, qp] : state_->qps) {
     deadline = std::min({deadline, qp.retransmit_deadline, qp.rnr_resume_at});
+    if (qp.pacing_blocked) deadline = std::min(deadline, qp.next_send_time);
+    if (qp.dcqcn) deadline = std::min(deadline, qp.dcqcn->next_deadline());
   }
   return deadline;
 }
@@ -556,7 +593,19 @@ TimeNs Engine::next_deadline() const {
 void Engine::on_timer(TimeNs now) {
   for (auto& [qpn, qp] : state_->qps) {
     if (qp.retransmit_deadline <= now || qp.rnr_resume_at <= now) state_->requester_on_timer(qp, now);
+    if (qp.pacing_blocked && qp.next_send_time <= now) {
+      qp.pacing_blocked = false;
+      state_->mark_ready(qp);
+    }
+    if (qp.dcqcn) qp.dcqcn->on_timer(now);
   }
+}
+
+Expected<double, std::errc> Engine::qp_rate_bps(std::uint32_t qpn) const {
+  auto it = state_->qps.find(qpn);
+  if (it == state_->qps.end()) return unexpected(std::errc::invalid_argument);
+  const QueuePair& qp = it->second;
+  return qp.dcqcn ? qp.dcqcn->rate_bps() : state_->config.congestion.dcqcn.line_rate_bps;
 }
 
 std::string Engine::describe() const {

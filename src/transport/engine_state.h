@@ -57,6 +57,12 @@ class EngineState {
                                                          std::size_t payload_length, MutableByteSpan out) const;
   std::size_t finish_packet(MutableByteSpan out, const wire::DatagramLayout& layout);
 
+  // Congestion control (engine.cc): pacing of data packets by the QP's DCQCN
+  // rate, CNPs for CE-marked arrivals.
+  bool paced_out(transport::QueuePair& qp, TimeNs now);
+  void account_data_packet(transport::QueuePair& qp, std::size_t length, TimeNs now);
+  void on_congestion_experienced(transport::QueuePair& qp, TimeNs now);
+
   // Requester (requester.cc).
   std::size_t requester_transmit(transport::QueuePair& qp, MutableByteSpan out, TimeNs now);
   void requester_on_response(transport::QueuePair& qp, const wire::RocePacket& packet, TimeNs now);
@@ -65,7 +71,7 @@ class EngineState {
   // Responder (responder.cc).
   void responder_on_request(transport::QueuePair& qp, const wire::RocePacket& packet);
   void ud_on_datagram(transport::QueuePair& qp, const wire::RocePacket& packet, ByteSpan ip_header);
-  std::size_t responder_transmit(transport::QueuePair& qp, MutableByteSpan out);
+  std::size_t responder_transmit(transport::QueuePair& qp, MutableByteSpan out, TimeNs now);
 
  private:
   // Requester helpers.

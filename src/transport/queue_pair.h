@@ -6,7 +6,10 @@
 
 #include <cstdint>
 #include <deque>
+#include <optional>
 #include <vector>
+
+#include "transport/cc/dcqcn.h"
 
 #include "uroce/engine.h"
 #include "uroce/verbs_types.h"
@@ -67,7 +70,7 @@ struct RecvWqe {
 
 // What the responder owes the requester, in the order it must go out.
 struct ResponderOutput {
-  enum class Kind { ack, atomic_ack, read_response } kind = Kind::ack;
+  enum class Kind { ack, atomic_ack, read_response, cnp } kind = Kind::ack;
   std::uint32_t psn = 0;       // ACK/NAK/atomic: the PSN acknowledged; READ: the next response PSN
   std::uint8_t syndrome = 0;
   std::uint32_t msn = 0;
@@ -143,6 +146,12 @@ struct QueuePair {
   std::deque<ResponderOutput> outputs;
   std::vector<ReadAtomicRecord> records;  // ring of max_dest_rd_atomic entries
   std::size_t next_record = 0;
+
+  // Congestion control.
+  std::optional<Dcqcn> dcqcn;    // reaction point, when enabled
+  TimeNs next_send_time = 0;     // pacing: the next data packet may leave then
+  bool pacing_blocked = false;   // data is waiting for next_send_time
+  TimeNs cnp_allowed_at = 0;     // notification point: next CNP not before
 
   // Scheduling.
   bool in_ready_list = false;

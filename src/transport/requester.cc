@@ -89,6 +89,7 @@ std::size_t EngineState::requester_transmit(QueuePair& qp, MutableByteSpan out, 
     qp.send_cursor_packet = 0;
   }
   if (qp.send_cursor >= qp.send_queue.size()) return 0;
+  if (paced_out(qp, now)) return 0;
   SendWqe& wqe = qp.send_queue[qp.send_cursor];
 
   if (!wqe.started) {
@@ -117,6 +118,7 @@ std::size_t EngineState::requester_transmit(QueuePair& qp, MutableByteSpan out, 
   bool reliable = qp.type == QpType::rc;
   std::size_t length = send_request_packet(qp, wqe, out);
   if (length == 0) return 0;
+  account_data_packet(qp, length, now);
   if (reliable && qp.retransmit_deadline == kNever) {
     qp.retransmit_deadline = now + transport::ack_timeout_ns(qp.attr.timeout);
   }

@@ -441,9 +441,10 @@ void EngineState::on_duplicate(QueuePair& qp, const wire::RocePacket& packet) {
   }
 }
 
-std::size_t EngineState::responder_transmit(QueuePair& qp, MutableByteSpan out) {
+std::size_t EngineState::responder_transmit(QueuePair& qp, MutableByteSpan out, TimeNs now) {
   if (qp.outputs.empty()) return 0;
   ResponderOutput& next = qp.outputs.front();
+  if (next.kind == ResponderOutput::Kind::read_response && paced_out(qp, now)) return 0;
   wire::TransportHeaders headers;
   std::size_t payload_length = 0;
   const std::uint8_t* payload = nullptr;
@@ -461,6 +462,18 @@ std::size_t EngineState::responder_transmit(QueuePair& qp, MutableByteSpan out) 
       headers.aeth = wire::AethRepr{next.syndrome, next.msn};
       headers.atomic_ack_eth = wire::AtomicAckEthRepr{next.atomic_original};
       break;
+    case ResponderOutput::Kind::cnp: {
+      // CNPs travel in their own traffic class so switches can prioritise them.
+      headers.bth.opcode = wire::opcode::kCnp;
+      headers.bth.becn = true;
+      AddressVector destination = qp.attr.ah_attr;
+      destination.traffic_class = static_cast<std::uint8_t>(config.congestion.cnp_dscp << 2);
+      auto layout = begin_packet_to(destination, qp.attr.dest_qp_num, qp.udp_source_port, headers, 0, out);
+      qp.outputs.pop_front();
+      if (!layout) return 0;
+      ++counters.cnps_sent;
+      return finish_packet(out, *layout);
+    }
     case ResponderOutput::Kind::read_response: {
       std::uint64_t remaining = next.length - next.offset;
       payload_length = static_cast<std::size_t>(std::min<std::uint64_t>(mtu(qp), remaining));
@@ -481,7 +494,7 @@ std::size_t EngineState::responder_transmit(QueuePair& qp, MutableByteSpan out) 
         // The region went away under a READ in progress.
         std::uint32_t psn = next.psn;
         fail_responder(qp, psn, wire::NakCode::remote_access_error);
-        return responder_transmit(qp, out);
+        return responder_transmit(qp, out, now);
       }
       payload = *source;
       finished = last;
@@ -491,13 +504,16 @@ std::size_t EngineState::responder_transmit(QueuePair& qp, MutableByteSpan out) 
   auto layout = begin_packet(qp, headers, payload_length, out);
   if (!layout) return 0;
   if (payload_length > 0) std::memcpy(&out[layout->payload_offset], payload, payload_length);
+  bool data = next.kind == ResponderOutput::Kind::read_response;
   if (finished) {
     qp.outputs.pop_front();
   } else {
     next.offset += payload_length;
     next.psn = psn_add(next.psn, 1);
   }
-  return finish_packet(out, *layout);
+  std::size_t length = finish_packet(out, *layout);
+  if (data) account_data_packet(qp, length, now);
+  return length;
 }
 
 }  // namespace uroce

@@ -5,12 +5,16 @@
 #include <cstdlib>
 #include <stdexcept>
 
+#include "common/bytes.h"
+#include "wire/ipv4.h"
+
 namespace uroce::testing {
 
 TestNetwork::TestNetwork(std::uint64_t seed, ChannelFaults faults) : faults_(std::move(faults)), rng_(seed) {}
 
-Engine& TestNetwork::add_engine() {
+Engine& TestNetwork::add_engine(const CongestionConfig& congestion) {
   EngineConfig config;
+  config.congestion = congestion;
   auto index = static_cast<std::uint8_t>(engines_.size() + 1);
   config.gid = gid_from_ipv4({10, 0, 0, index});
   config.seed = rng_();
@@ -44,6 +48,12 @@ void TestNetwork::send(std::size_t from, std::span<const std::uint8_t> datagram)
     if (faulty && coin(rng_) < faults_.reorder) {
       ++stats_.reordered;
       packet.deliver_at += std::uniform_int_distribution<TimeNs>(1, faults_.extra_delay_ns)(rng_);
+    }
+    if (faulty && coin(rng_) < faults_.ecn_mark && (packet.bytes[0] >> 4) == 4) {
+      ++stats_.ecn_marked;
+      packet.bytes[1] |= 0x03;  // CE; the ICRC masks the TOS byte, the IP checksum does not
+      store_be16(&packet.bytes[10], 0);
+      store_be16(&packet.bytes[10], wire::ipv4_header_checksum(std::span(packet.bytes).first(20)));
     }
     if (faulty && coin(rng_) < faults_.corrupt) {
       ++stats_.corrupted;

@@ -19,6 +19,7 @@ struct ChannelFaults {
   double duplicate = 0;  // ... delivered twice
   double reorder = 0;    // ... held back by extra_delay_ns
   double corrupt = 0;    // ... gets one byte flipped (the ICRC must catch it)
+  double ecn_mark = 0;   // ... gets CE in its IPv4 ECN bits, as a congested switch marks it
   TimeNs delay_ns = 1000;
   TimeNs extra_delay_ns = 20'000;
   // Only datagrams for which this returns true are subject to faults (all if empty).
@@ -26,7 +27,7 @@ struct ChannelFaults {
 };
 
 struct NetworkStats {
-  std::uint64_t delivered = 0, dropped = 0, duplicated = 0, reordered = 0, corrupted = 0;
+  std::uint64_t delivered = 0, dropped = 0, duplicated = 0, reordered = 0, corrupted = 0, ecn_marked = 0;
 };
 
 class TestNetwork {
@@ -34,7 +35,7 @@ class TestNetwork {
   TestNetwork(std::uint64_t seed, ChannelFaults faults);
 
   // Adds an engine with address 10.0.0.<index+1> and returns it.
-  Engine& add_engine();
+  Engine& add_engine(const CongestionConfig& congestion = {});
   Engine& engine(std::size_t index) { return *engines_[index]; }
   TimeNs now() const { return now_; }
   const NetworkStats& stats() const { return stats_; }

@@ -30,7 +30,12 @@ bool gid_is_ipv4(const Gid& gid) {
 
 namespace transport {
 
-void gather(const std::vector<Segment>& segments, std::uint64_t offset, std::uint8_t* out, std::uint64_t length) {
+namespace {
+
+// Walks the segments from a byte offset, calling copy(segment bytes, n) for
+// each piece of the length bytes.
+template <typename Copy>
+void for_each_piece(const std::vector<Segment>& segments, std::uint64_t offset, std::uint64_t length, Copy copy) {
   for (const Segment& segment : segments) {
     if (length == 0) return;
     if (offset >= segment.length) {
@@ -38,27 +43,27 @@ void gather(const std::vector<Segment>& segments, std::uint64_t offset, std::uin
       continue;
     }
     std::uint64_t n = std::min<std::uint64_t>(segment.length - offset, length);
-    std::memcpy(out, segment.data + offset, n);
-    out += n;
+    copy(segment.data + offset, n);
     length -= n;
     offset = 0;
   }
 }
 
+}  // namespace
+
+void gather(const std::vector<Segment>& segments, std::uint64_t offset, std::uint8_t* out, std::uint64_t length) {
+  for_each_piece(segments, offset, length, [&out](const std::uint8_t* piece, std::uint64_t n) {
+    std::memcpy(out, piece, n);
+    out += n;
+  });
+}
+
 void scatter(const std::vector<Segment>& segments, std::uint64_t offset, const std::uint8_t* in,
              std::uint64_t length) {
-  for (const Segment& segment : segments) {
-    if (length == 0) return;
-    if (offset >= segment.length) {
-      offset -= segment.length;
-      continue;
-    }
-    std::uint64_t n = std::min<std::uint64_t>(segment.length - offset, length);
-    std::memcpy(segment.data + offset, in, n);
+  for_each_piece(segments, offset, length, [&in](std::uint8_t* piece, std::uint64_t n) {
+    std::memcpy(piece, in, n);
     in += n;
-    length -= n;
-    offset = 0;
-  }
+  });
 }
 
 TimeNs rnr_timer_ns(std::uint8_t code) {

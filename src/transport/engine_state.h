@@ -90,6 +90,9 @@ class EngineState {
   // Responder helpers.
   void queue_ack(transport::QueuePair& qp, std::uint32_t psn);
   void queue_nak(transport::QueuePair& qp, std::uint32_t psn, wire::AckType type, std::uint8_t code);
+  void queue_read_response(transport::QueuePair& qp, std::uint32_t psn, const wire::RethRepr& reth,
+                           std::uint32_t msn);
+  void queue_atomic_ack(transport::QueuePair& qp, std::uint32_t psn, std::uint64_t original, std::uint32_t msn);
   void fail_responder(transport::QueuePair& qp, std::uint32_t psn, wire::NakCode code);
   bool on_send(transport::QueuePair& qp, const wire::RocePacket& packet);
   bool on_write(transport::QueuePair& qp, const wire::RocePacket& packet);

@@ -48,6 +48,30 @@ void EngineState::queue_ack(QueuePair& qp, std::uint32_t psn) {
   mark_ready(qp);
 }
 
+void EngineState::queue_read_response(QueuePair& qp, std::uint32_t psn, const wire::RethRepr& reth,
+                                      std::uint32_t msn) {
+  ResponderOutput response;
+  response.kind = ResponderOutput::Kind::read_response;
+  response.psn = response.first_psn = psn;
+  response.va = reth.va;
+  response.rkey = reth.rkey;
+  response.length = reth.dma_length;
+  response.msn = msn;
+  qp.outputs.push_back(response);
+  mark_ready(qp);
+}
+
+void EngineState::queue_atomic_ack(QueuePair& qp, std::uint32_t psn, std::uint64_t original, std::uint32_t msn) {
+  ResponderOutput ack;
+  ack.kind = ResponderOutput::Kind::atomic_ack;
+  ack.psn = psn;
+  ack.syndrome = wire::make_syndrome(wire::AckType::ack, wire::kCreditNoLimit);
+  ack.msn = msn;
+  ack.atomic_original = original;
+  qp.outputs.push_back(ack);
+  mark_ready(qp);
+}
+
 void EngineState::queue_nak(QueuePair& qp, std::uint32_t psn, wire::AckType type, std::uint8_t code) {
   if (qp.type != QpType::rc) return;  // UC drops silently
   ResponderOutput nak;
@@ -331,17 +355,8 @@ bool EngineState::on_read_request(QueuePair& qp, const wire::RocePacket& packet)
   qp.next_record = (qp.next_record + 1) % qp.records.size();
   record = transport::ReadAtomicRecord{true, false, psn, packets, reth.va, reth.rkey, reth.dma_length, 0, qp.msn};
 
-  ResponderOutput response;
-  response.kind = ResponderOutput::Kind::read_response;
-  response.psn = psn;
-  response.first_psn = psn;
-  response.va = reth.va;
-  response.rkey = reth.rkey;
-  response.length = reth.dma_length;
-  response.msn = qp.msn;
-  qp.outputs.push_back(response);
+  queue_read_response(qp, psn, reth, qp.msn);
   qp.expected_psn = psn_add(psn, packets);
-  mark_ready(qp);
   return true;
 }
 
@@ -376,15 +391,8 @@ bool EngineState::on_atomic(QueuePair& qp, const wire::RocePacket& packet) {
   qp.next_record = (qp.next_record + 1) % qp.records.size();
   record = transport::ReadAtomicRecord{true, true, psn, 1, atomic.va, atomic.rkey, 8, original, qp.msn};
 
-  ResponderOutput ack;
-  ack.kind = ResponderOutput::Kind::atomic_ack;
-  ack.psn = psn;
-  ack.syndrome = wire::make_syndrome(wire::AckType::ack, wire::kCreditNoLimit);
-  ack.msn = qp.msn;
-  ack.atomic_original = original;
-  qp.outputs.push_back(ack);
+  queue_atomic_ack(qp, psn, original, qp.msn);
   qp.expected_psn = psn_add(psn, 1);
-  mark_ready(qp);
   return true;
 }
 
@@ -404,17 +412,7 @@ void EngineState::on_duplicate(QueuePair& qp, const wire::RocePacket& packet) {
         if (reth.rkey != record.rkey || reth.va != record.va + skipped || reth.dma_length != record.length - skipped) {
           return;
         }
-        ResponderOutput response;
-        response.kind = ResponderOutput::Kind::read_response;
-        response.psn = psn;
-        response.first_psn = psn;
-        response.va = reth.va;
-        response.rkey = reth.rkey;
-        response.length = reth.dma_length;
-        response.msn = record.msn;
-        qp.outputs.push_back(response);
-        mark_ready(qp);
-        return;
+        return queue_read_response(qp, psn, reth, record.msn);
       }
       return;
     }
@@ -422,15 +420,7 @@ void EngineState::on_duplicate(QueuePair& qp, const wire::RocePacket& packet) {
     case wire::OpKind::fetch_add: {
       for (const transport::ReadAtomicRecord& record : qp.records) {
         if (!record.valid || !record.is_atomic || record.first_psn != psn) continue;
-        ResponderOutput ack;
-        ack.kind = ResponderOutput::Kind::atomic_ack;
-        ack.psn = psn;
-        ack.syndrome = wire::make_syndrome(wire::AckType::ack, wire::kCreditNoLimit);
-        ack.msn = record.msn;
-        ack.atomic_original = record.atomic_original;
-        qp.outputs.push_back(ack);
-        mark_ready(qp);
-        return;
+        return queue_atomic_ack(qp, psn, record.atomic_original, record.msn);
       }
       return;
     }

@@ -46,6 +46,8 @@ struct DeviceAttributes {
   std::uint32_t max_cqe = 1u << 20;
   std::uint32_t max_mr = 1u << 20;
   std::uint32_t max_pd = 1u << 16;
+  std::uint32_t max_srq = 4096;
+  std::uint32_t max_srq_wr = 16384;
   std::uint32_t max_qp_rd_atom = 128;       // READ/atomic a requester keeps in flight
   std::uint32_t max_qp_init_rd_atom = 128;  // READ/atomic a responder keeps records of
   std::uint64_t max_mr_size = 1ull << 40;
@@ -104,6 +106,7 @@ struct QpInitAttr {
   std::uint32_t recv_cq = 0;
   QpCap cap;
   bool sq_sig_all = false;
+  std::uint32_t srq = 0;  // a shared receive queue, or 0 for the QP's own
 };
 
 struct AddressVector {
@@ -184,6 +187,11 @@ class Engine {
   std::errc modify_qp(std::uint32_t qpn, const QpAttr& attr, std::uint32_t mask);
   Expected<QpAttr, std::errc> query_qp(std::uint32_t qpn) const;
   std::errc destroy_qp(std::uint32_t qpn);
+  // Shared receive queues: receives posted once, consumed by any QP created
+  // with QpInitAttr::srq (same PD).
+  Expected<std::uint32_t, std::errc> create_srq(std::uint32_t pd, std::uint32_t max_wr, std::uint32_t max_sge);
+  std::errc destroy_srq(std::uint32_t srq);
+  std::errc post_srq_recv(std::uint32_t srq, const RecvWr& wr);
   // Address handles name UD destinations (SendWr::ud.ah).
   Expected<std::uint32_t, std::errc> create_ah(std::uint32_t pd, const AddressVector& av);
   std::errc destroy_ah(std::uint32_t ah);

@@ -76,6 +76,24 @@ TimeNs rnr_timer_ns(std::uint8_t code) {
 
 }  // namespace transport
 
+namespace {
+
+// Resolves a WR's scatter/gather list; the first bad element decides the status.
+WcStatus resolve_segments(const verbs::MemoryRegionTable& regions, std::uint32_t pd, std::span<const Sge> sges,
+                          bool needs_write, std::vector<transport::Segment>& out, std::uint64_t& total) {
+  total = 0;
+  out.reserve(sges.size());
+  for (const Sge& sge : sges) {
+    auto data = regions.resolve_local(sge.lkey, pd, sge.addr, sge.length, needs_write);
+    if (!data) return WcStatus::loc_prot_err;
+    if (sge.length > 0) out.push_back(transport::Segment{*data, sge.length});
+    total += sge.length;
+  }
+  return WcStatus::success;
+}
+
+}  // namespace
+
 EngineState::EngineState(const EngineConfig& engine_config)
     : config(engine_config), memory_regions(engine_config.seed ^ 0x6D656D6F7279ull), qpn_state(engine_config.seed) {}
 
@@ -117,6 +135,9 @@ void EngineState::move_to_error(QueuePair& qp) {
     }
     qp.send_queue.pop_front();
   }
+  // The QP's own receives are flushed; an SRQ's stay for its other QPs.
+  if (qp.current_recv) qp.recv_queue.push_front(std::move(*qp.current_recv));
+  qp.current_recv.reset();
   for (const transport::RecvWqe& wqe : qp.recv_queue) {
     complete(qp.recv_cq, WorkCompletion{.wr_id = wqe.wr_id, .status = WcStatus::wr_flush_err,
                                         .opcode = WcOpcode::recv, .qp_num = qp.qpn});
@@ -225,6 +246,9 @@ std::errc Engine::dealloc_pd(std::uint32_t pd) {
   for (const auto& [ah, handle] : state_->address_handles) {
     if (handle.pd == pd) return std::errc::device_or_resource_busy;
   }
+  for (const auto& [srq, shared] : state_->srqs) {
+    if (shared.pd == pd) return std::errc::device_or_resource_busy;
+  }
   state_->pds.erase(pd);
   return std::errc{};
 }
@@ -275,7 +299,14 @@ Expected<std::uint32_t, std::errc> Engine::create_qp(const QpInitAttr& init) {
     return unexpected(std::errc::invalid_argument);
   }
   if (state_->qps.size() >= limits.max_qp) return unexpected(std::errc::not_enough_memory);
+  if (init.srq != 0) {
+    auto srq = state_->srqs.find(init.srq);
+    if (srq == state_->srqs.end() || srq->second.pd != init.pd || init.qp_type == QpType::uc) {
+      return unexpected(std::errc::invalid_argument);
+    }
+  }
   QueuePair qp;
+  qp.srq = init.srq;
   qp.qpn = state_->fresh_qpn();
   qp.type = init.qp_type;
   qp.pd = init.pd;
@@ -360,6 +391,7 @@ std::errc Engine::modify_qp(std::uint32_t qpn, const QpAttr& attr, std::uint32_t
     fresh.sq_sig_all = qp.sq_sig_all;
     fresh.cap = qp.cap;
     fresh.udp_source_port = qp.udp_source_port;
+    fresh.srq = qp.srq;
     if (qp.dcqcn) fresh.dcqcn.emplace(state_->config.congestion.dcqcn);
     fresh.in_ready_list = qp.in_ready_list;
     qp = std::move(fresh);
@@ -390,6 +422,39 @@ Expected<QpAttr, std::errc> Engine::query_qp(std::uint32_t qpn) const {
   return attr;
 }
 
+Expected<std::uint32_t, std::errc> Engine::create_srq(std::uint32_t pd, std::uint32_t max_wr, std::uint32_t max_sge) {
+  const DeviceAttributes& limits = attributes();
+  if (!state_->pds.contains(pd) || max_wr == 0 || max_wr > limits.max_srq_wr || max_sge > limits.max_sge) {
+    return unexpected(std::errc::invalid_argument);
+  }
+  if (state_->srqs.size() >= limits.max_srq) return unexpected(std::errc::not_enough_memory);
+  std::uint32_t srq = state_->next_srq++;
+  state_->srqs.emplace(srq, EngineState::SharedReceiveQueue{pd, max_wr, std::max<std::uint32_t>(max_sge, 1), {}});
+  return srq;
+}
+
+std::errc Engine::destroy_srq(std::uint32_t srq) {
+  if (!state_->srqs.contains(srq)) return std::errc::invalid_argument;
+  for (const auto& [qpn, qp] : state_->qps) {
+    if (qp.srq == srq) return std::errc::device_or_resource_busy;
+  }
+  state_->srqs.erase(srq);
+  return std::errc{};
+}
+
+std::errc Engine::post_srq_recv(std::uint32_t srq, const RecvWr& wr) {
+  auto it = state_->srqs.find(srq);
+  if (it == state_->srqs.end()) return std::errc::invalid_argument;
+  EngineState::SharedReceiveQueue& shared = it->second;
+  if (shared.queue.size() >= shared.max_wr) return std::errc::not_enough_memory;
+  if (wr.sg_list.size() > shared.max_sge) return std::errc::invalid_argument;
+  transport::RecvWqe wqe;
+  wqe.wr_id = wr.wr_id;
+  wqe.local_error = resolve_segments(state_->memory_regions, shared.pd, wr.sg_list, true, wqe.segments, wqe.capacity);
+  shared.queue.push_back(std::move(wqe));
+  return std::errc{};
+}
+
 Expected<std::uint32_t, std::errc> Engine::create_ah(std::uint32_t pd, const AddressVector& av) {
   if (!state_->pds.contains(pd)) return unexpected(std::errc::invalid_argument);
   std::uint32_t ah = state_->next_ah++;
@@ -405,23 +470,6 @@ std::errc Engine::destroy_qp(std::uint32_t qpn) {
   return state_->qps.erase(qpn) == 1 ? std::errc{} : std::errc::invalid_argument;
 }
 
-namespace {
-
-// Resolves a WR's scatter/gather list; the first bad element decides the status.
-WcStatus resolve_segments(const verbs::MemoryRegionTable& regions, std::uint32_t pd, std::span<const Sge> sges,
-                          bool needs_write, std::vector<transport::Segment>& out, std::uint64_t& total) {
-  total = 0;
-  out.reserve(sges.size());
-  for (const Sge& sge : sges) {
-    auto data = regions.resolve_local(sge.lkey, pd, sge.addr, sge.length, needs_write);
-    if (!data) return WcStatus::loc_prot_err;
-    if (sge.length > 0) out.push_back(transport::Segment{*data, sge.length});
-    total += sge.length;
-  }
-  return WcStatus::success;
-}
-
-}  // namespace
 
 std::errc Engine::post_send(std::uint32_t qpn, const SendWr& wr) {
   auto it = state_->qps.find(qpn);
@@ -508,7 +556,7 @@ std::errc Engine::post_recv(std::uint32_t qpn, const RecvWr& wr) {
   auto it = state_->qps.find(qpn);
   if (it == state_->qps.end()) return std::errc::invalid_argument;
   QueuePair& qp = it->second;
-  if (qp.state == QpState::reset) return std::errc::invalid_argument;
+  if (qp.state == QpState::reset || qp.srq != 0) return std::errc::invalid_argument;
   if (qp.recv_queue.size() >= qp.cap.max_recv_wr) return std::errc::not_enough_memory;
   if (wr.sg_list.size() > qp.cap.max_recv_sge) return std::errc::invalid_argument;
   transport::RecvWqe wqe;

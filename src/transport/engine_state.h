@@ -30,6 +30,14 @@ class EngineState {
   };
   std::unordered_map<std::uint32_t, AddressHandle> address_handles;
   std::uint32_t next_ah = 1;
+  struct SharedReceiveQueue {
+    std::uint32_t pd;
+    std::uint32_t max_wr;
+    std::uint32_t max_sge;
+    std::deque<transport::RecvWqe> queue;
+  };
+  std::unordered_map<std::uint32_t, SharedReceiveQueue> srqs;
+  std::uint32_t next_srq = 1;
   std::deque<std::uint32_t> ready;  // QPs that may have something to send
   EngineCounters counters;
   std::uint32_t next_pd = 1;
@@ -104,6 +112,10 @@ class EngineState {
   bool payload_length_ok(const transport::QueuePair& qp, const wire::RocePacket& packet) const;
   void complete_receive(transport::QueuePair& qp, const wire::RocePacket& packet, std::uint64_t byte_len,
                         WcOpcode opcode);
+  // The receive WQE for the message arriving now, from the QP's queue or its
+  // SRQ, held in qp.current_recv until the message completes; nullptr if none.
+  transport::RecvWqe* take_receive(transport::QueuePair& qp);
+  void fail_receive(transport::QueuePair& qp, WcStatus status);
 };
 
 }  // namespace uroce

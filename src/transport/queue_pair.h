@@ -132,7 +132,9 @@ struct QueuePair {
   std::uint32_t implicit_rewind_psn = 0;
 
   // Responder.
+  std::uint32_t srq = 0;                 // receives come from this SRQ instead of recv_queue
   std::deque<RecvWqe> recv_queue;
+  std::optional<RecvWqe> current_recv;   // taken for the message being received
   std::uint32_t expected_psn = 0;
   std::uint32_t msn = 0;
   bool sequence_nak_sent = false;

@@ -112,7 +112,7 @@ bool EngineState::payload_length_ok(const QueuePair& qp, const wire::RocePacket&
 
 void EngineState::complete_receive(QueuePair& qp, const wire::RocePacket& packet, std::uint64_t byte_len,
                                    WcOpcode opcode) {
-  transport::RecvWqe& wqe = qp.recv_queue.front();
+  transport::RecvWqe& wqe = *qp.current_recv;
   WorkCompletion wc;
   wc.wr_id = wqe.wr_id;
   wc.opcode = opcode;
@@ -127,7 +127,28 @@ void EngineState::complete_receive(QueuePair& qp, const wire::RocePacket& packet
     wc.wc_flags |= kWcWithInv;
     wc.imm_data = packet.headers.ieth->rkey;
   }
-  qp.recv_queue.pop_front();
+  qp.current_recv.reset();
+  complete(qp.recv_cq, wc);
+}
+
+transport::RecvWqe* EngineState::take_receive(QueuePair& qp) {
+  if (!qp.current_recv) {
+    std::deque<transport::RecvWqe>* queue = &qp.recv_queue;
+    if (qp.srq != 0) {
+      auto srq = srqs.find(qp.srq);
+      if (srq == srqs.end()) return nullptr;
+      queue = &srq->second.queue;
+    }
+    if (queue->empty()) return nullptr;
+    qp.current_recv = std::move(queue->front());
+    queue->pop_front();
+  }
+  return &*qp.current_recv;
+}
+
+void EngineState::fail_receive(QueuePair& qp, WcStatus status) {
+  WorkCompletion wc{.wr_id = qp.current_recv->wr_id, .status = status, .opcode = WcOpcode::recv, .qp_num = qp.qpn};
+  qp.current_recv.reset();
   complete(qp.recv_cq, wc);
 }
 
@@ -163,18 +184,15 @@ void EngineState::ud_on_datagram(QueuePair& qp, const wire::RocePacket& packet, 
   if (qp.state != QpState::rtr && qp.state != QpState::rts && qp.state != QpState::sqd && qp.state != QpState::sqe) {
     return;
   }
-  if (packet.headers.deth->qkey != qp.attr.qkey || qp.recv_queue.empty()) {
+  transport::RecvWqe* receive = packet.headers.deth->qkey == qp.attr.qkey ? take_receive(qp) : nullptr;
+  if (receive == nullptr) {
     ++counters.dropped_messages;
     return;
   }
-  transport::RecvWqe& wqe = qp.recv_queue.front();
+  transport::RecvWqe& wqe = *receive;
   std::uint64_t needed = kGrhLength + packet.payload.size();
   if (wqe.local_error != WcStatus::success || needed > wqe.capacity) {
-    WcStatus status = wqe.local_error != WcStatus::success ? wqe.local_error : WcStatus::loc_len_err;
-    WorkCompletion wc{.wr_id = wqe.wr_id, .status = status, .opcode = WcOpcode::recv, .qp_num = qp.qpn};
-    qp.recv_queue.pop_front();
-    complete(qp.recv_cq, wc);
-    return;
+    return fail_receive(qp, wqe.local_error != WcStatus::success ? wqe.local_error : WcStatus::loc_len_err);
   }
   std::uint8_t grh[kGrhLength] = {};
   std::size_t header_length = std::min<std::size_t>(ip_header.size(), kGrhLength);
@@ -192,7 +210,7 @@ void EngineState::ud_on_datagram(QueuePair& qp, const wire::RocePacket& packet, 
     wc.wc_flags |= kWcWithImm;
     wc.imm_data = packet.headers.imm_dt->imm;
   }
-  qp.recv_queue.pop_front();
+  qp.current_recv.reset();
   complete(qp.recv_cq, wc);
 }
 
@@ -245,19 +263,17 @@ bool EngineState::on_send(QueuePair& qp, const wire::RocePacket& packet) {
     return false;
   }
   if (is_first_or_only(position)) {
-    if (qp.recv_queue.empty()) {
+    if (take_receive(qp) == nullptr) {
       queue_nak(qp, psn, wire::AckType::rnr_nak, qp.attr.min_rnr_timer);
       return false;
     }
     qp.receiving_send = true;
     qp.send_offset = 0;
   }
-  transport::RecvWqe& wqe = qp.recv_queue.front();
+  transport::RecvWqe& wqe = *qp.current_recv;
   if (wqe.local_error != WcStatus::success || qp.send_offset + packet.payload.size() > wqe.capacity) {
     WcStatus status = wqe.local_error != WcStatus::success ? wqe.local_error : WcStatus::loc_len_err;
-    WorkCompletion wc{.wr_id = wqe.wr_id, .status = status, .opcode = WcOpcode::recv, .qp_num = qp.qpn};
-    qp.recv_queue.pop_front();
-    complete(qp.recv_cq, wc);
+    fail_receive(qp, status);
     fail_responder(qp, psn,
                    status == WcStatus::loc_len_err ? wire::NakCode::invalid_request
                                                    : wire::NakCode::remote_operational_error);
@@ -282,7 +298,7 @@ bool EngineState::on_write(QueuePair& qp, const wire::RocePacket& packet) {
     return false;
   }
   bool with_imm = packet.headers.imm_dt.has_value();
-  if (with_imm && qp.recv_queue.empty()) {
+  if (with_imm && take_receive(qp) == nullptr) {
     // Check before touching memory: the retry must find it unwritten.
     queue_nak(qp, psn, wire::AckType::rnr_nak, qp.attr.min_rnr_timer);
     return false;

@@ -104,7 +104,8 @@ TEST(Congestion, CeMarksBringCnpsThatSlowTheSenderAndDataStillArrives) {
   Engine& b = network.add_engine(congestion);
   testing::RcOptions options;
   options.mtu = PathMtu::mtu4096;
-  auto [sender, receiver] = testing::connect_rc(a, b, options);
+  auto [sender_end, receiver_end] = testing::connect_rc(a, b, options);
+  testing::Endpoint sender = sender_end, receiver = receiver_end;  // lambdas capture these
   std::vector<std::uint8_t> source(1 << 22, 7), target(1 << 22, 0);
   MrKeys s = *a.reg_mr(sender.pd, source.data(), source.size(), kAccessLocalWrite);
   MrKeys t = *b.reg_mr(receiver.pd, target.data(), target.size(), kAccessLocalWrite | kAccessRemoteWrite);

@@ -28,8 +28,7 @@ std::size_t TestNetwork::destination_of(std::span<const std::uint8_t> datagram) 
   return engines_.size();
 }
 
-void TestNetwork::send(std::size_t from, std::span<const std::uint8_t> datagram) {
-  (void)from;
+void TestNetwork::send(std::span<const std::uint8_t> datagram) {
   std::size_t to = destination_of(datagram);
   if (to >= engines_.size()) return;
   std::uniform_real_distribution<double> coin(0.0, 1.0);
@@ -73,7 +72,7 @@ bool TestNetwork::run_until(const std::function<bool()>& done, TimeNs limit) {
       for (int burst = 0; burst < 64; ++burst) {
         std::size_t length = engines_[i]->poll_transmit(buffer, now_);
         if (length == 0) break;
-        send(i, std::span(buffer).first(length));
+        send(std::span(buffer).first(length));
         sent = true;
       }
     }

@@ -55,7 +55,7 @@ class TestNetwork {
       return deliver_at != other.deliver_at ? deliver_at > other.deliver_at : sequence > other.sequence;
     }
   };
-  void send(std::size_t from, std::span<const std::uint8_t> datagram);
+  void send(std::span<const std::uint8_t> datagram);
   std::size_t destination_of(std::span<const std::uint8_t> datagram) const;
 
   ChannelFaults faults_;

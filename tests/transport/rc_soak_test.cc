@@ -217,10 +217,6 @@ class Soak {
       if (n == 0) break;
       for (std::size_t i = 0; i < n; ++i) {
         const WorkCompletion& wc = batch[i];
-        if (wc.opcode == WcOpcode::recv || wc.opcode == WcOpcode::recv_rdma_with_imm) {
-          on_receive(*other_pair(pair, wc.qp_num), wc);
-          continue;
-        }
         ASSERT_FALSE(pair.pending.empty()) << "completion with nothing pending";
         Pair::Pending& expected = pair.pending.front();
         ASSERT_EQ(wc.wr_id, expected.wr_id) << "completion out of order";
@@ -239,20 +235,12 @@ class Soak {
         pair.pending.pop_front();
       }
     }
-    // Receives for this pair land on the responder's CQ, shared with the
-    // responder's own requests when directions alternate; route them.
+    // Receives for this pair land on the responder's CQ.
     while (true) {
       std::size_t n = *pair.responder.engine->poll_cq(pair.responder.cq, batch);
       if (n == 0) break;
       for (std::size_t i = 0; i < n; ++i) on_completion_at_responder(batch[i]);
     }
-  }
-
-  Pair* other_pair(Pair& fallback, std::uint32_t qpn) {
-    for (auto& pair : pairs_) {
-      if (pair->responder.qpn == qpn && pair->responder.engine) return pair.get();
-    }
-    return &fallback;
   }
 
   void on_completion_at_responder(const WorkCompletion& wc) {

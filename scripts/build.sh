@@ -3,6 +3,7 @@
 #   release (default): optimised, with tests and benchmarks
 #   asan:              AddressSanitizer + UndefinedBehaviorSanitizer, tests only
 #   fuzz:              clang with libFuzzer targets (+ ASan/UBSan)
+# With --quiet as second argument the build's output is shown only if it fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -16,5 +17,19 @@ case "$flavour" in
   *) echo "usage: $0 [release|asan|fuzz]" >&2; exit 2 ;;
 esac
 
-cmake -S . -B "build/$flavour" -G Ninja "${args[@]}" >/dev/null
-cmake --build "build/$flavour" -j "$jobs"
+build() {
+  cmake -S . -B "build/$flavour" -G Ninja "${args[@]}" >/dev/null
+  cmake --build "build/$flavour" -j "$jobs"
+}
+
+if [ "${2:-}" = "--quiet" ]; then
+  log=$(mktemp)
+  if ! build >"$log" 2>&1; then
+    cat "$log" >&2
+    rm -f "$log"
+    exit 1
+  fi
+  rm -f "$log"
+else
+  build
+fi

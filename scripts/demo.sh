@@ -5,12 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 ./scripts/install-deps.sh
-build_log=$(mktemp)
-if ! ./scripts/build.sh release >"$build_log" 2>&1; then
-  cat "$build_log" >&2
-  exit 1
-fi
-rm -f "$build_log"
+./scripts/build.sh release --quiet
 
 capture=tests/vectors/roce-public.pcap
 echo "== uroce decode $capture"

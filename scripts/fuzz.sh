@@ -6,12 +6,7 @@ cd "$(dirname "$0")/.."
 
 seconds=${1:-60}
 ./scripts/install-deps.sh
-build_log=$(mktemp)
-if ! ./scripts/build.sh fuzz >"$build_log" 2>&1; then
-  cat "$build_log" >&2
-  exit 1
-fi
-rm -f "$build_log"
+./scripts/build.sh fuzz --quiet
 
 # run_fuzzer NAME CORPUS_DIR: fuzzes from a copy of the seed corpus.
 run_fuzzer() {

@@ -151,6 +151,34 @@ WireResult<RoceFrame> parse_roce_frame(ByteSpan bytes) {
   return frame;
 }
 
+namespace {
+
+// Writes the BTH (with the given pad count) and the extension headers the
+// opcode carries; returns where the payload starts, or bad_header when the
+// headers present are not exactly the opcode's.
+WireResult<std::size_t> write_transport_headers(const TransportHeaders& headers, const OpcodeInfo& op,
+                                                std::uint8_t pad, MutableByteSpan out) {
+  BthRepr bth = headers.bth;
+  bth.pad_count = pad;
+  bth.emit(out);
+  std::size_t offset = kBthLength;
+  bool ok = put_header(out, offset, op.has(kExtDeth), headers.deth) &&
+            put_header(out, offset, op.has(kExtReth), headers.reth) &&
+            put_header(out, offset, op.has(kExtAtomicEth), headers.atomic_eth) &&
+            put_header(out, offset, op.has(kExtAeth), headers.aeth) &&
+            put_header(out, offset, op.has(kExtAtomicAckEth), headers.atomic_ack_eth) &&
+            put_header(out, offset, op.has(kExtImmDt), headers.imm_dt) &&
+            put_header(out, offset, op.has(kExtIeth), headers.ieth);
+  if (!ok) return fail(WireError::bad_header);
+  if (op.has(kExtCnpReserved)) {
+    std::fill_n(&out[offset], kCnpReservedLength, 0);
+    offset += kCnpReservedLength;
+  }
+  return offset;
+}
+
+}  // namespace
+
 WireResult<std::size_t> emit_roce_packet(const TransportHeaders& headers, ByteSpan payload, MutableByteSpan out) {
   const OpcodeInfo* op = find_opcode(headers.bth.opcode);
   if (op == nullptr) return fail(WireError::unknown_opcode);
@@ -159,25 +187,10 @@ WireResult<std::size_t> emit_roce_packet(const TransportHeaders& headers, ByteSp
   std::size_t total = transport_headers_length(*op) + payload.size() + pad + kIcrcLength;
   if (out.size() < total) return fail(WireError::buffer_too_small);
 
-  BthRepr bth = headers.bth;
-  bth.pad_count = pad;
-  bth.emit(out);
-  std::size_t offset = kBthLength;
-  bool ok = put_header(out, offset, op->has(kExtDeth), headers.deth) &&
-            put_header(out, offset, op->has(kExtReth), headers.reth) &&
-            put_header(out, offset, op->has(kExtAtomicEth), headers.atomic_eth) &&
-            put_header(out, offset, op->has(kExtAeth), headers.aeth) &&
-            put_header(out, offset, op->has(kExtAtomicAckEth), headers.atomic_ack_eth) &&
-            put_header(out, offset, op->has(kExtImmDt), headers.imm_dt) &&
-            put_header(out, offset, op->has(kExtIeth), headers.ieth);
-  if (!ok) return fail(WireError::bad_header);
-  if (op->has(kExtCnpReserved)) {
-    std::fill_n(&out[offset], kCnpReservedLength, 0);
-    offset += kCnpReservedLength;
-  }
-  std::copy(payload.begin(), payload.end(), &out[offset]);
-  offset += payload.size();
-  std::fill_n(&out[offset], pad + kIcrcLength, 0);
+  auto offset = write_transport_headers(headers, *op, pad, out);
+  if (!offset) return fail(offset.error());
+  std::copy(payload.begin(), payload.end(), &out[*offset]);
+  std::fill_n(&out[*offset + payload.size()], pad + kIcrcLength, 0);
   return total;
 }
 
@@ -199,10 +212,8 @@ WireResult<DatagramLayout> begin_roce_datagram(const RoceDatagramSpec& spec, std
   if (out.size() < layout.length) return fail(WireError::buffer_too_small);
 
   // Headers only; the payload area is the caller's, pad and ICRC are zeroed.
-  auto written = emit_roce_packet(spec.headers, {}, out.subspan(transport_offset));
+  auto written = write_transport_headers(spec.headers, *op, pad, out.subspan(transport_offset));
   if (!written) return fail(written.error());
-  MutableByteSpan transport = out.subspan(transport_offset);
-  transport[bth_field::flags] = static_cast<std::uint8_t>((transport[bth_field::flags] & ~0x30) | (pad << 4));
   std::fill_n(&out[layout.payload_offset + payload_length], pad + kIcrcLength, 0);
 
   std::size_t udp_length = kUdpHeaderLength + packet_length;

@@ -126,15 +126,7 @@ void EngineState::move_to_error(QueuePair& qp) {
       wqe.status = WcStatus::wr_flush_err;
     }
   }
-  // Flushed WQEs always complete, signaled or not (ibv semantics).
-  while (!qp.send_queue.empty()) {
-    const transport::SendWqe& wqe = qp.send_queue.front();
-    if (wqe.signaled || qp.sq_sig_all || wqe.status != WcStatus::success) {
-      WorkCompletion wc{.wr_id = wqe.wr_id, .status = wqe.status, .qp_num = qp.qpn};
-      complete(qp.send_cq, wc);
-    }
-    qp.send_queue.pop_front();
-  }
+  retire_completed(qp);  // flushed WQEs complete whether signaled or not (ibv semantics)
   // The QP's own receives are flushed; an SRQ's stay for its other QPs.
   if (qp.current_recv) qp.recv_queue.push_front(std::move(*qp.current_recv));
   qp.current_recv.reset();
@@ -199,7 +191,7 @@ bool EngineState::paced_out(QueuePair& qp, TimeNs now) {
 
 void EngineState::account_data_packet(QueuePair& qp, std::size_t length, TimeNs now) {
   if (!qp.dcqcn) return;
-  qp.dcqcn->on_bytes_sent(length, now);
+  qp.dcqcn->on_bytes_sent(length);
   auto gap = static_cast<TimeNs>(static_cast<double>(length) * 8e9 / qp.dcqcn->rate_bps());
   qp.next_send_time = std::max(now, qp.next_send_time) + gap;
 }

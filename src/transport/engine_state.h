@@ -49,6 +49,8 @@ class EngineState {
   void complete(std::uint32_t cq, const WorkCompletion& completion);
   // Moves the QP to ERR and flushes every outstanding work request.
   void move_to_error(transport::QueuePair& qp);
+  // Completes, in order, the WQEs at the front of the send queue that are done.
+  void retire_completed(transport::QueuePair& qp);
   std::uint32_t mtu(const transport::QueuePair& qp) const {
     return mtu_bytes(qp.type == QpType::ud ? config.port_mtu : qp.attr.path_mtu);
   }
@@ -86,8 +88,8 @@ class EngineState {
   void acknowledge_through(transport::QueuePair& qp, std::uint32_t psn, TimeNs now);
   void rewind_to(transport::QueuePair& qp, std::uint32_t psn);
   void rewind_once(transport::QueuePair& qp, std::uint32_t psn);
+
   void fail_request(transport::QueuePair& qp, std::uint32_t psn, WcStatus status);
-  void retire_completed(transport::QueuePair& qp);
   std::uint32_t unacked_psn(const transport::QueuePair& qp) const;
   bool window_full(const transport::QueuePair& qp, std::uint32_t psn) const;
   void on_read_response(transport::QueuePair& qp, const wire::RocePacket& packet, TimeNs now);

@@ -82,7 +82,6 @@ struct ResponderOutput {
   std::uint32_t rkey = 0;
   std::uint64_t length = 0;
   std::uint64_t offset = 0;
-  std::uint32_t first_psn = 0;
 };
 
 // A READ or atomic the responder executed, kept to answer duplicates.

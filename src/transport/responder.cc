@@ -4,7 +4,6 @@
 // READ responses and atomic ACKs in the order they must go out.
 #include <algorithm>
 #include <cstring>
-#include <string>
 
 #include "transport/engine_state.h"
 #include "transport/psn.h"
@@ -52,7 +51,7 @@ void EngineState::queue_read_response(QueuePair& qp, std::uint32_t psn, const wi
                                       std::uint32_t msn) {
   ResponderOutput response;
   response.kind = ResponderOutput::Kind::read_response;
-  response.psn = response.first_psn = psn;
+  response.psn = psn;
   response.va = reth.va;
   response.rkey = reth.rkey;
   response.length = reth.dma_length;

@@ -69,7 +69,7 @@ TEST(Dcqcn, RecoversThroughFastRecoveryAdditiveAndHyperIncrease) {
   EXPECT_DOUBLE_EQ(cc.target_rate_bps(), target + p.additive_increase_bps);  // the 5th event is additive
   // Bytes past F byte-counter events as well: hyper increase.
   double before = cc.target_rate_bps();
-  cc.on_bytes_sent(7 * p.byte_counter, t);  // i_B = 7 > F while i_T = 5: additive still (min(i_T,i_B) = 5)
+  cc.on_bytes_sent(7 * p.byte_counter);  // i_B = 7 > F while i_T = 5: additive still (min(i_T,i_B) = 5)
   t += p.rate_timer_ns;
   cc.on_timer(t);  // i_T = 6, i_B = 7: hyper with i = 1
   EXPECT_GT(cc.target_rate_bps(), before + 7 * p.additive_increase_bps);

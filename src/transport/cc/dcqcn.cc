@@ -27,8 +27,7 @@ void Dcqcn::on_cnp(TimeNs now) {
   increase_deadline_ = now + params_.rate_timer_ns;
 }
 
-void Dcqcn::on_bytes_sent(std::uint64_t bytes, TimeNs now) {
-  (void)now;
+void Dcqcn::on_bytes_sent(std::uint64_t bytes) {
   if (!active_) return;
   bytes_since_event_ += bytes;
   while (active_ && bytes_since_event_ >= params_.byte_counter) {

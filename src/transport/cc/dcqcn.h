@@ -17,7 +17,7 @@ class Dcqcn {
   // A CNP arrived for this QP.
   void on_cnp(TimeNs now);
   // bytes left the QP (drives the byte counter).
-  void on_bytes_sent(std::uint64_t bytes, TimeNs now);
+  void on_bytes_sent(std::uint64_t bytes);
   // Runs the rate-increase timer events that are due.
   void on_timer(TimeNs now);
   // When on_timer next has something to do; kNever while at line rate.

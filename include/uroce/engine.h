@@ -99,6 +99,18 @@ struct QpCap {
   std::uint32_t max_inline_data = 0;
 };
 
+// How an RC QP recovers lost packets. Both ends of a connection must agree.
+enum class LossRecovery : std::uint8_t {
+  // RoCEv2 as specified: the responder drops packets after a gap and NAKs
+  // once; the requester resends everything from the first lost PSN.
+  go_back_n,
+  // After IRN: the responder keeps packets that arrive after a gap and reports
+  // each one (a PSN-sequence NAK whose MSN field carries the PSN it holds); the
+  // requester resends only the PSNs not reported. Lost READ responses are
+  // re-requested from the first missing one, as in go-back-N.
+  selective_repeat,
+};
+
 struct QpInitAttr {
   QpType qp_type = QpType::rc;
   std::uint32_t pd = 0;
@@ -107,6 +119,7 @@ struct QpInitAttr {
   QpCap cap;
   bool sq_sig_all = false;
   std::uint32_t srq = 0;  // a shared receive queue, or 0 for the QP's own
+  LossRecovery recovery = LossRecovery::go_back_n;  // RC only
 };
 
 struct AddressVector {
@@ -154,10 +167,11 @@ struct EngineCounters {
   std::uint64_t naks_sent = 0;
   std::uint64_t rnr_naks_sent = 0;
   std::uint64_t timeouts = 0;
-  std::uint64_t dropped_messages = 0;
+  std::uint64_t dropped_messages = 0;  // UC messages dropped for a lost packet or a bad request
   std::uint64_t ecn_marked_received = 0;  // CE-marked arrivals (notification point)
   std::uint64_t cnps_sent = 0;
-  std::uint64_t cnps_received = 0;  // UC messages dropped for a lost packet or a bad request
+  std::uint64_t cnps_received = 0;
+  std::uint64_t held_out_of_order = 0;  // selective repeat: packets kept after a gap
 };
 
 class EngineState;

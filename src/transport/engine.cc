@@ -140,6 +140,8 @@ void EngineState::move_to_error(QueuePair& qp) {
   qp.send_cursor_packet = 0;
   qp.outstanding_read_atomic = 0;
   qp.receiving_send = qp.receiving_write = false;
+  if (qp.reorder) qp.reorder->clear();
+  if (qp.sacks) qp.sacks->clear();
   qp.retransmit_deadline = kNever;
   qp.rnr_resume_at = kNever;
 }
@@ -291,6 +293,9 @@ Expected<std::uint32_t, std::errc> Engine::create_qp(const QpInitAttr& init) {
     return unexpected(std::errc::invalid_argument);
   }
   if (state_->qps.size() >= limits.max_qp) return unexpected(std::errc::not_enough_memory);
+  if (init.recovery == LossRecovery::selective_repeat && init.qp_type != QpType::rc) {
+    return unexpected(std::errc::invalid_argument);
+  }
   if (init.srq != 0) {
     auto srq = state_->srqs.find(init.srq);
     if (srq == state_->srqs.end() || srq->second.pd != init.pd || init.qp_type == QpType::uc) {
@@ -301,6 +306,7 @@ Expected<std::uint32_t, std::errc> Engine::create_qp(const QpInitAttr& init) {
   qp.srq = init.srq;
   qp.qpn = state_->fresh_qpn();
   qp.type = init.qp_type;
+  qp.recovery = init.recovery;
   qp.pd = init.pd;
   qp.send_cq = init.send_cq;
   qp.recv_cq = init.recv_cq;
@@ -377,6 +383,7 @@ std::errc Engine::modify_qp(std::uint32_t qpn, const QpAttr& attr, std::uint32_t
     QueuePair fresh;
     fresh.qpn = qp.qpn;
     fresh.type = qp.type;
+    fresh.recovery = qp.recovery;
     fresh.pd = qp.pd;
     fresh.send_cq = qp.send_cq;
     fresh.recv_cq = qp.recv_cq;
@@ -393,9 +400,16 @@ std::errc Engine::modify_qp(std::uint32_t qpn, const QpAttr& attr, std::uint32_t
     qp.records.assign(a.max_dest_rd_atomic, transport::ReadAtomicRecord{});
     qp.next_record = 0;
   }
+  if (next == QpState::rtr && previous == QpState::init && qp.recovery == LossRecovery::selective_repeat) {
+    qp.reorder.emplace(state_->config.max_inflight_packets);
+  }
   if (mask & kQpAttrSqPsn) {
     qp.next_psn = attr.sq_psn;
     qp.acked_psn = transport::psn_add(attr.sq_psn, -1);
+    if (qp.recovery == LossRecovery::selective_repeat) {
+      qp.sacks.emplace(state_->config.max_inflight_packets);
+      qp.sacks->reset(attr.sq_psn);
+    }
   }
   if (next == QpState::rts && previous == QpState::rtr) {
     qp.retries_left = a.retry_cnt;
@@ -602,7 +616,12 @@ void Engine::on_datagram(std::span<const std::uint8_t> bytes, TimeNs now) {
     case wire::OpKind::acknowledge:
     case wire::OpKind::atomic_acknowledge:
     case wire::OpKind::rdma_read_response: s.requester_on_response(qp, packet, now); break;
-    default: s.responder_on_request(qp, packet); break;
+    default: {
+      std::size_t ip_header_length = datagram->ip_version() == 4 ? (bytes[0] & 0x0Fu) * 4u : wire::kIpv6HeaderLength;
+      ByteSpan transport_packet = bytes.subspan(ip_header_length + wire::kUdpHeaderLength, datagram->udp.payload_length);
+      s.responder_on_request(qp, packet, transport_packet);
+      break;
+    }
   }
 }
 

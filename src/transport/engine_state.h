@@ -79,7 +79,8 @@ class EngineState {
   void requester_on_timer(transport::QueuePair& qp, TimeNs now);
 
   // Responder (responder.cc).
-  void responder_on_request(transport::QueuePair& qp, const wire::RocePacket& packet);
+  // bytes: the packet from BTH to ICRC, kept when selective repeat holds it.
+  void responder_on_request(transport::QueuePair& qp, const wire::RocePacket& packet, ByteSpan bytes);
   void ud_on_datagram(transport::QueuePair& qp, const wire::RocePacket& packet, ByteSpan ip_header);
   std::size_t responder_transmit(transport::QueuePair& qp, MutableByteSpan out, TimeNs now);
 
@@ -95,11 +96,20 @@ class EngineState {
   void on_read_response(transport::QueuePair& qp, const wire::RocePacket& packet, TimeNs now);
   void on_atomic_ack(transport::QueuePair& qp, const wire::RocePacket& packet, TimeNs now);
   void on_ack_or_nak(transport::QueuePair& qp, const wire::RocePacket& packet, TimeNs now);
-  std::size_t send_request_packet(transport::QueuePair& qp, transport::SendWqe& wqe, MutableByteSpan out);
+  // Builds the index-th packet of a WQE (a READ: the request from that response on).
+  std::size_t send_request_packet(transport::QueuePair& qp, transport::SendWqe& wqe, std::uint32_t index,
+                                  MutableByteSpan out);
+  std::size_t resend_selected(transport::QueuePair& qp, MutableByteSpan out);
+  void on_selective_nak(transport::QueuePair& qp, std::uint32_t expected, std::uint32_t held, TimeNs now);
 
   // Responder helpers.
   void queue_ack(transport::QueuePair& qp, std::uint32_t psn);
-  void queue_nak(transport::QueuePair& qp, std::uint32_t psn, wire::AckType type, std::uint8_t code);
+  // msn: the AETH MSN field (default the QP's MSN; selective repeat puts the held PSN there).
+  void queue_nak(transport::QueuePair& qp, std::uint32_t psn, wire::AckType type, std::uint8_t code,
+                 std::optional<std::uint32_t> msn = std::nullopt);
+  void execute_request(transport::QueuePair& qp, const wire::RocePacket& packet);
+  void hold_out_of_order(transport::QueuePair& qp, std::uint32_t psn, ByteSpan bytes);
+  void deliver_held(transport::QueuePair& qp, std::uint32_t from);
   void queue_read_response(transport::QueuePair& qp, std::uint32_t psn, const wire::RethRepr& reth,
                            std::uint32_t msn);
   void queue_atomic_ack(transport::QueuePair& qp, std::uint32_t psn, std::uint64_t original, std::uint32_t msn);

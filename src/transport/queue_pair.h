@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "transport/cc/dcqcn.h"
+#include "transport/selective_repeat.h"
 
 #include "uroce/engine.h"
 #include "uroce/verbs_types.h"
@@ -100,6 +101,7 @@ struct ReadAtomicRecord {
 struct QueuePair {
   std::uint32_t qpn = 0;
   QpType type = QpType::rc;
+  LossRecovery recovery = LossRecovery::go_back_n;
   QpState state = QpState::reset;
   std::uint32_t pd = 0;
   std::uint32_t send_cq = 0;
@@ -129,6 +131,8 @@ struct QueuePair {
   // each round of retransmissions brings more duplicate ACKs.
   bool implicit_rewind_done = false;
   std::uint32_t implicit_rewind_psn = 0;
+  std::optional<SackScoreboard> sacks;  // selective repeat: what the responder holds
+
 
   // Responder.
   std::uint32_t srq = 0;                 // receives come from this SRQ instead of recv_queue
@@ -147,6 +151,7 @@ struct QueuePair {
   std::deque<ResponderOutput> outputs;
   std::vector<ReadAtomicRecord> records;  // ring of max_dest_rd_atomic entries
   std::size_t next_record = 0;
+  std::optional<ReorderBuffer> reorder;  // selective repeat: packets after a gap
 
   // Congestion control.
   std::optional<Dcqcn> dcqcn;    // reaction point, when enabled

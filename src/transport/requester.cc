@@ -82,6 +82,14 @@ bool EngineState::window_full(const QueuePair& qp, std::uint32_t psn) const {
 std::size_t EngineState::requester_transmit(QueuePair& qp, MutableByteSpan out, TimeNs now) {
   if (qp.state != QpState::rts && qp.state != QpState::sqd) return 0;
   if (qp.rnr_resume_at != kNever) return 0;
+  if (qp.sacks && qp.sacks->recovering()) {
+    if (paced_out(qp, now)) return 0;
+    std::size_t length = resend_selected(qp, out);
+    if (length > 0) {
+      account_data_packet(qp, length, now);
+      return length;
+    }
+  }
   // A WQE finished while the cursor was on it (late responses to a READ we
   // were about to ask again) needs nothing more.
   while (qp.send_cursor < qp.send_queue.size() && qp.send_queue[qp.send_cursor].done) {
@@ -115,18 +123,73 @@ std::size_t EngineState::requester_transmit(QueuePair& qp, MutableByteSpan out, 
     if (window_full(qp, psn_add(wqe.first_psn, qp.send_cursor_packet))) return 0;
   }
 
-  bool reliable = qp.type == QpType::rc;
-  std::size_t length = send_request_packet(qp, wqe, out);
+  std::uint32_t index = qp.send_cursor_packet;
+  std::size_t length = send_request_packet(qp, wqe, index, out);
   if (length == 0) return 0;
+  // READ and atomic requests are one packet whatever PSNs they reserve.
+  bool whole = wqe.is_read_or_atomic() || index + 1 >= wqe.packet_count;
+  if (whole) {
+    ++qp.send_cursor;
+    qp.send_cursor_packet = 0;
+  } else {
+    ++qp.send_cursor_packet;
+  }
   account_data_packet(qp, length, now);
-  if (reliable && qp.retransmit_deadline == kNever) {
+  if (qp.type != QpType::rc) {
+    // Unreliable: a UC or UD WQE is complete once its last packet is on the wire.
+    if (whole) {
+      wqe.done = true;
+      retire_completed(qp);
+    }
+  } else if (qp.retransmit_deadline == kNever) {
     qp.retransmit_deadline = now + transport::ack_timeout_ns(qp.attr.timeout);
   }
   return length;
 }
 
-std::size_t EngineState::send_request_packet(QueuePair& qp, SendWqe& wqe, MutableByteSpan out) {
-  std::uint32_t index = qp.send_cursor_packet;
+// Selective repeat: sends the next PSN in the scoreboard's resend range that
+// the responder does not hold. A READ is asked again only from its first
+// missing response; PSNs it merely reserves are skipped.
+std::size_t EngineState::resend_selected(QueuePair& qp, MutableByteSpan out) {
+  transport::SackScoreboard& sacks = *qp.sacks;
+  std::size_t wqe_index = 0;
+  while (sacks.recovering()) {
+    std::uint32_t psn = sacks.recovery_next();
+    if (!qp.any_sent || psn_before(qp.highest_sent_psn, psn)) {
+      sacks.advance_to(sacks.recovery_end());  // never sent yet: the cursor will send it
+      break;
+    }
+    if (psn_at_or_before(psn, qp.acked_psn) || sacks.marked(psn)) {
+      sacks.advance_to(psn_add(psn, 1));
+      continue;
+    }
+    // WQEs are in PSN order: carry on from the one the last PSN fell in.
+    while (wqe_index < qp.send_queue.size() && qp.send_queue[wqe_index].started &&
+           psn_before(qp.send_queue[wqe_index].last_psn(), psn)) {
+      ++wqe_index;
+    }
+    if (wqe_index >= qp.send_queue.size() || !qp.send_queue[wqe_index].started ||
+        psn_before(psn, qp.send_queue[wqe_index].first_psn)) {
+      sacks.advance_to(psn_add(psn, 1));
+      continue;
+    }
+    SendWqe& wqe = qp.send_queue[wqe_index];
+    std::uint32_t index = static_cast<std::uint32_t>(psn_diff(psn, wqe.first_psn));
+    if (wqe.is_read_or_atomic()) {
+      std::uint32_t resume = wqe.opcode == WrOpcode::rdma_read ? static_cast<std::uint32_t>(wqe.read_received / mtu(qp)) : 0;
+      sacks.advance_to(psn_add(wqe.last_psn(), 1));
+      if (wqe.done || index != resume) continue;
+    } else {
+      sacks.advance_to(psn_add(psn, 1));
+      if (wqe.done) continue;
+    }
+    std::size_t length = send_request_packet(qp, wqe, index, out);
+    if (length > 0) return length;
+  }
+  return 0;
+}
+
+std::size_t EngineState::send_request_packet(QueuePair& qp, SendWqe& wqe, std::uint32_t index, MutableByteSpan out) {
   std::uint32_t psn = psn_add(wqe.first_psn, index);
   wire::TransportHeaders headers;
   headers.bth.psn = psn;
@@ -194,19 +257,7 @@ std::size_t EngineState::send_request_packet(QueuePair& qp, SendWqe& wqe, Mutabl
     qp.highest_sent_psn = psn;
     qp.any_sent = true;
   }
-  if (wqe.opcode == WrOpcode::rdma_read || headers.atomic_eth || last_packet) {
-    ++qp.send_cursor;
-    qp.send_cursor_packet = 0;
-  } else {
-    ++qp.send_cursor_packet;
-  }
-  std::size_t length = finish_packet(out, *layout);
-  if (qp.type != QpType::rc && last_packet) {
-    // Unreliable: a UC or UD WQE is complete once its last packet is on the wire.
-    wqe.done = true;
-    retire_completed(qp);
-  }
-  return length;
+  return finish_packet(out, *layout);
 }
 
 void EngineState::retire_completed(QueuePair& qp) {
@@ -239,6 +290,7 @@ void EngineState::retire_completed(QueuePair& qp) {
 void EngineState::acknowledge_through(QueuePair& qp, std::uint32_t psn, TimeNs now) {
   bool progress = false;
   if (psn_before(qp.acked_psn, psn)) {
+    if (qp.sacks) qp.sacks->acknowledge_before(psn_add(qp.acked_psn, 1), psn_add(psn, 1));
     qp.acked_psn = psn;
     progress = true;
   }
@@ -281,7 +333,22 @@ void EngineState::rewind_once(QueuePair& qp, std::uint32_t psn) {
   if (qp.implicit_rewind_done && qp.implicit_rewind_psn == psn) return;
   qp.implicit_rewind_done = true;
   qp.implicit_rewind_psn = psn;
+  if (qp.sacks) {
+    qp.sacks->restart(psn, psn_add(psn, 1));
+    mark_ready(qp);
+    return;
+  }
   rewind_to(qp, psn);
+}
+
+// Selective repeat: the responder expects `expected` and holds `held` (or,
+// when held is not a PSN after expected that we sent, nothing new).
+void EngineState::on_selective_nak(QueuePair& qp, std::uint32_t expected, std::uint32_t held, TimeNs now) {
+  acknowledge_through(qp, psn_add(expected, -1), now);
+  bool reported = psn_before(expected, held) && psn_before(held, qp.next_psn);
+  if (reported) qp.sacks->mark(held);
+  qp.sacks->recover(expected, reported ? held : psn_add(expected, 1));
+  mark_ready(qp);
 }
 
 void EngineState::fail_request(QueuePair& qp, std::uint32_t psn, WcStatus status) {
@@ -326,7 +393,8 @@ void EngineState::on_ack_or_nak(QueuePair& qp, const wire::RocePacket& packet, T
         if (qp.rnr_retries_left == 0) return fail_request(qp, psn, WcStatus::rnr_retry_exc_err);
         --qp.rnr_retries_left;
       }
-      rewind_to(qp, psn);
+      rewind_to(qp, psn);  // both modes: the responder kept nothing from psn on
+      if (qp.sacks) qp.sacks->advance_to(qp.sacks->recovery_end());
       qp.rnr_resume_at = now + transport::rnr_timer_ns(wire::aeth_value(syndrome));
       qp.retransmit_deadline = kNever;
       return;
@@ -337,6 +405,7 @@ void EngineState::on_ack_or_nak(QueuePair& qp, const wire::RocePacket& packet, T
   }
   switch (static_cast<wire::NakCode>(wire::aeth_value(syndrome))) {
     case wire::NakCode::psn_sequence_error:
+      if (qp.sacks) return on_selective_nak(qp, psn, packet.headers.aeth->msn, now);
       acknowledge_through(qp, previous, now);
       // The responder NAKs a gap once; a second NAK for the same PSN is a
       // duplicate of the first and must not restart the retransmission.
@@ -454,7 +523,12 @@ void EngineState::requester_on_timer(QueuePair& qp, TimeNs now) {
   qp.implicit_rewind_done = false;
   if (qp.retries_left == 0) return fail_request(qp, oldest, WcStatus::retry_exc_err);
   --qp.retries_left;
-  rewind_to(qp, oldest);
+  if (qp.sacks) {
+    qp.sacks->restart(oldest, psn_add(qp.highest_sent_psn, 1));  // everything not reported
+    mark_ready(qp);
+  } else {
+    rewind_to(qp, oldest);
+  }
   qp.retransmit_deadline = now + transport::ack_timeout_ns(qp.attr.timeout);
 }
 

@@ -71,13 +71,14 @@ void EngineState::queue_atomic_ack(QueuePair& qp, std::uint32_t psn, std::uint64
   mark_ready(qp);
 }
 
-void EngineState::queue_nak(QueuePair& qp, std::uint32_t psn, wire::AckType type, std::uint8_t code) {
+void EngineState::queue_nak(QueuePair& qp, std::uint32_t psn, wire::AckType type, std::uint8_t code,
+                            std::optional<std::uint32_t> msn) {
   if (qp.type != QpType::rc) return;  // UC drops silently
   ResponderOutput nak;
   nak.kind = ResponderOutput::Kind::ack;
   nak.psn = psn;
   nak.syndrome = wire::make_syndrome(type, code);
-  nak.msn = qp.msn;
+  nak.msn = msn.value_or(qp.msn);
   qp.outputs.push_back(nak);
   if (type == wire::AckType::rnr_nak) {
     ++counters.rnr_naks_sent;
@@ -213,7 +214,7 @@ void EngineState::ud_on_datagram(QueuePair& qp, const wire::RocePacket& packet, 
   complete(qp.recv_cq, wc);
 }
 
-void EngineState::responder_on_request(QueuePair& qp, const wire::RocePacket& packet) {
+void EngineState::responder_on_request(QueuePair& qp, const wire::RocePacket& packet, ByteSpan bytes) {
   if (qp.state != QpState::rtr && qp.state != QpState::rts && qp.state != QpState::sqd && qp.state != QpState::sqe) {
     return;
   }
@@ -222,6 +223,7 @@ void EngineState::responder_on_request(QueuePair& qp, const wire::RocePacket& pa
   std::int32_t distance = psn_diff(psn, qp.expected_psn);
   if (distance > 0) {
     ++counters.out_of_sequence;
+    if (qp.reorder) return hold_out_of_order(qp, psn, bytes);
     if (!qp.sequence_nak_sent) {
       qp.sequence_nak_sent = true;
       queue_nak(qp, qp.expected_psn, wire::AckType::nak,
@@ -235,19 +237,56 @@ void EngineState::responder_on_request(QueuePair& qp, const wire::RocePacket& pa
     return;
   }
   qp.sequence_nak_sent = false;
+  execute_request(qp, packet);
+  if (qp.reorder) deliver_held(qp, psn);
+}
 
+// Executes the request at the expected PSN and, when it is accepted, moves
+// the expected PSN past it.
+void EngineState::execute_request(QueuePair& qp, const wire::RocePacket& packet) {
+  std::uint32_t psn = packet.headers.bth.psn;
   bool accepted = false;
   switch (packet.op->kind) {
     case wire::OpKind::send: accepted = on_send(qp, packet); break;
     case wire::OpKind::rdma_write: accepted = on_write(qp, packet); break;
-    case wire::OpKind::rdma_read_request: accepted = on_read_request(qp, packet); return;
+    // READ and atomics move the expected PSN and queue their responses themselves.
+    case wire::OpKind::rdma_read_request: on_read_request(qp, packet); return;
     case wire::OpKind::compare_swap:
-    case wire::OpKind::fetch_add: accepted = on_atomic(qp, packet); return;
+    case wire::OpKind::fetch_add: on_atomic(qp, packet); return;
     default: return fail_responder(qp, psn, wire::NakCode::invalid_request);
   }
   if (!accepted) return;
   qp.expected_psn = psn_add(qp.expected_psn, 1);
   if (packet.headers.bth.ack_req) queue_ack(qp, psn);
+}
+
+// Selective repeat: keep a packet that arrived after a gap and report it, so
+// the requester resends only what is missing.
+void EngineState::hold_out_of_order(QueuePair& qp, std::uint32_t psn, ByteSpan bytes) {
+  if (qp.reorder->hold(psn, qp.expected_psn, bytes)) ++counters.held_out_of_order;
+  bool held = qp.reorder->find(psn).has_value();  // beyond the window: report nothing new
+  queue_nak(qp, qp.expected_psn, wire::AckType::nak, static_cast<std::uint8_t>(wire::NakCode::psn_sequence_error),
+            held ? psn : qp.expected_psn);
+}
+
+// Selective repeat: after the request at `from` executed, run the held
+// packets that now follow in order, and acknowledge the filled gap at once.
+void EngineState::deliver_held(QueuePair& qp, std::uint32_t from) {
+  qp.reorder->release(from, qp.expected_psn);
+  bool filled = false;
+  while (qp.reorder->held() > 0 && qp.state != QpState::err) {
+    std::uint32_t psn = qp.expected_psn;
+    std::optional<ByteSpan> bytes = qp.reorder->find(psn);
+    if (!bytes) break;
+    auto packet = wire::parse_roce_packet(*bytes);  // it parsed on arrival; this cannot fail
+    if (!packet) break;
+    execute_request(qp, *packet);
+    if (qp.expected_psn == psn) break;  // RNR: the requester resends it after the timer
+    if (qp.state == QpState::err) break;
+    qp.reorder->release(psn, qp.expected_psn);
+    filled = true;
+  }
+  if (filled && qp.state != QpState::err) queue_ack(qp, psn_add(qp.expected_psn, -1));
 }
 
 bool EngineState::on_send(QueuePair& qp, const wire::RocePacket& packet) {

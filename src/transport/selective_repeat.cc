@@ -1,0 +1,93 @@
+// ReorderBuffer and SackScoreboard: fixed rings indexed by PSN modulo the
+// window, so holding and marking never allocate after warm-up.
+#include "transport/selective_repeat.h"
+
+#include <algorithm>
+
+#include "transport/psn.h"
+
+namespace uroce::transport {
+
+ReorderBuffer::ReorderBuffer(std::uint32_t window) : slots_(std::max<std::uint32_t>(window, 1)) {}
+
+bool ReorderBuffer::hold(std::uint32_t psn, std::uint32_t expected, ByteSpan packet) {
+  std::int32_t ahead = psn_diff(psn, expected);
+  if (ahead <= 0 || ahead >= static_cast<std::int32_t>(slots_.size())) return false;
+  Slot& slot = slots_[psn % slots_.size()];
+  if (slot.used && slot.psn == psn) return false;
+  if (!slot.used) ++held_;
+  slot.used = true;
+  slot.psn = psn;
+  slot.bytes.assign(packet.begin(), packet.end());
+  return true;
+}
+
+std::optional<ByteSpan> ReorderBuffer::find(std::uint32_t psn) const {
+  const Slot& slot = slots_[psn % slots_.size()];
+  if (!slot.used || slot.psn != psn) return std::nullopt;
+  return ByteSpan(slot.bytes);
+}
+
+void ReorderBuffer::release(std::uint32_t from, std::uint32_t to) {
+  std::int32_t count = std::min<std::int32_t>(psn_diff(to, from), static_cast<std::int32_t>(slots_.size()));
+  for (std::int32_t i = 0; i < count && held_ > 0; ++i) {
+    std::uint32_t psn = psn_add(from, i);
+    Slot& slot = slots_[psn % slots_.size()];
+    if (slot.used && slot.psn == psn) {
+      slot.used = false;
+      --held_;
+    }
+  }
+}
+
+void ReorderBuffer::clear() {
+  for (Slot& slot : slots_) slot.used = false;
+  held_ = 0;
+}
+
+SackScoreboard::SackScoreboard(std::uint32_t window)
+    : window_(std::max<std::uint32_t>(window, 1)), marks_(window_, 0) {}
+
+void SackScoreboard::mark(std::uint32_t psn) { marks_[psn % window_] = psn + 1; }
+
+bool SackScoreboard::marked(std::uint32_t psn) const { return marks_[psn % window_] == psn + 1; }
+
+void SackScoreboard::acknowledge_before(std::uint32_t old_unacked, std::uint32_t new_unacked) {
+  std::int32_t count = std::min<std::int32_t>(psn_diff(new_unacked, old_unacked), static_cast<std::int32_t>(window_));
+  for (std::int32_t i = 0; i < count; ++i) {
+    std::uint32_t psn = psn_add(old_unacked, i);
+    if (marked(psn)) marks_[psn % window_] = 0;
+  }
+  // Both ends stay at or after the unacknowledged PSN, so they never drift
+  // half the PSN space away and compare the wrong way round.
+  if (psn_before(next_, new_unacked)) next_ = new_unacked;
+  if (psn_before(end_, new_unacked)) end_ = new_unacked;
+}
+
+void SackScoreboard::clear() {
+  std::fill(marks_.begin(), marks_.end(), 0);
+  next_ = end_;
+}
+
+void SackScoreboard::reset(std::uint32_t psn) {
+  std::fill(marks_.begin(), marks_.end(), 0);
+  next_ = end_ = psn;
+}
+
+void SackScoreboard::recover(std::uint32_t from, std::uint32_t end) {
+  if (psn_before(next_, from)) next_ = from;
+  if (psn_before(end_, end)) end_ = end;
+}
+
+void SackScoreboard::restart(std::uint32_t from, std::uint32_t end) {
+  next_ = from;
+  if (psn_before(end_, end)) end_ = end;
+}
+
+bool SackScoreboard::recovering() const { return psn_before(next_, end_); }
+
+void SackScoreboard::advance_to(std::uint32_t psn) {
+  if (psn_before(next_, psn)) next_ = psn;
+}
+
+}  // namespace uroce::transport

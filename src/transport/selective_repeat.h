@@ -1,0 +1,79 @@
+// Selective repeat (LossRecovery::selective_repeat, after IRN): the responder
+// keeps packets that arrive ahead of a gap in a ReorderBuffer and reports each
+// one to the requester; the requester records those reports in a
+// SackScoreboard and resends only the PSNs nobody reported.
+//
+// On the wire a report is a PSN-sequence-error NAK whose BTH PSN is the
+// responder's expected PSN (the cumulative acknowledgement) and whose AETH MSN
+// field carries the PSN that arrived out of order. Both ends of a connection
+// must be configured for selective repeat; go-back-N stays the default.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "common/bytes.h"
+
+namespace uroce::transport {
+
+// Out-of-order packets (BTH to ICRC, already ICRC-checked) by PSN.
+class ReorderBuffer {
+ public:
+  explicit ReorderBuffer(std::uint32_t window);
+
+  // Keeps a copy of the packet at psn if it lies within the window after
+  // expected and is not held already; returns whether it was newly kept.
+  bool hold(std::uint32_t psn, std::uint32_t expected, ByteSpan packet);
+  // The held packet at psn, if any (valid until the slot is released).
+  std::optional<ByteSpan> find(std::uint32_t psn) const;
+  // Frees the slots of PSNs [from, to): the responder has moved past them.
+  void release(std::uint32_t from, std::uint32_t to);
+  void clear();
+  std::size_t held() const { return held_; }
+
+ private:
+  struct Slot {
+    bool used = false;
+    std::uint32_t psn = 0;
+    std::vector<std::uint8_t> bytes;  // keeps its capacity for the next packet
+  };
+  std::vector<Slot> slots_;
+  std::size_t held_ = 0;
+};
+
+// The requester's record of which unacknowledged PSNs the responder holds,
+// and the range it is resending.
+class SackScoreboard {
+ public:
+  explicit SackScoreboard(std::uint32_t window);
+
+  // The responder holds psn (a report from a selective NAK).
+  void mark(std::uint32_t psn);
+  bool marked(std::uint32_t psn) const;
+  // Everything before psn is acknowledged: forget those marks.
+  void acknowledge_before(std::uint32_t old_unacked, std::uint32_t new_unacked);
+  void clear();
+
+  // Starts afresh at psn: nothing marked, nothing to resend.
+  void reset(std::uint32_t psn);
+
+  // The resend range: PSNs in [next, end) not marked are presumed lost and
+  // resent once each. recover() widens it from a report but never moves next
+  // back, so a packet already resent is not resent again for every later
+  // report; restart() (a timeout) goes back to from.
+  void recover(std::uint32_t from, std::uint32_t end);
+  void restart(std::uint32_t from, std::uint32_t end);
+  bool recovering() const;
+  std::uint32_t recovery_next() const { return next_; }
+  std::uint32_t recovery_end() const { return end_; }
+  void advance_to(std::uint32_t psn);
+
+ private:
+  std::uint32_t window_;
+  std::vector<std::uint32_t> marks_;  // psn + 1 per slot, 0 when empty
+  std::uint32_t next_ = 0;
+  std::uint32_t end_ = 0;
+};
+
+}  // namespace uroce::transport

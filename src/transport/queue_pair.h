@@ -123,7 +123,7 @@ struct QueuePair {
   std::uint8_t rnr_retries_left = 0;
   TimeNs retransmit_deadline = kNever;
   TimeNs rnr_resume_at = kNever;  // while waiting out an RNR NAK
-  std::uint32_t highest_sent_psn = 0;  // for counting retransmissions
+  std::uint32_t highest_sent_psn = 0;  // the last PSN a packet went out for (or a READ reserved)
   bool any_sent = false;
   // Evidence that a READ response or atomic ACK was lost (a later response,
   // or an ACK past it) rewinds the requester once per missing PSN; the timer

@@ -159,7 +159,7 @@ std::size_t EngineState::resend_selected(QueuePair& qp, MutableByteSpan out) {
       sacks.advance_to(sacks.recovery_end());  // never sent yet: the cursor will send it
       break;
     }
-    if (psn_at_or_before(psn, qp.acked_psn) || sacks.marked(psn)) {
+    if (sacks.marked(psn)) {
       sacks.advance_to(psn_add(psn, 1));
       continue;
     }
@@ -181,7 +181,7 @@ std::size_t EngineState::resend_selected(QueuePair& qp, MutableByteSpan out) {
       if (wqe.done || index != resume) continue;
     } else {
       sacks.advance_to(psn_add(psn, 1));
-      if (wqe.done) continue;
+      if (wqe.done || psn_at_or_before(psn, qp.acked_psn)) continue;
     }
     std::size_t length = send_request_packet(qp, wqe, index, out);
     if (length > 0) return length;
@@ -254,7 +254,8 @@ std::size_t EngineState::send_request_packet(QueuePair& qp, SendWqe& wqe, std::u
   if (qp.any_sent && psn_at_or_before(psn, qp.highest_sent_psn)) {
     ++counters.retransmitted_packets;
   } else {
-    qp.highest_sent_psn = psn;
+    // A READ request covers every PSN its responses will use.
+    qp.highest_sent_psn = wqe.opcode == WrOpcode::rdma_read ? wqe.last_psn() : psn;
     qp.any_sent = true;
   }
   return finish_packet(out, *layout);
@@ -290,7 +291,7 @@ void EngineState::retire_completed(QueuePair& qp) {
 void EngineState::acknowledge_through(QueuePair& qp, std::uint32_t psn, TimeNs now) {
   bool progress = false;
   if (psn_before(qp.acked_psn, psn)) {
-    if (qp.sacks) qp.sacks->acknowledge_before(psn_add(qp.acked_psn, 1), psn_add(psn, 1));
+    if (qp.sacks) qp.sacks->forget_before(psn_add(qp.acked_psn, 1), psn_add(psn, 1));
     qp.acked_psn = psn;
     progress = true;
   }
@@ -310,6 +311,7 @@ void EngineState::acknowledge_through(QueuePair& qp, std::uint32_t psn, TimeNs n
     progress = true;
   }
   retire_completed(qp);
+  if (qp.sacks) qp.sacks->catch_up(unacked_psn(qp));
   if (progress) qp.retries_left = qp.attr.retry_cnt;
   bool outstanding = unacked_psn(qp) != qp.next_psn;
   qp.retransmit_deadline = outstanding ? now + transport::ack_timeout_ns(qp.attr.timeout) : kNever;
@@ -524,7 +526,11 @@ void EngineState::requester_on_timer(QueuePair& qp, TimeNs now) {
   if (qp.retries_left == 0) return fail_request(qp, oldest, WcStatus::retry_exc_err);
   --qp.retries_left;
   if (qp.sacks) {
-    qp.sacks->restart(oldest, psn_add(qp.highest_sent_psn, 1));  // everything not reported
+    // Resend everything not reported held, and the oldest PSN even if it was:
+    // when only ACKs were lost, that duplicate is what makes the responder
+    // acknowledge again.
+    qp.sacks->unmark(oldest);
+    qp.sacks->restart(oldest, psn_add(qp.highest_sent_psn, 1));
     mark_ready(qp);
   } else {
     rewind_to(qp, oldest);

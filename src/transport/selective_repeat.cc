@@ -52,16 +52,21 @@ void SackScoreboard::mark(std::uint32_t psn) { marks_[psn % window_] = psn + 1; 
 
 bool SackScoreboard::marked(std::uint32_t psn) const { return marks_[psn % window_] == psn + 1; }
 
-void SackScoreboard::acknowledge_before(std::uint32_t old_unacked, std::uint32_t new_unacked) {
+void SackScoreboard::unmark(std::uint32_t psn) {
+  if (marked(psn)) marks_[psn % window_] = 0;
+}
+
+void SackScoreboard::forget_before(std::uint32_t old_unacked, std::uint32_t new_unacked) {
   std::int32_t count = std::min<std::int32_t>(psn_diff(new_unacked, old_unacked), static_cast<std::int32_t>(window_));
   for (std::int32_t i = 0; i < count; ++i) {
     std::uint32_t psn = psn_add(old_unacked, i);
-    if (marked(psn)) marks_[psn % window_] = 0;
+    unmark(psn);
   }
-  // Both ends stay at or after the unacknowledged PSN, so they never drift
-  // half the PSN space away and compare the wrong way round.
-  if (psn_before(next_, new_unacked)) next_ = new_unacked;
-  if (psn_before(end_, new_unacked)) end_ = new_unacked;
+}
+
+void SackScoreboard::catch_up(std::uint32_t unacked) {
+  if (psn_before(next_, unacked)) next_ = unacked;
+  if (psn_before(end_, unacked)) end_ = unacked;
 }
 
 void SackScoreboard::clear() {

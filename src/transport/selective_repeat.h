@@ -51,8 +51,14 @@ class SackScoreboard {
   // The responder holds psn (a report from a selective NAK).
   void mark(std::uint32_t psn);
   bool marked(std::uint32_t psn) const;
-  // Everything before psn is acknowledged: forget those marks.
-  void acknowledge_before(std::uint32_t old_unacked, std::uint32_t new_unacked);
+  void unmark(std::uint32_t psn);
+  // The responder acknowledged [old_unacked, new_unacked): forget those marks.
+  void forget_before(std::uint32_t old_unacked, std::uint32_t new_unacked);
+  // Nothing before unacked needs resending: keep both ends of the resend
+  // range at or after it, so they never drift half the PSN space away and
+  // compare the wrong way round. (A READ or atomic may be unfinished behind
+  // later acknowledged PSNs; the requester passes its first unfinished PSN.)
+  void catch_up(std::uint32_t unacked);
   void clear();
 
   // Starts afresh at psn: nothing marked, nothing to resend.

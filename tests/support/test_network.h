@@ -70,6 +70,7 @@ class TestNetwork {
 // A connected RC QP pair's options.
 struct RcOptions {
   QpType type = QpType::rc;  // or uc
+  LossRecovery recovery = LossRecovery::go_back_n;
   PathMtu mtu = PathMtu::mtu1024;
   std::uint8_t timeout = 14;
   std::uint8_t retry_cnt = 7;

@@ -65,14 +65,21 @@ std::uint32_t random_size(std::mt19937_64& rng) {
   return std::uniform_int_distribution<std::uint32_t>(0, limit)(rng);
 }
 
+struct SoakSetup {
+  ChannelFaults faults;
+  LossRecovery recovery = LossRecovery::go_back_n;
+  CongestionConfig congestion;
+  std::uint64_t default_wrs = 4000;
+};
+
 class Soak {
  public:
-  Soak(std::uint64_t seed, ChannelFaults faults, std::size_t pairs)
-      : rng_(seed), network_(seed, std::move(faults)) {
-    Engine& a = network_.add_engine();
-    Engine& b = network_.add_engine();
+  Soak(std::uint64_t seed, const SoakSetup& setup, std::size_t pairs) : rng_(seed), network_(seed, setup.faults) {
+    Engine& a = network_.add_engine(setup.congestion);
+    Engine& b = network_.add_engine(setup.congestion);
     for (std::size_t i = 0; i < pairs; ++i) {
       RcOptions options;
+      options.recovery = setup.recovery;
       options.mtu = i % 2 ? PathMtu::mtu4096 : PathMtu::mtu1024;
       options.sq_psn = options.rq_psn = static_cast<std::uint32_t>(0xFFFF00 + i * 0x40);
       // Alternate directions so both engines are requester and responder.
@@ -270,28 +277,57 @@ class Soak {
   std::vector<std::unique_ptr<Pair>> pairs_;
 };
 
-void run_soak(ChannelFaults faults, std::uint64_t default_wrs) {
+void run_soak(const SoakSetup& setup) {
   std::uint64_t seed = env_or("UROCE_SOAK_SEED", std::random_device{}());
-  std::uint64_t wrs = env_or("UROCE_SOAK_WRS", default_wrs);
+  std::uint64_t wrs = env_or("UROCE_SOAK_WRS", setup.default_wrs);
   SCOPED_TRACE("reproduce with UROCE_SOAK_SEED=" + std::to_string(seed) + " UROCE_SOAK_WRS=" + std::to_string(wrs));
   std::cout << "soak seed " << seed << " starts" << std::endl;
-  Soak soak(seed, std::move(faults), 4);
+  Soak soak(seed, setup, 4);
   soak.run(wrs);
   const NetworkStats& stats = soak.network().stats();
   std::cout << "soak seed " << seed << ": " << wrs << " WRs, " << stats.delivered << " datagrams delivered, "
             << stats.dropped << " dropped, " << stats.duplicated << " duplicated, " << stats.reordered
-            << " reordered, " << stats.corrupted << " corrupted\n";
+            << " reordered, " << stats.corrupted << " corrupted, " << stats.ecn_marked << " CE-marked\n";
+  const EngineCounters& a = soak.network().engine(0).counters();
+  const EngineCounters& b = soak.network().engine(1).counters();
+  std::cout << "  retransmitted " << a.retransmitted_packets + b.retransmitted_packets << ", timeouts "
+            << a.timeouts + b.timeouts << ", held out of order " << a.held_out_of_order + b.held_out_of_order
+            << ", CNPs " << a.cnps_sent + b.cnps_sent << "\n";
 }
 
-TEST(RcSoak, CleanNetwork) { run_soak(ChannelFaults{}, 4000); }
-
-TEST(RcSoak, LossDuplicationReorderingCorruption) {
+ChannelFaults lossy() {
   ChannelFaults faults;
   faults.drop = 0.05;
   faults.duplicate = 0.02;
   faults.reorder = 0.05;
   faults.corrupt = 0.01;
-  run_soak(faults, 10000);
+  return faults;
+}
+
+TEST(RcSoak, CleanNetwork) { run_soak(SoakSetup{}); }
+
+SoakSetup lossy_setup(LossRecovery recovery, std::uint64_t wrs) {
+  SoakSetup setup;
+  setup.faults = lossy();
+  setup.recovery = recovery;
+  setup.default_wrs = wrs;
+  return setup;
+}
+
+TEST(RcSoak, LossDuplicationReorderingCorruption) { run_soak(lossy_setup(LossRecovery::go_back_n, 10000)); }
+
+TEST(RcSoak, SelectiveRepeatUnderLossDuplicationReorderingCorruption) {
+  run_soak(lossy_setup(LossRecovery::selective_repeat, 10000));
+}
+
+// DCQCN on both ends with a fifth of all packets CE-marked: QPs are paced
+// (rates cut, timers raise them) on top of loss, and nothing may change.
+TEST(RcSoak, DcqcnPacingUnderLossAndEcnMarks) {
+  SoakSetup setup = lossy_setup(LossRecovery::go_back_n, 4000);
+  setup.faults.ecn_mark = 0.2;
+  setup.congestion.reaction_point = true;
+  setup.congestion.dcqcn.line_rate_bps = 25e9;
+  run_soak(setup);
 }
 
 }  // namespace

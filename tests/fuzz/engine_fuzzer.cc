@@ -45,8 +45,10 @@ struct Harness {
   testing::TestNetwork network{1, testing::ChannelFaults{}};
   testing::Endpoint a, b;        // RC, with work in flight
   testing::Endpoint uc_a, uc_b;  // UC
+  testing::Endpoint sr_a, sr_b;  // RC with selective repeat, with work in flight
   std::uint32_t ud_b = 0;        // a UD QP on B
   GuardedRegion a_local{4096}, b_remote{4096}, b_recv{2048};
+  GuardedRegion sr_local{4096}, sr_remote{4096};
   MrKeys a_keys, b_keys, b_recv_keys;
 
   Harness() {
@@ -57,6 +59,9 @@ struct Harness {
     options.retry_cnt = 2;
     options.rnr_retry = 1;
     std::tie(a, b) = testing::connect_rc(engine_a, engine_b, options);
+    options.recovery = LossRecovery::selective_repeat;
+    std::tie(sr_a, sr_b) = testing::connect_rc(engine_a, engine_b, options);
+    options.recovery = LossRecovery::go_back_n;
     options.type = QpType::uc;
     std::tie(uc_a, uc_b) = testing::connect_rc(engine_a, engine_b, options);
     QpInitAttr ud_init;
@@ -99,6 +104,18 @@ struct Harness {
     SendWr send = write;
     send.opcode = WrOpcode::send;
     for (const SendWr& wr : {read, atomic, write, send}) engine_a.post_send(a.qpn, wr);
+
+    MrKeys sr_local_keys = *engine_a.reg_mr(sr_a.pd, sr_local.data(), sr_local.size(), kAll);
+    MrKeys sr_remote_keys = *engine_b.reg_mr(sr_b.pd, sr_remote.data(), sr_remote.size(), kAll);
+    Sge sr_recv{reinterpret_cast<std::uintptr_t>(sr_remote.data()) + 2048, 2048, sr_remote_keys.lkey};
+    engine_b.post_recv(sr_b.qpn, RecvWr{4, {&sr_recv, 1}});
+    Sge sr_sge{reinterpret_cast<std::uintptr_t>(sr_local.data()), 3000, sr_local_keys.lkey};
+    write.sg_list = {&sr_sge, 1};
+    write.rdma = {reinterpret_cast<std::uintptr_t>(sr_remote.data()), sr_remote_keys.rkey};
+    read.sg_list = {&sr_sge, 1};
+    read.rdma = write.rdma;
+    engine_a.post_send(sr_a.qpn, write);
+    engine_a.post_send(sr_a.qpn, read);
   }
 
   // Wraps transport bytes (BTH onwards, ICRC appended here) into a datagram
@@ -122,7 +139,10 @@ struct Harness {
     return bytes;
   }
 
-  bool intact() const { return a_local.guards_intact() && b_remote.guards_intact() && b_recv.guards_intact(); }
+  bool intact() const {
+    return a_local.guards_intact() && b_remote.guards_intact() && b_recv.guards_intact() &&
+           sr_local.guards_intact() && sr_remote.guards_intact();
+  }
 };
 
 }  // namespace
@@ -143,10 +163,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     Engine& to = to_a ? *h.a.engine : *h.b.engine;
     Engine& from = to_a ? *h.b.engine : *h.a.engine;
     if ((flags & 2) && transport.size() >= 8) {
-      // Bits 6-7 pick the QP: RC (0, 3), UC (1) or UD on B (2).
+      // Bits 6-7 pick the QP: RC (0), UC (1), UD on B (2) or selective-repeat RC (3).
       std::uint32_t qp_choice = flags >> 6;
       std::uint32_t qpn = to_a ? h.a.qpn : h.b.qpn;
       if (qp_choice == 1) qpn = to_a ? h.uc_a.qpn : h.uc_b.qpn;
+      if (qp_choice == 3) qpn = to_a ? h.sr_a.qpn : h.sr_b.qpn;
       if (qp_choice == 2 && !to_a) qpn = h.ud_b;
       store_be24(&transport[5], qpn);
     }

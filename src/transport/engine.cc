@@ -113,6 +113,32 @@ void EngineState::mark_ready(QueuePair& qp) {
   ready.push_back(qp.qpn);
 }
 
+void EngineState::schedule_timer(QueuePair& qp) {
+  TimeNs deadline = qp.next_deadline();
+  if (deadline >= qp.timer_at) return;
+  qp.timer_at = deadline;
+  timers.push(TimerEntry{deadline, qp.qpn});
+}
+
+TimeNs EngineState::earliest_timer() {
+  while (!timers.empty()) {
+    const TimerEntry& top = timers.top();
+    auto it = qps.find(top.qpn);
+    if (it != qps.end() && it->second.timer_at == top.at) return top.at;
+    timers.pop();
+  }
+  return kNever;
+}
+
+void EngineState::on_qp_timer(QueuePair& qp, TimeNs now) {
+  if (qp.retransmit_deadline <= now || qp.rnr_resume_at <= now) requester_on_timer(qp, now);
+  if (qp.pacing_blocked && qp.next_send_time <= now) {
+    qp.pacing_blocked = false;
+    mark_ready(qp);
+  }
+  if (qp.dcqcn) qp.dcqcn->on_timer(now);
+}
+
 void EngineState::complete(std::uint32_t cq, const WorkCompletion& completion) {
   auto it = cqs.find(cq);
   if (it != cqs.end()) it->second.push(completion);
@@ -594,6 +620,7 @@ void Engine::on_datagram(std::span<const std::uint8_t> bytes, TimeNs now) {
     }
     ++s.counters.cnps_received;
     if (target->second.dcqcn) target->second.dcqcn->on_cnp(now);
+    s.schedule_timer(target->second);
     return;
   }
   QpType type = packet.op->transport == wire::Transport::rc   ? QpType::rc
@@ -608,21 +635,21 @@ void Engine::on_datagram(std::span<const std::uint8_t> bytes, TimeNs now) {
   wire::Ecn ecn = datagram->ip_version() == 4 ? std::get<wire::Ipv4Repr>(datagram->ip).ecn
                                               : std::get<wire::Ipv6Repr>(datagram->ip).ecn;
   if (ecn == wire::Ecn::ce) s.on_congestion_experienced(qp, now);
-  if (type == QpType::ud) {
-    std::size_t ip_header_length = datagram->ip_version() == 4 ? (bytes[0] & 0x0Fu) * 4u : wire::kIpv6HeaderLength;
-    return s.ud_on_datagram(qp, packet, bytes.first(ip_header_length));
-  }
+  std::size_t ip_header_length = datagram->ip_version() == 4 ? (bytes[0] & 0x0Fu) * 4u : wire::kIpv6HeaderLength;
   switch (packet.op->kind) {
     case wire::OpKind::acknowledge:
     case wire::OpKind::atomic_acknowledge:
     case wire::OpKind::rdma_read_response: s.requester_on_response(qp, packet, now); break;
-    default: {
-      std::size_t ip_header_length = datagram->ip_version() == 4 ? (bytes[0] & 0x0Fu) * 4u : wire::kIpv6HeaderLength;
-      ByteSpan transport_packet = bytes.subspan(ip_header_length + wire::kUdpHeaderLength, datagram->udp.payload_length);
-      s.responder_on_request(qp, packet, transport_packet);
+    default:
+      if (type == QpType::ud) {
+        s.ud_on_datagram(qp, packet, bytes.first(ip_header_length));
+      } else {
+        s.responder_on_request(
+            qp, packet, bytes.subspan(ip_header_length + wire::kUdpHeaderLength, datagram->udp.payload_length));
+      }
       break;
-    }
   }
+  s.schedule_timer(qp);
 }
 
 std::size_t Engine::poll_transmit(std::span<std::uint8_t> out, TimeNs now) {
@@ -636,6 +663,7 @@ std::size_t Engine::poll_transmit(std::span<std::uint8_t> out, TimeNs now) {
     qp.in_ready_list = false;
     std::size_t length = s.responder_transmit(qp, out, now);
     if (length == 0) length = s.requester_transmit(qp, out, now);
+    s.schedule_timer(qp);
     if (length > 0) {
       s.mark_ready(qp);  // it may have more; it drops out when it has nothing
       return length;
@@ -644,24 +672,23 @@ std::size_t Engine::poll_transmit(std::span<std::uint8_t> out, TimeNs now) {
   return 0;
 }
 
-TimeNs Engine::next_deadline() const {
-  TimeNs deadline = kNever;
-  for (const auto& [qpn, qp] : state_->qps) {
-    deadline = std::min({deadline, qp.retransmit_deadline, qp.rnr_resume_at});
-    if (qp.pacing_blocked) deadline = std::min(deadline, qp.next_send_time);
-    if (qp.dcqcn) deadline = std::min(deadline, qp.dcqcn->next_deadline());
-  }
-  return deadline;
-}
+TimeNs Engine::next_deadline() const { return state_->earliest_timer(); }
 
 void Engine::on_timer(TimeNs now) {
-  for (auto& [qpn, qp] : state_->qps) {
-    if (qp.retransmit_deadline <= now || qp.rnr_resume_at <= now) state_->requester_on_timer(qp, now);
-    if (qp.pacing_blocked && qp.next_send_time <= now) {
-      qp.pacing_blocked = false;
-      state_->mark_ready(qp);
-    }
-    if (qp.dcqcn) qp.dcqcn->on_timer(now);
+  EngineState& s = *state_;
+  // Take every due entry first: handling one may re-arm it for now again.
+  std::vector<std::uint32_t> due;
+  while (s.earliest_timer() <= now) {
+    std::uint32_t qpn = s.timers.top().qpn;
+    s.timers.pop();
+    s.qps.at(qpn).timer_at = kNever;
+    due.push_back(qpn);
+  }
+  for (std::uint32_t qpn : due) {
+    auto it = s.qps.find(qpn);
+    if (it == s.qps.end()) continue;
+    s.on_qp_timer(it->second, now);
+    s.schedule_timer(it->second);
   }
 }
 

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <deque>
+#include <queue>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -39,6 +40,15 @@ class EngineState {
   std::unordered_map<std::uint32_t, SharedReceiveQueue> srqs;
   std::uint32_t next_srq = 1;
   std::deque<std::uint32_t> ready;  // QPs that may have something to send
+  // Timers: one live entry per QP with a deadline (QueuePair::timer_at), so
+  // next_deadline and on_timer cost O(log QPs), not a scan of every QP.
+  // Entries that no longer match their QP are skipped when they surface.
+  struct TimerEntry {
+    TimeNs at;
+    std::uint32_t qpn;
+    bool operator>(const TimerEntry& other) const { return at > other.at; }
+  };
+  std::priority_queue<TimerEntry, std::vector<TimerEntry>, std::greater<>> timers;
   EngineCounters counters;
   std::uint32_t next_pd = 1;
   std::uint32_t next_cq = 1;
@@ -46,6 +56,12 @@ class EngineState {
 
   std::uint32_t fresh_qpn();
   void mark_ready(transport::QueuePair& qp);
+  // Re-arms the QP's timer entry after its deadlines may have moved earlier;
+  // a deadline that moved later is found when the early entry fires.
+  void schedule_timer(transport::QueuePair& qp);
+  // Drops entries of QPs that are gone or re-armed; the earliest live time.
+  TimeNs earliest_timer();
+  void on_qp_timer(transport::QueuePair& qp, TimeNs now);
   void complete(std::uint32_t cq, const WorkCompletion& completion);
   // Moves the QP to ERR and flushes every outstanding work request.
   void move_to_error(transport::QueuePair& qp);

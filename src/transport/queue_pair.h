@@ -4,6 +4,7 @@
 // atomic requests.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <deque>
 #include <optional>
@@ -161,6 +162,15 @@ struct QueuePair {
 
   // Scheduling.
   bool in_ready_list = false;
+  TimeNs timer_at = kNever;  // when this QP's entry in the engine's timer heap fires
+
+  // The earliest time one of the QP's timers needs attention.
+  TimeNs next_deadline() const {
+    TimeNs deadline = std::min(retransmit_deadline, rnr_resume_at);
+    if (pacing_blocked) deadline = std::min(deadline, next_send_time);
+    if (dcqcn) deadline = std::min(deadline, dcqcn->next_deadline());
+    return deadline;
+  }
 };
 
 // Local ACK timeout in nanoseconds for the exponent: 4.096 us << timeout.

@@ -15,8 +15,10 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <system_error>
 
 #include "common/expected.h"
@@ -148,6 +150,27 @@ struct QpAttr {
   std::uint8_t timeout = 0;    // local ACK timeout exponent: 4.096 us << timeout; 0 = forever
   std::uint8_t retry_cnt = 0;  // 0..7
   std::uint8_t rnr_retry = 0;  // 0..7, 7 = forever
+  bool en_sqd_async_notify = false;  // with RTS -> SQD: raise sq_drained once drained
+  bool sq_draining = false;          // query_qp: in SQD with requests still in flight
+};
+
+// Asynchronous events, numbered as ibv_event_type.
+enum class AsyncEventType : std::uint8_t {
+  cq_err = 0,         // a CQ overflowed (element: CQ)
+  qp_fatal = 1,       // the responder hit a local operational error (element: QPN)
+  qp_req_err = 2,     // the responder received an invalid request (element: QPN)
+  qp_access_err = 3,  // the responder refused a remote access (element: QPN)
+  comm_est = 4,       // the first packet arrived while the QP was in RTR (element: QPN)
+  sq_drained = 5,     // an SQD transition asked for it and the send queue has drained (element: QPN)
+  port_active = 9,    // (element: port number)
+  srq_limit_reached = 15,    // an armed SRQ fell below its limit (element: SRQ)
+  qp_last_wqe_reached = 16,  // a QP on an SRQ went to ERR and takes no more receives (element: QPN)
+};
+std::string_view to_string(AsyncEventType type);
+
+struct AsyncEvent {
+  AsyncEventType type = AsyncEventType::port_active;
+  std::uint32_t element = 0;
 };
 
 struct MrKeys {
@@ -206,6 +229,9 @@ class Engine {
   Expected<std::uint32_t, std::errc> create_srq(std::uint32_t pd, std::uint32_t max_wr, std::uint32_t max_sge);
   std::errc destroy_srq(std::uint32_t srq);
   std::errc post_srq_recv(std::uint32_t srq, const RecvWr& wr);
+  // ibv_modify_srq with IBV_SRQ_LIMIT: raise srq_limit_reached once when
+  // fewer than limit receives are left (0 disarms).
+  std::errc arm_srq_limit(std::uint32_t srq, std::uint32_t limit);
   // Address handles name UD destinations (SendWr::ud.ah).
   Expected<std::uint32_t, std::errc> create_ah(std::uint32_t pd, const AddressVector& av);
   std::errc destroy_ah(std::uint32_t ah);
@@ -219,6 +245,10 @@ class Engine {
   std::size_t poll_transmit(std::span<std::uint8_t> out, TimeNs now);
   TimeNs next_deadline() const;
   void on_timer(TimeNs now);
+
+  // The oldest asynchronous event not yet taken, if any (the device starts
+  // with port_active for port 1).
+  std::optional<AsyncEvent> poll_async_event();
 
   // The QP's current DCQCN sending rate (line rate when not limited).
   Expected<double, std::errc> qp_rate_bps(std::uint32_t qpn) const;

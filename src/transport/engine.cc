@@ -95,7 +95,9 @@ WcStatus resolve_segments(const verbs::MemoryRegionTable& regions, std::uint32_t
 }  // namespace
 
 EngineState::EngineState(const EngineConfig& engine_config)
-    : config(engine_config), memory_regions(engine_config.seed ^ 0x6D656D6F7279ull), qpn_state(engine_config.seed) {}
+    : config(engine_config), memory_regions(engine_config.seed ^ 0x6D656D6F7279ull), qpn_state(engine_config.seed) {
+  raise(AsyncEventType::port_active, 1);  // the port is up from the start
+}
 
 std::uint32_t EngineState::fresh_qpn() {
   while (true) {
@@ -141,11 +143,27 @@ void EngineState::on_qp_timer(QueuePair& qp, TimeNs now) {
 
 void EngineState::complete(std::uint32_t cq, const WorkCompletion& completion) {
   auto it = cqs.find(cq);
-  if (it != cqs.end()) it->second.push(completion);
+  if (it == cqs.end()) return;
+  bool was_overflowed = it->second.overflowed();
+  if (!it->second.push(completion) && !was_overflowed) raise(AsyncEventType::cq_err, cq);
+}
+
+void EngineState::check_sq_drained(QueuePair& qp) {
+  if (qp.state != QpState::sqd || !qp.sq_drain_notify) return;
+  for (const transport::SendWqe& wqe : qp.send_queue) {
+    if (!wqe.started) break;
+    if (!wqe.done) return;
+  }
+  qp.sq_drain_notify = false;
+  raise(AsyncEventType::sq_drained, qp.qpn);
 }
 
 void EngineState::move_to_error(QueuePair& qp) {
   qp.state = QpState::err;
+  if (qp.srq != 0 && !qp.last_wqe_reported) {
+    qp.last_wqe_reported = true;
+    raise(AsyncEventType::qp_last_wqe_reached, qp.qpn);
+  }
   for (transport::SendWqe& wqe : qp.send_queue) {
     if (!wqe.done) {
       wqe.done = true;
@@ -242,6 +260,21 @@ std::size_t EngineState::finish_packet(MutableByteSpan out, const wire::Datagram
 }
 
 // ---------------------------------------------------------------------------
+
+std::string_view to_string(AsyncEventType type) {
+  switch (type) {
+    case AsyncEventType::cq_err: return "CQ error";
+    case AsyncEventType::qp_fatal: return "local work queue catastrophic error";
+    case AsyncEventType::qp_req_err: return "invalid request local work queue error";
+    case AsyncEventType::qp_access_err: return "local access violation work queue error";
+    case AsyncEventType::comm_est: return "communication established";
+    case AsyncEventType::sq_drained: return "send queue drained";
+    case AsyncEventType::port_active: return "port active";
+    case AsyncEventType::srq_limit_reached: return "SRQ limit reached";
+    case AsyncEventType::qp_last_wqe_reached: return "last WQE reached";
+  }
+  return "unknown event";
+}
 
 Engine::Engine(const EngineConfig& config) : state_(std::make_unique<EngineState>(config)) {}
 Engine::~Engine() = default;
@@ -441,6 +474,10 @@ std::errc Engine::modify_qp(std::uint32_t qpn, const QpAttr& attr, std::uint32_t
     qp.retries_left = a.retry_cnt;
     qp.rnr_retries_left = a.rnr_retry;
   }
+  if (next == QpState::sqd && previous == QpState::rts) {
+    qp.sq_drain_notify = (mask & kQpAttrEnSqdAsyncNotify) && attr.en_sqd_async_notify;
+    state_->check_sq_drained(qp);
+  }
   if (next == QpState::rts) state_->mark_ready(qp);
   return std::errc{};
 }
@@ -448,9 +485,13 @@ std::errc Engine::modify_qp(std::uint32_t qpn, const QpAttr& attr, std::uint32_t
 Expected<QpAttr, std::errc> Engine::query_qp(std::uint32_t qpn) const {
   auto it = state_->qps.find(qpn);
   if (it == state_->qps.end()) return unexpected(std::errc::invalid_argument);
-  QpAttr attr = it->second.attr;
-  attr.qp_state = attr.cur_qp_state = it->second.state;
-  attr.cap = it->second.cap;
+  const QueuePair& qp = it->second;
+  QpAttr attr = qp.attr;
+  attr.qp_state = attr.cur_qp_state = qp.state;
+  attr.cap = qp.cap;
+  attr.sq_draining = qp.state == QpState::sqd &&
+                     std::any_of(qp.send_queue.begin(), qp.send_queue.end(),
+                                 [](const transport::SendWqe& wqe) { return wqe.started && !wqe.done; });
   return attr;
 }
 
@@ -485,6 +526,20 @@ std::errc Engine::post_srq_recv(std::uint32_t srq, const RecvWr& wr) {
   wqe.local_error = resolve_segments(state_->memory_regions, shared.pd, wr.sg_list, true, wqe.segments, wqe.capacity);
   shared.queue.push_back(std::move(wqe));
   return std::errc{};
+}
+
+std::errc Engine::arm_srq_limit(std::uint32_t srq, std::uint32_t limit) {
+  auto it = state_->srqs.find(srq);
+  if (it == state_->srqs.end() || limit > it->second.max_wr) return std::errc::invalid_argument;
+  it->second.limit = limit;
+  return std::errc{};
+}
+
+std::optional<AsyncEvent> Engine::poll_async_event() {
+  if (state_->events.empty()) return std::nullopt;
+  AsyncEvent event = state_->events.front();
+  state_->events.pop_front();
+  return event;
 }
 
 Expected<std::uint32_t, std::errc> Engine::create_ah(std::uint32_t pd, const AddressVector& av) {
@@ -632,6 +687,10 @@ void Engine::on_datagram(std::span<const std::uint8_t> bytes, TimeNs now) {
     return;
   }
   QueuePair& qp = it->second;
+  if (qp.state == QpState::rtr && type != QpType::ud && !qp.communication_established) {
+    qp.communication_established = true;
+    s.raise(AsyncEventType::comm_est, qp.qpn);
+  }
   wire::Ecn ecn = datagram->ip_version() == 4 ? std::get<wire::Ipv4Repr>(datagram->ip).ecn
                                               : std::get<wire::Ipv6Repr>(datagram->ip).ecn;
   if (ecn == wire::Ecn::ce) s.on_congestion_experienced(qp, now);
@@ -650,6 +709,7 @@ void Engine::on_datagram(std::span<const std::uint8_t> bytes, TimeNs now) {
       break;
   }
   s.schedule_timer(qp);
+  s.check_sq_drained(qp);
 }
 
 std::size_t Engine::poll_transmit(std::span<std::uint8_t> out, TimeNs now) {
@@ -664,6 +724,7 @@ std::size_t Engine::poll_transmit(std::span<std::uint8_t> out, TimeNs now) {
     std::size_t length = s.responder_transmit(qp, out, now);
     if (length == 0) length = s.requester_transmit(qp, out, now);
     s.schedule_timer(qp);
+    s.check_sq_drained(qp);
     if (length > 0) {
       s.mark_ready(qp);  // it may have more; it drops out when it has nothing
       return length;

@@ -36,9 +36,14 @@ class EngineState {
     std::uint32_t max_wr;
     std::uint32_t max_sge;
     std::deque<transport::RecvWqe> queue;
+    std::uint32_t limit = 0;  // armed srq_limit_reached threshold, 0 when disarmed
   };
   std::unordered_map<std::uint32_t, SharedReceiveQueue> srqs;
   std::uint32_t next_srq = 1;
+  std::deque<AsyncEvent> events;
+  void raise(AsyncEventType type, std::uint32_t element) { events.push_back(AsyncEvent{type, element}); }
+  // Raises sq_drained once an SQD QP that asked for it has nothing in flight.
+  void check_sq_drained(transport::QueuePair& qp);
   std::deque<std::uint32_t> ready;  // QPs that may have something to send
   // Timers: one live entry per QP with a deadline (QueuePair::timer_at), so
   // next_deadline and on_timer cost O(log QPs), not a scan of every QP.

@@ -160,6 +160,11 @@ struct QueuePair {
   bool pacing_blocked = false;   // data is waiting for next_send_time
   TimeNs cnp_allowed_at = 0;     // notification point: next CNP not before
 
+  // Asynchronous events.
+  bool sq_drain_notify = false;    // raise sq_drained when the SQD drain completes
+  bool communication_established = false;  // comm_est raised (first packet in RTR)
+  bool last_wqe_reported = false;          // qp_last_wqe_reached raised (SRQ QPs in ERR)
+
   // Scheduling.
   bool in_ready_list = false;
   TimeNs timer_at = kNever;  // when this QP's entry in the engine's timer heap fires

@@ -95,6 +95,11 @@ void EngineState::fail_responder(QueuePair& qp, std::uint32_t psn, wire::NakCode
     // UC: the offending message is dropped, the QP carries on (IBTA 9.7.5.2).
     return abandon_message(qp);
   }
+  // IBTA's affiliated asynchronous errors for a responder that fails a request.
+  raise(code == wire::NakCode::invalid_request        ? AsyncEventType::qp_req_err
+        : code == wire::NakCode::remote_access_error ? AsyncEventType::qp_access_err
+                                                      : AsyncEventType::qp_fatal,
+        qp.qpn);
   move_to_error(qp);
   queue_nak(qp, psn, wire::AckType::nak, static_cast<std::uint8_t>(code));
 }
@@ -142,6 +147,13 @@ transport::RecvWqe* EngineState::take_receive(QueuePair& qp) {
     if (queue->empty()) return nullptr;
     qp.current_recv = std::move(queue->front());
     queue->pop_front();
+    if (qp.srq != 0) {
+      SharedReceiveQueue& shared = srqs.find(qp.srq)->second;
+      if (shared.limit != 0 && shared.queue.size() < shared.limit) {
+        shared.limit = 0;  // one event per arming, as ibv_modify_srq defines it
+        raise(AsyncEventType::srq_limit_reached, qp.srq);
+      }
+    }
   }
   return &*qp.current_recv;
 }

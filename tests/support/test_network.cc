@@ -143,6 +143,7 @@ std::pair<Endpoint, Endpoint> connect_rc(Engine& a, Engine& b, const RcOptions& 
     if (engine.modify_qp(ends[i].qpn, attr, rtr_mask) != std::errc{}) {
       throw std::runtime_error("to RTR failed");
     }
+    if (i == 1 && options.responder_stays_in_rtr) continue;
     attr.qp_state = QpState::rts;
     attr.sq_psn = options.sq_psn;
     attr.timeout = options.timeout;

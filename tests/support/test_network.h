@@ -82,6 +82,7 @@ struct RcOptions {
   std::uint32_t cq_size = 4096;
   std::uint32_t sq_psn = 0x00FFF0;  // close to the 2^24 wrap, to exercise it
   std::uint32_t rq_psn = 0x00FFF0;
+  bool responder_stays_in_rtr = false;  // leave b's QP in RTR (receive only)
 };
 
 struct Endpoint {

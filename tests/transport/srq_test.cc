@@ -156,5 +156,47 @@ TEST(SharedReceiveQueue, AFailingQpLeavesTheSrqToTheOthers) {
   EXPECT_EQ(target[7], 9);
 }
 
+TEST(SharedReceiveQueue, ArmedLimitRaisesOneEventWhenReceivesRunLow) {
+  TestNetwork network(9, ChannelFaults{});
+  Engine& a = network.add_engine();
+  Engine& b = network.add_engine();
+  std::uint32_t pd = *b.alloc_pd();
+  std::uint32_t cq = *b.create_cq(64);
+  std::uint32_t srq = *b.create_srq(pd, 8, 1);
+  auto [sender, receiver] = connect_to_srq(a, b, pd, cq, srq);
+  std::vector<std::uint8_t> inbox(4096);
+  MrKeys inbox_keys = *b.reg_mr(pd, inbox.data(), inbox.size(), kAll);
+  Sge recv{reinterpret_cast<std::uintptr_t>(inbox.data()), 1024, inbox_keys.lkey};
+  for (std::uint64_t i = 0; i < 5; ++i) ASSERT_EQ(b.post_srq_recv(srq, RecvWr{i, {&recv, 1}}), std::errc{});
+  EXPECT_EQ(b.arm_srq_limit(srq, 9), std::errc::invalid_argument);  // beyond max_wr
+  EXPECT_EQ(b.arm_srq_limit(srq + 1000, 1), std::errc::invalid_argument);
+  ASSERT_EQ(b.arm_srq_limit(srq, 3), std::errc{});
+  while (b.poll_async_event()) {
+  }
+
+  std::vector<std::uint8_t> message(100, 7);
+  MrKeys message_keys = *a.reg_mr(sender.pd, message.data(), message.size(), 0);
+  Sge one{reinterpret_cast<std::uintptr_t>(message.data()), 100, message_keys.lkey};
+  auto send_one = [&] {
+    SendWr wr;
+    wr.opcode = WrOpcode::send;
+    wr.sg_list = {&one, 1};
+    ASSERT_EQ(a.post_send(sender.qpn, wr), std::errc{});
+    network.run_until([] { return false; }, network.now() + kSecond);
+  };
+  send_one();  // 4 left: not below 3
+  EXPECT_FALSE(b.poll_async_event());
+  send_one();  // 3 left: not below 3
+  EXPECT_FALSE(b.poll_async_event());
+  send_one();  // 2 left: below the limit
+  auto event = b.poll_async_event();
+  ASSERT_TRUE(event);
+  EXPECT_EQ(event->type, AsyncEventType::srq_limit_reached);
+  EXPECT_EQ(event->element, srq);
+  send_one();  // disarmed: no second event
+  EXPECT_FALSE(b.poll_async_event());
+  EXPECT_EQ(drain(Endpoint{&b, pd, cq, receiver}).size(), 4u);
+}
+
 }  // namespace
 }  // namespace uroce::testing

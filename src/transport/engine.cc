@@ -242,13 +242,35 @@ void EngineState::account_data_packet(QueuePair& qp, std::size_t length, TimeNs 
   qp.next_send_time = std::max(now, qp.next_send_time) + gap;
 }
 
-void EngineState::on_congestion_experienced(QueuePair& qp, TimeNs now) {
+void EngineState::on_congestion_experienced(QueuePair& qp, const wire::RoceDatagram& datagram, TimeNs now) {
   ++counters.ecn_marked_received;
-  if (!config.congestion.notification_point || qp.type == QpType::ud || now < qp.cnp_allowed_at) return;
+  if (!config.congestion.notification_point) return;
   if (qp.state != QpState::rtr && qp.state != QpState::rts && qp.state != QpState::sqd) return;
-  qp.cnp_allowed_at = now + config.congestion.cnp_interval_ns;
   transport::ResponderOutput cnp;
   cnp.kind = transport::ResponderOutput::Kind::cnp;
+  if (qp.type == QpType::ud) {
+    // A UD QP hears from many senders: the CNP goes back to this datagram's
+    // source QP, rate-limited per source rather than per QP.
+    cnp.destination.dgid = std::visit(
+        [](const auto& ip) {
+          if constexpr (std::is_same_v<std::decay_t<decltype(ip)>, wire::Ipv4Repr>) return gid_from_ipv4(ip.src);
+          else return Gid(ip.src);
+        },
+        datagram.ip);
+    cnp.dest_qp = datagram.packet.headers.deth->src_qp;
+    std::uint64_t source = 0;
+    for (std::uint8_t byte : cnp.destination.dgid) source = source * 131 + byte;
+    source = source * 0x1000193 + cnp.dest_qp;
+    if (qp.ud_cnp_allowed_at.size() >= 4096) qp.ud_cnp_allowed_at.clear();  // bounded, whatever arrives
+    TimeNs& allowed_at = qp.ud_cnp_allowed_at[source];
+    if (now < allowed_at) return;
+    allowed_at = now + config.congestion.cnp_interval_ns;
+  } else {
+    if (now < qp.cnp_allowed_at) return;
+    qp.cnp_allowed_at = now + config.congestion.cnp_interval_ns;
+    cnp.destination = qp.attr.ah_attr;
+    cnp.dest_qp = qp.attr.dest_qp_num;
+  }
   qp.outputs.push_front(cnp);  // ahead of ACKs and READ data: it is urgent
   mark_ready(qp);
 }
@@ -693,7 +715,7 @@ void Engine::on_datagram(std::span<const std::uint8_t> bytes, TimeNs now) {
   }
   wire::Ecn ecn = datagram->ip_version() == 4 ? std::get<wire::Ipv4Repr>(datagram->ip).ecn
                                               : std::get<wire::Ipv6Repr>(datagram->ip).ecn;
-  if (ecn == wire::Ecn::ce) s.on_congestion_experienced(qp, now);
+  if (ecn == wire::Ecn::ce) s.on_congestion_experienced(qp, *datagram, now);
   std::size_t ip_header_length = datagram->ip_version() == 4 ? (bytes[0] & 0x0Fu) * 4u : wire::kIpv6HeaderLength;
   switch (packet.op->kind) {
     case wire::OpKind::acknowledge:

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <deque>
 #include <optional>
+#include <unordered_map>
 #include <vector>
 
 #include "transport/cc/dcqcn.h"
@@ -84,6 +85,9 @@ struct ResponderOutput {
   std::uint32_t rkey = 0;
   std::uint64_t length = 0;
   std::uint64_t offset = 0;
+  // CNP: where it goes (the peer for RC/UC, the datagram's source for UD).
+  AddressVector destination;
+  std::uint32_t dest_qp = 0;
 };
 
 // A READ or atomic the responder executed, kept to answer duplicates.
@@ -159,6 +163,7 @@ struct QueuePair {
   TimeNs next_send_time = 0;     // pacing: the next data packet may leave then
   bool pacing_blocked = false;   // data is waiting for next_send_time
   TimeNs cnp_allowed_at = 0;     // notification point: next CNP not before
+  std::unordered_map<std::uint64_t, TimeNs> ud_cnp_allowed_at;  // UD: the same, per source
 
   // Asynchronous events.
   bool sq_drain_notify = false;    // raise sq_drained when the SQD drain completes

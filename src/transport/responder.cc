@@ -522,9 +522,9 @@ std::size_t EngineState::responder_transmit(QueuePair& qp, MutableByteSpan out, 
       // CNPs travel in their own traffic class so switches can prioritise them.
       headers.bth.opcode = wire::opcode::kCnp;
       headers.bth.becn = true;
-      AddressVector destination = qp.attr.ah_attr;
+      AddressVector destination = next.destination;
       destination.traffic_class = static_cast<std::uint8_t>(config.congestion.cnp_dscp << 2);
-      auto layout = begin_packet_to(destination, qp.attr.dest_qp_num, qp.udp_source_port, headers, 0, out);
+      auto layout = begin_packet_to(destination, next.dest_qp, qp.udp_source_port, headers, 0, out);
       qp.outputs.pop_front();
       if (!layout) return 0;
       ++counters.cnps_sent;

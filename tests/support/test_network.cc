@@ -159,6 +159,30 @@ std::pair<Endpoint, Endpoint> connect_rc(Engine& a, Engine& b, const RcOptions& 
   return {ends[0], ends[1]};
 }
 
+Endpoint make_ud_qp(Engine& engine, std::uint32_t qkey) {
+  Endpoint end;
+  end.engine = &engine;
+  end.pd = *engine.alloc_pd();
+  end.cq = *engine.create_cq(256);
+  QpInitAttr init;
+  init.qp_type = QpType::ud;
+  init.pd = end.pd;
+  init.send_cq = init.recv_cq = end.cq;
+  init.cap = QpCap{128, 128, 1, 1, 64};
+  end.qpn = *engine.create_qp(init);
+  QpAttr attr;
+  attr.qp_state = QpState::init;
+  attr.qkey = qkey;
+  bool ok = engine.modify_qp(end.qpn, attr, kQpAttrState | kQpAttrPkeyIndex | kQpAttrPort | kQpAttrQkey) == std::errc{};
+  attr.qp_state = QpState::rtr;
+  ok = ok && engine.modify_qp(end.qpn, attr, kQpAttrState) == std::errc{};
+  attr.qp_state = QpState::rts;
+  attr.sq_psn = 77;
+  ok = ok && engine.modify_qp(end.qpn, attr, kQpAttrState | kQpAttrSqPsn) == std::errc{};
+  if (!ok) throw std::runtime_error("bringing a UD QP to RTS failed");
+  return end;
+}
+
 std::vector<WorkCompletion> drain(const Endpoint& endpoint) {
   std::vector<WorkCompletion> all;
   WorkCompletion batch[64];

@@ -95,6 +95,9 @@ struct Endpoint {
 // Creates PD, CQ and a connected QP (RC or UC) on each engine and brings both to RTS.
 std::pair<Endpoint, Endpoint> connect_rc(Engine& a, Engine& b, const RcOptions& options = {});
 
+// Creates PD, CQ and a UD QP with this Q_Key on the engine, in RTS.
+Endpoint make_ud_qp(Engine& engine, std::uint32_t qkey);
+
 // Drains a CQ into a vector (asserting the CQ is healthy).
 std::vector<WorkCompletion> drain(const Endpoint& endpoint);
 

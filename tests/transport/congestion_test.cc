@@ -1,6 +1,7 @@
 // Congestion control: the DCQCN reaction point's arithmetic, and the engine's
 // notification point (CNPs for CE-marked arrivals, at most one per QP per
-// interval) driving the sender's rate down and pacing its packets.
+// interval; per source for UD) driving the sender's rate down and pacing its
+// packets.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -135,6 +136,59 @@ TEST(Congestion, CeMarksBringCnpsThatSlowTheSenderAndDataStillArrives) {
   EXPECT_LT(lowest, 5e9);
   // 4 MiB at 10 Gb/s takes 3.4 ms; cut to a fraction of that rate it takes much longer.
   EXPECT_GT(network.now() - start, 5'000'000);
+}
+
+// A UD QP hears from several senders: each marked sender gets its own CNPs
+// (rate-limited per source, not per receiving QP) and slows down.
+TEST(Congestion, UdReceiverSendsCnpsToEachMarkedSource) {
+  testing::ChannelFaults faults;
+  faults.ecn_mark = 1.0;
+  faults.applies_to = [](std::span<const std::uint8_t> d) { return d.size() > 200; };  // data, not CNPs
+  testing::TestNetwork network(23, faults);
+  CongestionConfig congestion;
+  congestion.reaction_point = true;
+  congestion.dcqcn.line_rate_bps = 10e9;
+  Engine& first = network.add_engine(congestion);
+  Engine& second = network.add_engine(congestion);
+  Engine& receiver_engine = network.add_engine(congestion);
+  constexpr std::uint32_t kQkey = 0x1234;
+  testing::Endpoint senders[2] = {testing::make_ud_qp(first, kQkey), testing::make_ud_qp(second, kQkey)};
+  testing::Endpoint receiver = testing::make_ud_qp(receiver_engine, kQkey);
+  std::vector<std::uint8_t> inbox(128 * 2048);
+  MrKeys inbox_keys = *receiver_engine.reg_mr(receiver.pd, inbox.data(), inbox.size(), kAccessLocalWrite);
+  for (std::uint32_t i = 0; i < 128; ++i) {
+    Sge sge{reinterpret_cast<std::uintptr_t>(inbox.data()) + i * 2048u, 2048, inbox_keys.lkey};
+    ASSERT_EQ(receiver_engine.post_recv(receiver.qpn, RecvWr{i, {&sge, 1}}), std::errc{});
+  }
+  std::vector<std::uint8_t> payload(1000, 3);
+  for (const testing::Endpoint& sender : senders) {
+    MrKeys keys = *sender.engine->reg_mr(sender.pd, payload.data(), payload.size(), 0);
+    AddressVector av;
+    av.dgid = receiver_engine.gid();
+    std::uint32_t ah = *sender.engine->create_ah(sender.pd, av);
+    Sge sge{reinterpret_cast<std::uintptr_t>(payload.data()), 1000, keys.lkey};
+    for (int i = 0; i < 32; ++i) {
+      SendWr wr;
+      wr.opcode = WrOpcode::send;
+      wr.sg_list = {&sge, 1};
+      wr.ud = {ah, receiver.qpn, kQkey};
+      ASSERT_EQ(sender.engine->post_send(sender.qpn, wr), std::errc{});
+    }
+  }
+  double lowest[2] = {10e9, 10e9};
+  network.run_until(
+      [&] {
+        for (int i = 0; i < 2; ++i) lowest[i] = std::min(lowest[i], *senders[i].engine->qp_rate_bps(senders[i].qpn));
+        return false;
+      },
+      network.now() + 10'000'000);
+  EXPECT_EQ(testing::drain(receiver).size(), 64u);
+  EXPECT_EQ(receiver_engine.counters().ecn_marked_received, 64u);
+  EXPECT_EQ(receiver_engine.counters().cnps_sent, first.counters().cnps_received + second.counters().cnps_received);
+  for (int i = 0; i < 2; ++i) {
+    EXPECT_GE(senders[i].engine->counters().cnps_received, 1u);
+    EXPECT_LE(lowest[i], 5e9);  // the first CNP halves the rate
+  }
 }
 
 }  // namespace

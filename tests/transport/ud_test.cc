@@ -21,25 +21,7 @@ struct UdEnd {
 
 UdEnd make_ud(Engine& engine, std::uint32_t qkey) {
   UdEnd ud;
-  ud.end.engine = &engine;
-  ud.end.pd = *engine.alloc_pd();
-  ud.end.cq = *engine.create_cq(64);
-  QpInitAttr init;
-  init.qp_type = QpType::ud;
-  init.pd = ud.end.pd;
-  init.send_cq = init.recv_cq = ud.end.cq;
-  init.cap = QpCap{16, 16, 1, 1, 64};
-  ud.end.qpn = *engine.create_qp(init);
-  QpAttr attr;
-  attr.qp_state = QpState::init;
-  attr.qkey = qkey;
-  EXPECT_EQ(engine.modify_qp(ud.end.qpn, attr, kQpAttrState | kQpAttrPkeyIndex | kQpAttrPort | kQpAttrQkey),
-            std::errc{});
-  attr.qp_state = QpState::rtr;
-  EXPECT_EQ(engine.modify_qp(ud.end.qpn, attr, kQpAttrState), std::errc{});
-  attr.qp_state = QpState::rts;
-  attr.sq_psn = 77;
-  EXPECT_EQ(engine.modify_qp(ud.end.qpn, attr, kQpAttrState | kQpAttrSqPsn), std::errc{});
+  ud.end = make_ud_qp(engine, qkey);
   ud.keys = *engine.reg_mr(ud.end.pd, ud.buffer.data(), ud.buffer.size(), kAccessLocalWrite);
   return ud;
 }

@@ -24,6 +24,7 @@ void BM_EngineRdmaWrite64K(benchmark::State& state) {
   Engine a(config_a), b(config_b);
   testing::RcOptions options;
   options.mtu = PathMtu::mtu4096;
+  options.recovery = static_cast<LossRecovery>(state.range(0));
   auto [end_a, end_b] = testing::connect_rc(a, b, options);
   std::vector<std::uint8_t> source(kMessage, 0x5A), target(kMessage);
   MrKeys source_keys = *a.reg_mr(end_a.pd, source.data(), source.size(), kAccessLocalWrite);
@@ -78,7 +79,8 @@ void BM_MemcpyIcrcFloor64K(benchmark::State& state) {
                                                        benchmark::Counter::kIsRate);
 }
 
-BENCHMARK(BM_EngineRdmaWrite64K);
+// Argument: 0 go-back-N, 1 selective repeat (same work on a clean link).
+BENCHMARK(BM_EngineRdmaWrite64K)->ArgName("selective_repeat")->Arg(0)->Arg(1);
 BENCHMARK(BM_MemcpyIcrcFloor64K);
 
 }  // namespace

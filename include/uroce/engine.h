@@ -183,6 +183,7 @@ struct EngineCounters {
   std::uint64_t packets_received = 0;
   std::uint64_t retransmitted_packets = 0;
   std::uint64_t icrc_errors = 0;
+  std::uint64_t icrc_unchecked = 0;  // accepted without an ICRC check, by the driver's policy
   std::uint64_t malformed_packets = 0;
   std::uint64_t unknown_qp_packets = 0;
   std::uint64_t duplicate_requests = 0;
@@ -239,7 +240,10 @@ class Engine {
   std::errc post_recv(std::uint32_t qpn, const RecvWr& wr);
 
   // I/O and time.
-  void on_datagram(std::span<const std::uint8_t> datagram, TimeNs now);
+  // verify_icrc false: the driver cannot know every byte the ICRC covers (a
+  // UDP socket never sees the IPv4 Identification) and its policy is to
+  // accept the packet unchecked; counted in icrc_unchecked.
+  void on_datagram(std::span<const std::uint8_t> datagram, TimeNs now, bool verify_icrc = true);
   // Writes the next datagram to send into out (at least kMaxDatagramLength
   // bytes) and returns its length, or 0 when there is nothing to send now.
   std::size_t poll_transmit(std::span<std::uint8_t> out, TimeNs now);

@@ -1,0 +1,96 @@
+// A soft RNIC on a real network: the engine joined to a UDP port on one local
+// address and a monotonic clock. By default a progress thread moves packets
+// and fires timers, so a remote WRITE or READ is served while the application
+// sleeps, as on a hardware RNIC; with progress_thread off the application
+// drives progress() itself (lowest latency, one thread).
+//
+//   auto device = uroce::Device::open({.address = "127.0.0.2"});
+//   std::uint32_t pd = (*device)->call([](uroce::Engine& e) { return *e.alloc_pd(); });
+//
+// Every verbs call goes through call(), which holds the device lock; the
+// engine is never touched by two threads at once.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/expected.h"
+#include "uroce/engine.h"
+
+namespace uroce {
+
+namespace port {
+class UdpPort;
+}
+
+// What a UDP port does with the ICRC of arrivals (DESIGN.md: a UDP socket
+// cannot see the IPv4 Identification, which the ICRC covers).
+enum class UdpIcrcPolicy : std::uint8_t {
+  // Rebuild the IPv4 header as a DF-set, Identification-0 sender (uroce,
+  // hardware RNICs) sends it and verify; a peer that sends other values
+  // (Linux Soft-RoCE) fails, and its packets count as ICRC errors. IPv6 has
+  // no Identification and is always verified in full.
+  verify_assuming_id0,
+  // Accept IPv4 arrivals without an ICRC check (counted in icrc_unchecked).
+  skip_ipv4,
+};
+
+struct DeviceConfig {
+  std::string address;  // the local IPv4 or IPv6 address to bind; the GID follows from it
+  std::uint16_t udp_port = 4791;
+  UdpIcrcPolicy icrc = UdpIcrcPolicy::verify_assuming_id0;
+  bool progress_thread = true;
+  EngineConfig engine;  // its gid is replaced by the address's
+};
+
+class Device {
+ public:
+  static Expected<std::unique_ptr<Device>, std::string> open(const DeviceConfig& config);
+  ~Device();
+  Device(const Device&) = delete;
+  Device& operator=(const Device&) = delete;
+
+  // Runs f(engine) under the device lock, then lets the progress thread see
+  // what it posted.
+  template <class F>
+  decltype(auto) call(F&& f) {
+    struct Wake {
+      Device* device;
+      ~Wake() { device->wake(); }
+    } wake{this};
+    std::lock_guard lock(mutex_);
+    return f(engine_);
+  }
+
+  // One round of progress: receive, transmit, timers. The progress thread
+  // calls it; without one the application does.
+  void progress();
+
+  const Gid& gid() const { return gid_; }
+  EngineCounters counters();
+
+ private:
+  explicit Device(const DeviceConfig& config);
+  void progress_locked(TimeNs now);
+  void run_progress_thread();
+  void wake();
+
+  DeviceConfig config_;
+  Gid gid_{};
+  std::mutex mutex_;
+  Engine engine_;
+  std::unique_ptr<port::UdpPort> port_;
+  std::vector<std::uint8_t> transmit_buffer_;
+  std::size_t pending_length_ = 0;  // a datagram the port refused (back-pressure), sent first next time
+  int wake_fd_ = -1;
+  std::atomic<bool> stop_{false};
+  std::atomic<bool> sleeping_{false};
+  std::thread thread_;
+};
+
+}  // namespace uroce

@@ -1,0 +1,183 @@
+// Devices on a real network: two soft RNICs in one process, each on its own
+// loopback address with a UDP port and a progress thread, exchange WRITE,
+// READ, SEND and atomics through the kernel; and the UDP port's ICRC policy
+// for arrivals whose IPv4 Identification it cannot see. Addresses are in
+// 127.0.1.0/24, one pair per test, so tests may run in parallel.
+#include <gtest/gtest.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <thread>
+#include <vector>
+
+#include "tests/support/test_network.h"
+#include "uroce/device.h"
+#include "wire/frame.h"
+
+namespace uroce::testing {
+namespace {
+
+constexpr std::uint32_t kAll = kAccessLocalWrite | kAccessRemoteWrite | kAccessRemoteRead | kAccessRemoteAtomic;
+
+std::unique_ptr<Device> open_device(const std::string& address, UdpIcrcPolicy icrc = UdpIcrcPolicy::verify_assuming_id0) {
+  DeviceConfig config;
+  config.address = address;
+  config.icrc = icrc;
+  auto device = Device::open(config);
+  if (!device) ADD_FAILURE() << device.error();
+  return device ? std::move(*device) : nullptr;
+}
+
+// Polls a CQ through the device until `count` completions came or 10 s passed.
+std::vector<WorkCompletion> wait_for(Device& device, const Endpoint& end, std::size_t count) {
+  std::vector<WorkCompletion> all;
+  auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (all.size() < count && std::chrono::steady_clock::now() < give_up) {
+    auto more = device.call([&](Engine&) { return drain(end); });
+    all.insert(all.end(), more.begin(), more.end());
+    if (more.empty()) std::this_thread::sleep_for(std::chrono::microseconds(50));
+  }
+  return all;
+}
+
+TEST(UdpDevice, RcOperationsAcrossTheKernelLoopback) {
+  auto a = open_device("127.0.1.2");
+  auto b = open_device("127.0.1.3");
+  ASSERT_TRUE(a && b);
+  RcOptions options;
+  options.mtu = PathMtu::mtu1024;
+  auto [x, y] = a->call([&](Engine& ea) { return b->call([&](Engine& eb) { return connect_rc(ea, eb, options); }); });
+
+  std::vector<std::uint8_t> local(1 << 20), remote(1 << 20, 0), inbox(8192, 0);
+  for (std::size_t i = 0; i < local.size(); ++i) local[i] = static_cast<std::uint8_t>(i * 13 + 5);
+  std::uint64_t counter = 40;
+  MrKeys local_keys = a->call([&](Engine& e) { return *e.reg_mr(x.pd, local.data(), local.size(), kAll); });
+  MrKeys remote_keys = b->call([&](Engine& e) { return *e.reg_mr(y.pd, remote.data(), remote.size(), kAll); });
+  MrKeys inbox_keys = b->call([&](Engine& e) { return *e.reg_mr(y.pd, inbox.data(), inbox.size(), kAll); });
+  MrKeys counter_keys = b->call([&](Engine& e) { return *e.reg_mr(y.pd, &counter, 8, kAll); });
+  Sge recv{reinterpret_cast<std::uintptr_t>(inbox.data()), 8192, inbox_keys.lkey};
+  ASSERT_EQ(b->call([&](Engine& e) { return e.post_recv(y.qpn, RecvWr{9, {&recv, 1}}); }), std::errc{});
+
+  // WRITE 512 KiB, READ it back elsewhere, SEND 5000 bytes, FETCH_ADD.
+  Sge write_sge{reinterpret_cast<std::uintptr_t>(local.data()), 512 << 10, local_keys.lkey};
+  Sge read_sge{reinterpret_cast<std::uintptr_t>(local.data()) + (512 << 10), 512 << 10, local_keys.lkey};
+  Sge send_sge{reinterpret_cast<std::uintptr_t>(local.data()) + 100, 5000, local_keys.lkey};
+  std::uint64_t fetched = 0;
+  MrKeys fetched_keys = a->call([&](Engine& e) { return *e.reg_mr(x.pd, &fetched, 8, kAll); });
+  Sge atomic_sge{reinterpret_cast<std::uintptr_t>(&fetched), 8, fetched_keys.lkey};
+  std::vector<SendWr> wrs(4);
+  for (std::size_t i = 0; i < wrs.size(); ++i) {
+    wrs[i].wr_id = i + 1;
+    wrs[i].send_flags = kSendSignaled;
+  }
+  wrs[0].opcode = WrOpcode::rdma_write;
+  wrs[0].sg_list = {&write_sge, 1};
+  wrs[0].rdma = {reinterpret_cast<std::uintptr_t>(remote.data()), remote_keys.rkey};
+  wrs[1].opcode = WrOpcode::rdma_read;
+  wrs[1].sg_list = {&read_sge, 1};
+  wrs[1].rdma = wrs[0].rdma;
+  wrs[2].opcode = WrOpcode::send;
+  wrs[2].sg_list = {&send_sge, 1};
+  wrs[3].opcode = WrOpcode::atomic_fetch_and_add;
+  wrs[3].sg_list = {&atomic_sge, 1};
+  wrs[3].atomic = {reinterpret_cast<std::uintptr_t>(&counter), 2, 0, counter_keys.rkey};
+  for (const SendWr& wr : wrs) ASSERT_EQ(a->call([&](Engine& e) { return e.post_send(x.qpn, wr); }), std::errc{});
+
+  auto done = wait_for(*a, x, 4);
+  ASSERT_EQ(done.size(), 4u);
+  for (std::size_t i = 0; i < 4; ++i) {
+    EXPECT_EQ(done[i].wr_id, i + 1);
+    EXPECT_EQ(done[i].status, WcStatus::success) << to_string(done[i].status);
+  }
+  auto received = wait_for(*b, y, 1);
+  ASSERT_EQ(received.size(), 1u);
+  EXPECT_EQ(received[0].byte_len, 5000u);
+  EXPECT_EQ(0, std::memcmp(remote.data(), local.data(), 512 << 10));
+  EXPECT_EQ(0, std::memcmp(local.data() + (512 << 10), local.data(), 512 << 10));
+  EXPECT_EQ(0, std::memcmp(inbox.data(), local.data() + 100, 5000));
+  EXPECT_EQ(fetched, 40u);
+  EXPECT_EQ(counter, 42u);
+  EXPECT_EQ(b->counters().icrc_errors, 0u);  // the kernel sent Identification 0, as the ICRC assumed
+  EXPECT_GT(b->counters().packets_received, 512u);
+}
+
+TEST(UdpDevice, AddressInUseOrInvalidIsAClearError) {
+  auto a = open_device("127.0.1.4");
+  ASSERT_TRUE(a);
+  DeviceConfig config;
+  config.address = "127.0.1.4";
+  auto again = Device::open(config);
+  ASSERT_FALSE(again);
+  EXPECT_NE(again.error().find("127.0.1.4"), std::string::npos) << again.error();
+  config.address = "not-an-address";
+  auto bad = Device::open(config);
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.error().find("not-an-address"), std::string::npos) << bad.error();
+}
+
+// Sends, from a plain UDP socket, a RoCEv2 packet whose ICRC was computed over
+// an IPv4 header with Identification 0x1234, as Linux Soft-RoCE computes it.
+void send_packet_with_icrc_over_id(const char* to, const char* from) {
+  wire::RoceDatagramSpec spec;
+  wire::Ipv4Repr ip;
+  ip.identification = 0x1234;
+  ::inet_pton(AF_INET, from, ip.src.data());
+  ::inet_pton(AF_INET, to, ip.dst.data());
+  spec.ip = ip;
+  spec.udp.src_port = 0xC123;
+  spec.headers.bth.opcode = wire::opcode::kRcAcknowledge;
+  spec.headers.bth.dest_qp = 0x42;
+  spec.headers.aeth = wire::AethRepr{0, 0};
+  std::vector<std::uint8_t> datagram(256);
+  auto layout = wire::begin_roce_datagram(spec, 0, datagram);
+  ASSERT_TRUE(layout);
+  wire::seal_roce_datagram(datagram, *layout);
+  std::size_t offset = wire::kIpv4HeaderLength + wire::kUdpHeaderLength;
+
+  int fd = ::socket(AF_INET, SOCK_DGRAM, 0);
+  sockaddr_in source{}, destination{};
+  source.sin_family = destination.sin_family = AF_INET;
+  source.sin_port = htons(0xC123);
+  destination.sin_port = htons(4791);
+  ::inet_pton(AF_INET, from, &source.sin_addr);
+  ::inet_pton(AF_INET, to, &destination.sin_addr);
+  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&source), sizeof source), 0);
+  ASSERT_GT(::sendto(fd, datagram.data() + offset, layout->length - offset, 0,
+                     reinterpret_cast<sockaddr*>(&destination), sizeof destination),
+            0);
+  ::close(fd);
+}
+
+EngineCounters counters_after_arrival(Device& device) {
+  auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (device.counters().packets_received == 0 && std::chrono::steady_clock::now() < give_up) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return device.counters();
+}
+
+TEST(UdpDevice, IcrcPolicyForIdentificationsTheSocketCannotSee) {
+  auto strict = open_device("127.0.1.5");
+  ASSERT_TRUE(strict);
+  send_packet_with_icrc_over_id("127.0.1.5", "127.0.1.6");
+  EngineCounters counters = counters_after_arrival(*strict);
+  EXPECT_EQ(counters.packets_received, 1u);
+  EXPECT_EQ(counters.icrc_errors, 1u);  // rebuilt with Identification 0: the ICRC does not match
+  EXPECT_EQ(counters.icrc_unchecked, 0u);
+
+  auto lenient = open_device("127.0.1.7", UdpIcrcPolicy::skip_ipv4);
+  ASSERT_TRUE(lenient);
+  send_packet_with_icrc_over_id("127.0.1.7", "127.0.1.8");
+  counters = counters_after_arrival(*lenient);
+  EXPECT_EQ(counters.icrc_errors, 0u);
+  EXPECT_EQ(counters.icrc_unchecked, 1u);
+  EXPECT_EQ(counters.unknown_qp_packets, 1u);  // accepted, then found no QP 0x42
+}
+
+}  // namespace
+}  // namespace uroce::testing

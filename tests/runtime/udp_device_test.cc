@@ -51,7 +51,8 @@ TEST(UdpDevice, RcOperationsAcrossTheKernelLoopback) {
   ASSERT_TRUE(a && b);
   RcOptions options;
   options.mtu = PathMtu::mtu1024;
-  auto [x, y] = a->call([&](Engine& ea) { return b->call([&](Engine& eb) { return connect_rc(ea, eb, options); }); });
+  Endpoint x, y;  // not a structured binding: the lambdas below capture them
+  std::tie(x, y) = a->call([&](Engine& ea) { return b->call([&](Engine& eb) { return connect_rc(ea, eb, options); }); });
 
   std::vector<std::uint8_t> local(1 << 20), remote(1 << 20, 0), inbox(8192, 0);
   for (std::size_t i = 0; i < local.size(); ++i) local[i] = static_cast<std::uint8_t>(i * 13 + 5);

@@ -163,7 +163,9 @@ TEST(SharedReceiveQueue, ArmedLimitRaisesOneEventWhenReceivesRunLow) {
   std::uint32_t pd = *b.alloc_pd();
   std::uint32_t cq = *b.create_cq(64);
   std::uint32_t srq = *b.create_srq(pd, 8, 1);
-  auto [sender, receiver] = connect_to_srq(a, b, pd, cq, srq);
+  auto connection = connect_to_srq(a, b, pd, cq, srq);
+  Endpoint sender = connection.first;  // named, not a structured binding: lambdas capture it
+  std::uint32_t receiver = connection.second;
   std::vector<std::uint8_t> inbox(4096);
   MrKeys inbox_keys = *b.reg_mr(pd, inbox.data(), inbox.size(), kAll);
   Sge recv{reinterpret_cast<std::uintptr_t>(inbox.data()), 1024, inbox_keys.lkey};

@@ -46,6 +46,9 @@ struct DeviceConfig {
   UdpIcrcPolicy icrc = UdpIcrcPolicy::verify_assuming_id0;
   bool progress_thread = true;
   EngineConfig engine;  // its gid is replaced by the address's
+  // Keep engine.seed as given (reproducible keys and QPNs, for tests); by
+  // default each device mixes in fresh randomness so rkeys cannot be guessed.
+  bool fixed_seed = false;
 };
 
 class Device {

@@ -62,7 +62,13 @@ Expected<int, std::string> bound_socket(bool ipv4, const std::uint8_t* ip, std::
     ok &= ::setsockopt(fd, IPPROTO_IPV6, IPV6_MTU_DISCOVER, &pmtu, sizeof pmtu) == 0;
     ok &= ::setsockopt(fd, IPPROTO_IPV6, IPV6_RECVTCLASS, &one, sizeof one) == 0;
   }
-  if (receive_buffer > 0) ::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &receive_buffer, sizeof receive_buffer);
+  if (receive_buffer > 0) {
+    // A window of packets must fit in the socket buffer or the kernel drops
+    // them; FORCE lifts net.core.rmem_max when we may (CAP_NET_ADMIN).
+    if (::setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &receive_buffer, sizeof receive_buffer) != 0) {
+      ::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &receive_buffer, sizeof receive_buffer);
+    }
+  }
   SocketAddress address = make_address(ipv4, ip, port);
   if (!ok) {
     std::string error = errno_text("setsockopt");

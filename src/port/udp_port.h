@@ -26,7 +26,7 @@ namespace uroce::port {
 struct UdpPortOptions {
   UdpIcrcPolicy icrc = UdpIcrcPolicy::verify_assuming_id0;
   std::uint16_t port = 4791;  // tests may move it; RoCEv2 peers use 4791
-  int receive_buffer_bytes = 4 << 20;
+  int receive_buffer_bytes = 8 << 20;
 };
 
 // One received datagram, headers rebuilt: bytes() is what Engine::on_datagram takes.

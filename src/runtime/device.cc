@@ -9,6 +9,7 @@
 #include <array>
 #include <chrono>
 #include <ctime>
+#include <random>
 
 #include "port/udp_port.h"
 
@@ -35,6 +36,9 @@ Expected<std::unique_ptr<Device>, std::string> Device::open(const DeviceConfig& 
   if (!udp) return unexpected(udp.error());
   DeviceConfig resolved = config;
   resolved.engine.gid = udp->gid();
+  // Keys and QPNs derive from the seed: on a real network they must be
+  // unpredictable, so every device draws its own.
+  if (!config.fixed_seed) resolved.engine.seed ^= (std::uint64_t{std::random_device{}()} << 32) | std::random_device{}();
   std::unique_ptr<Device> device(new Device(resolved));
   device->port_ = std::make_unique<port::UdpPort>(std::move(*udp));
   device->wake_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);

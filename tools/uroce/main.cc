@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 
 #include "tools/uroce/decode_command.h"
+#include "tools/uroce/perf_command.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"uroce: software RoCEv2 (soft RNIC, wire tools, fabric simulator)"};
@@ -10,6 +11,7 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", "uroce 0.1.0");
   int exit_status = 0;
   uroce::tools::add_decode_command(app, exit_status);
+  uroce::tools::add_perf_command(app, exit_status);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& error) {

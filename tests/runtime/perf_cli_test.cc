@@ -1,0 +1,79 @@
+// `uroce perf` as a user runs it: a server process and a client process over
+// loopback addresses, perftest's table on both sides, --verify, and clear
+// errors (exit 1) or usage errors (exit 2). Each test uses its own addresses
+// in 127.0.2.0/24 and its own TCP port, so tests may run in parallel.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <future>
+#include <string>
+
+namespace uroce {
+namespace {
+
+struct RunResult {
+  int exit_code;
+  std::string output;  // stdout and stderr together
+};
+
+RunResult run(const std::string& arguments) {
+  std::string command = std::string(UROCE_BINARY) + " " + arguments + " 2>&1";
+  FILE* pipe = popen(command.c_str(), "r");
+  std::string output;
+  std::array<char, 4096> buffer;
+  while (std::size_t n = fread(buffer.data(), 1, buffer.size(), pipe)) output.append(buffer.data(), n);
+  int status = pclose(pipe);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
+}
+
+// Runs server and client as two processes; returns {server, client}.
+std::pair<RunResult, RunResult> run_pair(const std::string& test, const std::string& server_address,
+                                         const std::string& client_address, int tcp_port, const std::string& flags) {
+  std::string common = test + " -p " + std::to_string(tcp_port) + " --timeout 20 " + flags;
+  auto server = std::async(std::launch::async, [&] { return run("perf " + common + " --bind " + server_address); });
+  RunResult client = run("perf " + common + " --bind " + client_address + " " + server_address);
+  return {server.get(), client};
+}
+
+constexpr const char* kHeader = "#bytes     #iterations    BW peak[MiB/sec]    BW average[MiB/sec]   MsgRate[Mpps]";
+
+TEST(PerfCli, WriteBandwidthWithVerification) {
+  auto [server, client] = run_pair("write_bw", "127.0.2.2", "127.0.2.3", 19101, "-s 65536 -n 300 --verify");
+  EXPECT_EQ(client.exit_code, 0) << client.output;
+  EXPECT_EQ(server.exit_code, 0) << server.output;
+  EXPECT_NE(client.output.find(kHeader), std::string::npos) << client.output;
+  EXPECT_NE(client.output.find(" 65536      300 "), std::string::npos) << client.output;
+  EXPECT_NE(server.output.find(" 65536      300 "), std::string::npos) << server.output;  // the client's row
+  EXPECT_NE(client.output.find("RDMA_Write BW Test"), std::string::npos);
+}
+
+TEST(PerfCli, ReadBandwidthSweepWithVerificationInGbits) {
+  auto [server, client] =
+      run_pair("read_bw", "127.0.2.4", "127.0.2.5", 19102, "-a -n 20 -m 1024 --verify --report_gbits");
+  EXPECT_EQ(client.exit_code, 0) << client.output;
+  EXPECT_EQ(server.exit_code, 0) << server.output;
+  EXPECT_NE(client.output.find("BW average[Gb/sec]"), std::string::npos) << client.output;
+  EXPECT_NE(client.output.find(" 2          20 "), std::string::npos) << client.output;
+  EXPECT_NE(client.output.find(" 8388608    20 "), std::string::npos) << client.output;
+  EXPECT_NE(client.output.find("Mtu             : 1024[B]"), std::string::npos);
+}
+
+TEST(PerfCli, NoServerIsAClearErrorNotAHang) {
+  RunResult client = run("perf write_bw --bind 127.0.2.6 -p 19103 --timeout 1 127.0.2.7");
+  EXPECT_EQ(client.exit_code, 1);
+  EXPECT_NE(client.output.find("connecting to the server"), std::string::npos) << client.output;
+}
+
+TEST(PerfCli, UsageErrorsExitWithTwo) {
+  EXPECT_EQ(run("perf write_lat_nonexistent --bind 127.0.2.8").exit_code, 2);
+  EXPECT_EQ(run("perf write_bw").exit_code, 2);  // --bind is required
+  EXPECT_EQ(run("perf write_bw --bind 127.0.2.8 -m 1000").exit_code, 2);
+  RunResult bad_address = run("perf write_bw --bind nowhere --timeout 1");
+  EXPECT_EQ(bad_address.exit_code, 1);
+  EXPECT_NE(bad_address.output.find("nowhere"), std::string::npos) << bad_address.output;
+}
+
+}  // namespace
+}  // namespace uroce

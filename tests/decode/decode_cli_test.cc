@@ -1,6 +1,5 @@
 // `uroce decode` as a user runs it: output, JSON lines, errors and exit codes.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
 #include <array>
 #include <cstdio>
@@ -11,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "capture/pcap_file.h"
+#include "tests/support/run_command.h"
 #include "tests/support/frame_builder.h"
 
 namespace uroce {
@@ -18,20 +18,9 @@ namespace {
 
 namespace fs = std::filesystem;
 
-struct RunResult {
-  int exit_code;
-  std::string output;  // stdout and stderr together
-};
+using testing::RunResult;
 
-RunResult run(const std::string& arguments) {
-  std::string command = std::string(UROCE_BINARY) + " " + arguments + " 2>&1";
-  FILE* pipe = popen(command.c_str(), "r");
-  std::string output;
-  std::array<char, 4096> buffer;
-  while (std::size_t n = fread(buffer.data(), 1, buffer.size(), pipe)) output.append(buffer.data(), n);
-  int status = pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
-}
+RunResult run(const std::string& arguments) { return testing::run_uroce(arguments); }
 
 std::vector<std::string> lines(const std::string& text) {
   std::vector<std::string> result;

@@ -3,30 +3,18 @@
 // errors (exit 1) or usage errors (exit 2). Each test uses its own addresses
 // in 127.0.2.0/24 and its own TCP port, so tests may run in parallel.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
-#include <array>
-#include <cstdio>
 #include <future>
 #include <string>
+
+#include "tests/support/run_command.h"
 
 namespace uroce {
 namespace {
 
-struct RunResult {
-  int exit_code;
-  std::string output;  // stdout and stderr together
-};
+using testing::RunResult;
 
-RunResult run(const std::string& arguments) {
-  std::string command = std::string(UROCE_BINARY) + " " + arguments + " 2>&1";
-  FILE* pipe = popen(command.c_str(), "r");
-  std::string output;
-  std::array<char, 4096> buffer;
-  while (std::size_t n = fread(buffer.data(), 1, buffer.size(), pipe)) output.append(buffer.data(), n);
-  int status = pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
-}
+RunResult run(const std::string& arguments) { return testing::run_uroce(arguments); }
 
 // Runs server and client as two processes; returns {server, client}.
 std::pair<RunResult, RunResult> run_pair(const std::string& test, const std::string& server_address,

@@ -26,6 +26,7 @@ namespace uroce {
 
 namespace port {
 class UdpPort;
+struct ReceivedDatagram;
 }
 
 // What a UDP port does with the ICRC of arrivals (DESIGN.md: a UDP socket
@@ -89,6 +90,7 @@ class Device {
   Engine engine_;
   std::unique_ptr<port::UdpPort> port_;
   std::vector<std::uint8_t> transmit_buffer_;
+  std::vector<port::ReceivedDatagram> receive_batch_;
   std::size_t pending_length_ = 0;  // a datagram the port refused (back-pressure), sent first next time
   int wake_fd_ = -1;
   std::atomic<bool> stop_{false};

@@ -48,7 +48,11 @@ Expected<std::unique_ptr<Device>, std::string> Device::open(const DeviceConfig& 
 }
 
 Device::Device(const DeviceConfig& config)
-    : config_(config), gid_(config.engine.gid), engine_(config.engine), transmit_buffer_(kMaxDatagramLength) {}
+    : config_(config),
+      gid_(config.engine.gid),
+      engine_(config.engine),
+      transmit_buffer_(kMaxDatagramLength),
+      receive_batch_(kReceiveBatch) {}
 
 Device::~Device() {
   stop_ = true;
@@ -74,7 +78,7 @@ void Device::progress() {
 }
 
 void Device::progress_locked(TimeNs now) {
-  std::array<port::ReceivedDatagram, kReceiveBatch> received;
+  std::vector<port::ReceivedDatagram>& received = receive_batch_;  // buffers reused from call to call
   for (int round = 0; round < kRoundsPerProgress; ++round) {
     bool busy = false;
     std::size_t count = port_->receive(received);

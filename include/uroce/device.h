@@ -84,7 +84,6 @@ class Device {
   void run_progress_thread();
   void wake();
 
-  DeviceConfig config_;
   Gid gid_{};
   std::mutex mutex_;
   Engine engine_;

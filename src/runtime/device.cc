@@ -48,8 +48,7 @@ Expected<std::unique_ptr<Device>, std::string> Device::open(const DeviceConfig& 
 }
 
 Device::Device(const DeviceConfig& config)
-    : config_(config),
-      gid_(config.engine.gid),
+    : gid_(config.engine.gid),
       engine_(config.engine),
       transmit_buffer_(kMaxDatagramLength),
       receive_batch_(kReceiveBatch) {}

@@ -258,11 +258,8 @@ void EngineState::on_congestion_experienced(QueuePair& qp, const wire::RoceDatag
         },
         datagram.ip);
     cnp.dest_qp = datagram.packet.headers.deth->src_qp;
-    std::uint64_t source = 0;
-    for (std::uint8_t byte : cnp.destination.dgid) source = source * 131 + byte;
-    source = source * 0x1000193 + cnp.dest_qp;
     if (qp.ud_cnp_allowed_at.size() >= 4096) qp.ud_cnp_allowed_at.clear();  // bounded, whatever arrives
-    TimeNs& allowed_at = qp.ud_cnp_allowed_at[source];
+    TimeNs& allowed_at = qp.ud_cnp_allowed_at[{cnp.destination.dgid, cnp.dest_qp}];
     if (now < allowed_at) return;
     allowed_at = now + config.congestion.cnp_interval_ns;
   } else {

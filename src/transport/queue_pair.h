@@ -8,7 +8,8 @@
 #include <cstdint>
 #include <deque>
 #include <optional>
-#include <unordered_map>
+#include <map>
+#include <utility>
 #include <vector>
 
 #include "transport/cc/dcqcn.h"
@@ -163,7 +164,7 @@ struct QueuePair {
   TimeNs next_send_time = 0;     // pacing: the next data packet may leave then
   bool pacing_blocked = false;   // data is waiting for next_send_time
   TimeNs cnp_allowed_at = 0;     // notification point: next CNP not before
-  std::unordered_map<std::uint64_t, TimeNs> ud_cnp_allowed_at;  // UD: the same, per source
+  std::map<std::pair<Gid, std::uint32_t>, TimeNs> ud_cnp_allowed_at;  // UD: the same, per source GID and QP
 
   // Asynchronous events.
   bool sq_drain_notify = false;    // raise sq_drained when the SQD drain completes

@@ -92,17 +92,18 @@ TEST_F(AsyncEvents, ResponderAccessViolationIsAnAffiliatedError) {
   EXPECT_TRUE(events_of(*a_.engine).empty());  // the requester learns from its completion
 }
 
-TEST_F(AsyncEvents, ResponderInvalidRequestIsAnAffiliatedError) {
+TEST_F(AsyncEvents, ResponderRefusalsRaiseTheMatchingAffiliatedError) {
   RcOptions options;
   options.access = kAccessLocalWrite | kAccessRemoteWrite;  // no READ permission on the responder's QP
   connect(options);
   events_of(*b_.engine);
   post(WrOpcode::rdma_read, 8, remote_keys_.rkey);
   settle();
-  // A READ on a QP that grants no remote read is an access error, and a READ
-  // with max_dest_rd_atomic 0 is an invalid request; this one is the former.
+  // A READ on a QP that grants no remote read is an access violation ...
   EXPECT_TRUE(has(events_of(*b_.engine), AsyncEventType::qp_access_err, b_.qpn));
 
+  // ... and a READ to a QP that keeps no READ records (max_dest_rd_atomic 0)
+  // is an invalid request.
   options.access = kAll;
   options.max_rd_atomic = 0;
   connect(options);

@@ -58,7 +58,7 @@ TEST(EngineTimers, EachOfManyQpsTimesOutAtItsOwnDeadline) {
     wr.rdma = {0x1000, 0x1234};
     ASSERT_EQ(a.post_send(end.qpn, wr), std::errc{});
   }
-  ASSERT_TRUE(network.run_until([] { return false; }, 0) == false);  // send everything at time 0
+  network.run_until([] { return false; }, 0);  // send everything at time 0
   EXPECT_EQ(a.next_deadline(), transport::ack_timeout_ns(8));
   ASSERT_EQ(a.destroy_qp(gone.qpn), std::errc{});
   QpAttr to_reset;

@@ -155,7 +155,7 @@ class PerfSession {
                               "waiting for the client")
                        : must(runtime::OobChannel::connect(options_.server, options_.tcp_port, timeout()),
                               "connecting to the server");
-    runtime::QpConnectionInfo local;
+    runtime::QpConnectionInfo& local = local_;
     local.qpn = qpn_;
     local.psn = (qpn_ * 2654435761u) & 0xFFFFFF;
     local.gid = device_->gid();
@@ -203,8 +203,8 @@ class PerfSession {
     fmt::print(" Connection type : RC\t\tUsing SRQ      : OFF\n");
     fmt::print(" TX depth        : {}\n", options_.tx_depth);
     fmt::print(" Mtu             : {}[B]\n", mtu_);
-    fmt::print(" local address: QPN {:#08x} PSN {:#08x} RKey {:#010x} VAddr {:#018x}\n", qpn_,
-               (qpn_ * 2654435761u) & 0xFFFFFF, keys_.rkey, reinterpret_cast<std::uintptr_t>(buffer_.data()));
+    fmt::print(" local address: QPN {:#08x} PSN {:#08x} RKey {:#010x} VAddr {:#018x}\n", local_.qpn, local_.psn,
+               local_.rkey, local_.address);
     fmt::print(" remote address: QPN {:#08x} PSN {:#08x} RKey {:#010x} VAddr {:#018x}\n", remote_.qpn, remote_.psn,
                remote_.rkey, remote_.address);
     fmt::print("{}\n{}\n", table_rule(), table_header(options_.report_gbits));
@@ -318,7 +318,7 @@ class PerfSession {
   std::uint32_t pd_ = 0, cq_ = 0, qpn_ = 0;
   MrKeys keys_;
   std::optional<runtime::OobChannel> channel_;
-  runtime::QpConnectionInfo remote_;
+  runtime::QpConnectionInfo local_, remote_;
   std::uint32_t mtu_ = 1024;
   Clock::time_point start_;
 };

@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
 #include <thread>
 #include <vector>
@@ -26,7 +27,6 @@ namespace uroce {
 
 namespace port {
 class UdpPort;
-struct ReceivedDatagram;
 }
 
 // What a UDP port does with the ICRC of arrivals (DESIGN.md: a UDP socket
@@ -41,10 +41,24 @@ enum class UdpIcrcPolicy : std::uint8_t {
   skip_ipv4,
 };
 
+// When the UDP port may hand the kernel a run of equal-sized datagrams as one
+// UDP GSO send. The kernel gives the segments after the first IPv4
+// Identifications 1, 2, ..., which the ICRC covers: a uroce UDP peer rebuilds
+// headers with Identification 0 and never notices, but a peer that checks
+// the ICRC over the real header (a hardware RNIC, a raw port) would drop them.
+enum class UdpGsoPolicy : std::uint8_t {
+  // IPv6 (no Identification) anywhere, and IPv4 to loopback addresses, where
+  // the peer can only be another socket: the bytes any peer checks are unchanged.
+  where_bytes_unchanged,
+  always,  // also IPv4 to other hosts: only when every peer is a uroce UDP port
+  never,
+};
+
 struct DeviceConfig {
   std::string address;  // the local IPv4 or IPv6 address to bind; the GID follows from it
   std::uint16_t udp_port = 4791;
   UdpIcrcPolicy icrc = UdpIcrcPolicy::verify_assuming_id0;
+  UdpGsoPolicy gso = UdpGsoPolicy::where_bytes_unchanged;
   bool progress_thread = true;
   EngineConfig engine;  // its gid is replaced by the address's
   // Keep engine.seed as given (reproducible keys and QPNs, for tests); by
@@ -81,6 +95,7 @@ class Device {
  private:
   explicit Device(const DeviceConfig& config);
   void progress_locked(TimeNs now);
+  bool transmit(TimeNs now);
   void run_progress_thread();
   void wake();
 
@@ -88,9 +103,10 @@ class Device {
   std::mutex mutex_;
   Engine engine_;
   std::unique_ptr<port::UdpPort> port_;
-  std::vector<std::uint8_t> transmit_buffer_;
-  std::vector<port::ReceivedDatagram> receive_batch_;
-  std::size_t pending_length_ = 0;  // a datagram the port refused (back-pressure), sent first next time
+  // Datagrams from the engine wait here for one batched send; those the port
+  // refused (back-pressure) stay at the front and go first next time.
+  std::vector<std::uint8_t> transmit_slots_;
+  std::vector<std::span<const std::uint8_t>> transmit_queue_;
   int wake_fd_ = -1;
   std::atomic<bool> stop_{false};
   std::atomic<bool> sleeping_{false};

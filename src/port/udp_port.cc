@@ -1,9 +1,11 @@
-// UdpPort: sockets, sendmsg with the datagram's TOS, recvmmsg with the
-// arrival's TOS and destination, and the rebuilt IP/UDP headers.
+// UdpPort: opening the sockets (one to receive on address:4791, one per UDP
+// source port to send from) and rebuilding an arrival's IP and UDP headers.
+// The batched system calls are in udp_port_io.cc.
 #include "port/udp_port.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <netinet/udp.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -14,12 +16,10 @@
 #include "wire/ipv4.h"
 #include "wire/ipv6.h"
 #include "wire/udp.h"
+#include "port/udp_port_io.h"
 
 namespace uroce::port {
 namespace {
-
-constexpr std::size_t kHeadroom = wire::kIpv6HeaderLength + wire::kUdpHeaderLength;
-constexpr std::size_t kMaxPayload = kMaxDatagramLength;
 
 struct SocketAddress {
   sockaddr_storage storage{};
@@ -47,7 +47,8 @@ SocketAddress make_address(bool ipv4, const std::uint8_t* ip, std::uint16_t port
 std::string errno_text(const char* what) { return std::string(what) + ": " + std::strerror(errno); }
 
 // A non-blocking UDP socket bound to ip:port with DF (IPv4) and TOS reporting.
-Expected<int, std::string> bound_socket(bool ipv4, const std::uint8_t* ip, std::uint16_t port, int receive_buffer) {
+Expected<int, std::string> bound_socket(bool ipv4, const std::uint8_t* ip, std::uint16_t port, int receive_buffer,
+                                        bool gro) {
   int fd = ::socket(ipv4 ? AF_INET : AF_INET6, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (fd < 0) return unexpected(errno_text("socket"));
   int one = 1;
@@ -69,6 +70,8 @@ Expected<int, std::string> bound_socket(bool ipv4, const std::uint8_t* ip, std::
       ::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &receive_buffer, sizeof receive_buffer);
     }
   }
+  // GRO is an optimisation: a kernel without it hands over datagrams one by one.
+  if (gro) ::setsockopt(fd, SOL_UDP, UDP_GRO, &one, sizeof one);
   SocketAddress address = make_address(ipv4, ip, port);
   if (!ok) {
     std::string error = errno_text("setsockopt");
@@ -98,11 +101,13 @@ Expected<UdpPort, std::string> UdpPort::open(const std::string& address, const U
   } else {
     return unexpected("not an IPv4 or IPv6 address: '" + address + "'");
   }
-  auto fd = bound_socket(port.ipv4_, ip, options.port, options.receive_buffer_bytes);
+  auto fd = bound_socket(port.ipv4_, ip, options.port, options.receive_buffer_bytes, options.gro);
   if (!fd) return unexpected("cannot bind " + address + " port " + std::to_string(options.port) + ": " + fd.error());
   port.receive_fd_ = *fd;
   return port;
 }
+
+UdpPort::UdpPort() : io_(std::make_unique<Io>()) {}
 
 UdpPort::UdpPort(UdpPort&& other) noexcept { *this = std::move(other); }
 
@@ -115,6 +120,9 @@ UdpPort& UdpPort::operator=(UdpPort&& other) noexcept {
     receive_fd_ = other.receive_fd_;
     send_fds_ = std::move(other.send_fds_);
     send_errors_ = other.send_errors_;
+    gso_sends_ = other.gso_sends_;
+    gro_receives_ = other.gro_receives_;
+    io_ = std::move(other.io_);
     other.receive_fd_ = -1;
     other.send_fds_.clear();
   }
@@ -134,120 +142,58 @@ int UdpPort::socket_for_source_port(std::uint16_t port) {
   auto it = send_fds_.find(port);
   if (it != send_fds_.end()) return it->second;
   const std::uint8_t* ip = ipv4_ ? gid_.data() + 12 : gid_.data();
-  auto fd = bound_socket(ipv4_, ip, port, 0);
+  auto fd = bound_socket(ipv4_, ip, port, 0, false);
   if (!fd) return -1;
   send_fds_.emplace(port, *fd);
   return *fd;
 }
 
-bool UdpPort::send(ByteSpan datagram) {
-  std::size_t ip_length = ipv4_ ? wire::kIpv4HeaderLength : wire::kIpv6HeaderLength;
-  if (datagram.size() < ip_length + wire::kUdpHeaderLength) {
-    ++send_errors_;
-    return true;
+bool UdpPort::may_segment(const std::uint8_t* destination) const {
+  if (io_->gso_refused) return false;
+  switch (options_.gso) {
+    case UdpGsoPolicy::never: return false;
+    case UdpGsoPolicy::always: return true;
+    case UdpGsoPolicy::where_bytes_unchanged: return !ipv4_ || destination[0] == 127;
   }
-  // The engine writes a plain 20-byte IPv4 header (no options) or a 40-byte IPv6 one.
-  const std::uint8_t* ip = datagram.data();
-  int tos = ipv4_ ? ip[1] : ((load_be16(ip) >> 4) & 0xFF);
-  const std::uint8_t* destination = ipv4_ ? ip + 16 : ip + 24;
-  const std::uint8_t* udp = ip + ip_length;
-  std::uint16_t source_port = load_be16(udp);
-  std::uint16_t destination_port = load_be16(udp + 2);
-  int fd = socket_for_source_port(source_port);
-  if (fd < 0) {
-    ++send_errors_;
-    return true;
-  }
-  SocketAddress to = make_address(ipv4_, destination, destination_port);
-  ByteSpan payload = datagram.subspan(ip_length + wire::kUdpHeaderLength);
-  iovec iov{const_cast<std::uint8_t*>(payload.data()), payload.size()};
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
-  msghdr message{};
-  message.msg_name = &to.storage;
-  message.msg_namelen = to.length;
-  message.msg_iov = &iov;
-  message.msg_iovlen = 1;
-  message.msg_control = control;
-  message.msg_controllen = sizeof control;
-  cmsghdr* cmsg = CMSG_FIRSTHDR(&message);
-  cmsg->cmsg_level = ipv4_ ? IPPROTO_IP : IPPROTO_IPV6;
-  cmsg->cmsg_type = ipv4_ ? IP_TOS : IPV6_TCLASS;
-  cmsg->cmsg_len = CMSG_LEN(sizeof(int));
-  std::memcpy(CMSG_DATA(cmsg), &tos, sizeof tos);
-  if (::sendmsg(fd, &message, 0) >= 0) return true;
-  if (errno == EAGAIN || errno == EWOULDBLOCK || errno == ENOBUFS) return false;
-  ++send_errors_;  // unreachable peer and the like: the transport's timers recover
-  return true;
+  return false;
 }
 
-std::size_t UdpPort::receive(std::span<ReceivedDatagram> out) {
-  constexpr std::size_t kBatch = 32;
-  std::size_t count = std::min(out.size(), kBatch);
-  if (count == 0) return 0;
-  mmsghdr messages[kBatch] = {};
-  iovec iovs[kBatch];
-  sockaddr_storage sources[kBatch];
-  alignas(cmsghdr) char controls[kBatch][64];
-  for (std::size_t i = 0; i < count; ++i) {
-    out[i].buffer.resize(kHeadroom + kMaxPayload);
-    iovs[i] = iovec{out[i].buffer.data() + kHeadroom, kMaxPayload};
-    msghdr& header = messages[i].msg_hdr;
-    header.msg_name = &sources[i];
-    header.msg_namelen = sizeof sources[i];
-    header.msg_iov = &iovs[i];
-    header.msg_iovlen = 1;
-    header.msg_control = controls[i];
-    header.msg_controllen = sizeof controls[i];
+void UdpPort::rebuild_headers(std::uint8_t* payload, std::size_t payload_length, const void* source, int tos,
+                              ReceivedDatagram& out) const {
+  wire::UdpRepr udp;
+  udp.dst_port = options_.port;
+  udp.payload_length = static_cast<std::uint16_t>(payload_length);
+  std::uint8_t* udp_header = payload - wire::kUdpHeaderLength;
+  std::uint8_t* ip_header;
+  if (ipv4_) {
+    const auto* from = static_cast<const sockaddr_in*>(source);
+    udp.src_port = ntohs(from->sin_port);
+    wire::Ipv4Repr ip;
+    ip.dscp = static_cast<std::uint8_t>(tos >> 2);
+    ip.ecn = static_cast<wire::Ecn>(tos & 3);
+    ip.identification = 0;  // not reported by the socket: the policy's assumption
+    ip.dont_fragment = true;
+    std::memcpy(ip.src.data(), &from->sin_addr, 4);
+    std::copy_n(gid_.begin() + 12, 4, ip.dst.begin());
+    ip.payload_length = static_cast<std::uint16_t>(payload_length + wire::kUdpHeaderLength);
+    ip_header = udp_header - wire::kIpv4HeaderLength;
+    ip.emit(MutableByteSpan(ip_header, wire::kIpv4HeaderLength));
+    out.icrc_checkable = options_.icrc == UdpIcrcPolicy::verify_assuming_id0;
+  } else {
+    const auto* from = static_cast<const sockaddr_in6*>(source);
+    udp.src_port = ntohs(from->sin6_port);
+    wire::Ipv6Repr ip;
+    ip.dscp = static_cast<std::uint8_t>(tos >> 2);
+    ip.ecn = static_cast<wire::Ecn>(tos & 3);
+    std::memcpy(ip.src.data(), &from->sin6_addr, 16);
+    ip.dst = gid_;
+    ip.payload_length = static_cast<std::uint16_t>(payload_length + wire::kUdpHeaderLength);
+    ip_header = udp_header - wire::kIpv6HeaderLength;
+    ip.emit(MutableByteSpan(ip_header, wire::kIpv6HeaderLength));
+    out.icrc_checkable = true;
   }
-  int received = ::recvmmsg(receive_fd_, messages, static_cast<unsigned>(count), MSG_DONTWAIT, nullptr);
-  if (received <= 0) return 0;
-  for (int i = 0; i < received; ++i) {
-    ReceivedDatagram& datagram = out[i];
-    const msghdr& header = messages[i].msg_hdr;
-    auto payload_length = static_cast<std::size_t>(messages[i].msg_len);
-    int tos = 0;
-    for (cmsghdr* cmsg = CMSG_FIRSTHDR(&header); cmsg != nullptr;
-         cmsg = CMSG_NXTHDR(const_cast<msghdr*>(&header), cmsg)) {
-      if ((cmsg->cmsg_level == IPPROTO_IP && cmsg->cmsg_type == IP_TOS)) tos = *CMSG_DATA(cmsg);
-      if (cmsg->cmsg_level == IPPROTO_IPV6 && cmsg->cmsg_type == IPV6_TCLASS) {
-        std::memcpy(&tos, CMSG_DATA(cmsg), sizeof tos);
-      }
-    }
-    std::uint8_t* udp = datagram.buffer.data() + kHeadroom - wire::kUdpHeaderLength;
-    wire::UdpRepr udp_header;
-    udp_header.dst_port = options_.port;
-    udp_header.payload_length = static_cast<std::uint16_t>(payload_length);
-    if (ipv4_) {
-      const auto* source = reinterpret_cast<const sockaddr_in*>(&sources[i]);
-      udp_header.src_port = ntohs(source->sin_port);
-      wire::Ipv4Repr ip;
-      ip.dscp = static_cast<std::uint8_t>(tos >> 2);
-      ip.ecn = static_cast<wire::Ecn>(tos & 3);
-      ip.identification = 0;  // not reported by the socket: the policy's assumption
-      ip.dont_fragment = true;
-      std::memcpy(ip.src.data(), &source->sin_addr, 4);
-      std::copy_n(gid_.begin() + 12, 4, ip.dst.begin());
-      ip.payload_length = static_cast<std::uint16_t>(payload_length + wire::kUdpHeaderLength);
-      datagram.start = kHeadroom - wire::kUdpHeaderLength - wire::kIpv4HeaderLength;
-      ip.emit(MutableByteSpan(datagram.buffer).subspan(datagram.start, wire::kIpv4HeaderLength));
-      datagram.icrc_checkable = options_.icrc == UdpIcrcPolicy::verify_assuming_id0;
-    } else {
-      const auto* source = reinterpret_cast<const sockaddr_in6*>(&sources[i]);
-      udp_header.src_port = ntohs(source->sin6_port);
-      wire::Ipv6Repr ip;
-      ip.dscp = static_cast<std::uint8_t>(tos >> 2);
-      ip.ecn = static_cast<wire::Ecn>(tos & 3);
-      std::memcpy(ip.src.data(), &source->sin6_addr, 16);
-      ip.dst = gid_;
-      ip.payload_length = static_cast<std::uint16_t>(payload_length + wire::kUdpHeaderLength);
-      datagram.start = 0;
-      ip.emit(MutableByteSpan(datagram.buffer).first(wire::kIpv6HeaderLength));
-      datagram.icrc_checkable = true;
-    }
-    udp_header.emit(MutableByteSpan(udp, wire::kUdpHeaderLength));
-    datagram.length = kHeadroom + payload_length - datagram.start;
-  }
-  return static_cast<std::size_t>(received);
+  udp.emit(MutableByteSpan(udp_header, wire::kUdpHeaderLength));
+  out.bytes = ByteSpan(ip_header, static_cast<std::size_t>(payload + payload_length - ip_header));
 }
 
 }  // namespace uroce::port

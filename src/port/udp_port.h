@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -25,17 +26,17 @@ namespace uroce::port {
 
 struct UdpPortOptions {
   UdpIcrcPolicy icrc = UdpIcrcPolicy::verify_assuming_id0;
+  UdpGsoPolicy gso = UdpGsoPolicy::where_bytes_unchanged;
+  bool gro = true;            // let the kernel hand over runs of datagrams in one receive
   std::uint16_t port = 4791;  // tests may move it; RoCEv2 peers use 4791
   int receive_buffer_bytes = 8 << 20;
 };
 
-// One received datagram, headers rebuilt: bytes() is what Engine::on_datagram takes.
+// One received datagram with its IP and UDP headers rebuilt: what
+// Engine::on_datagram takes. Valid until the next receive().
 struct ReceivedDatagram {
-  std::vector<std::uint8_t> buffer;  // kHeadroom bytes, then the UDP payload
-  std::size_t start = 0;             // where the rebuilt IP header begins
-  std::size_t length = 0;            // from start
-  bool icrc_checkable = true;        // false when the policy skips this one's ICRC
-  ByteSpan bytes() const { return ByteSpan(buffer).subspan(start, length); }
+  ByteSpan bytes;
+  bool icrc_checkable = true;  // false when the policy skips this one's ICRC
 };
 
 class UdpPort {
@@ -51,17 +52,27 @@ class UdpPort {
   const Gid& gid() const { return gid_; }
   int receive_fd() const { return receive_fd_; }
 
-  // Sends one IP datagram built by the engine. False on back-pressure
-  // (EAGAIN/ENOBUFS: try again soon); other failures are counted and dropped.
-  bool send(ByteSpan datagram);
-  // Receives up to out.size() datagrams without blocking; returns how many.
-  std::size_t receive(std::span<ReceivedDatagram> out);
+  // Sends IP datagrams built by the engine, in order, with as few system
+  // calls as it can (sendmmsg; runs of equal-sized datagrams to one peer as
+  // one UDP GSO send where the policy allows). Returns how many it took;
+  // fewer than given means back-pressure (EAGAIN/ENOBUFS): offer the rest
+  // again soon. Datagrams that fail otherwise are counted and dropped.
+  std::size_t send(std::span<const ByteSpan> datagrams);
+  // Receives what is waiting, without blocking.
+  std::span<const ReceivedDatagram> receive();
 
   std::uint64_t send_errors() const { return send_errors_; }
+  std::uint64_t gso_sends() const { return gso_sends_; }        // runs sent as one GSO message
+  std::uint64_t gro_receives() const { return gro_receives_; }  // runs the kernel merged into one receive
 
  private:
-  UdpPort() = default;
+  struct Io;  // system-call scratch space and receive buffers, kept from call to call
+
+  UdpPort();
   int socket_for_source_port(std::uint16_t port);
+  bool may_segment(const std::uint8_t* destination) const;
+  void rebuild_headers(std::uint8_t* payload, std::size_t payload_length, const void* source, int tos,
+                       ReceivedDatagram& out) const;
   void close_all();
 
   Gid gid_{};
@@ -70,6 +81,9 @@ class UdpPort {
   int receive_fd_ = -1;
   std::map<std::uint16_t, int> send_fds_;  // by UDP source port, opened on first use
   std::uint64_t send_errors_ = 0;
+  std::uint64_t gso_sends_ = 0;
+  std::uint64_t gro_receives_ = 0;
+  std::unique_ptr<Io> io_;
 };
 
 }  // namespace uroce::port

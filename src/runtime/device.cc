@@ -9,6 +9,7 @@
 #include <array>
 #include <chrono>
 #include <ctime>
+#include <cstring>
 #include <random>
 
 #include "port/udp_port.h"
@@ -22,7 +23,7 @@ TimeNs monotonic_now() {
   return TimeNs{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
 }
 
-constexpr std::size_t kReceiveBatch = 32;
+constexpr std::size_t kTransmitBatch = 64;
 constexpr int kRoundsPerProgress = 8;  // bounded work per call, so posting threads get the lock
 constexpr TimeNs kBackPressureRetryNs = 20'000;
 
@@ -32,6 +33,7 @@ Expected<std::unique_ptr<Device>, std::string> Device::open(const DeviceConfig& 
   port::UdpPortOptions options;
   options.port = config.udp_port;
   options.icrc = config.icrc;
+  options.gso = config.gso;
   auto udp = port::UdpPort::open(config.address, options);
   if (!udp) return unexpected(udp.error());
   DeviceConfig resolved = config;
@@ -50,8 +52,9 @@ Expected<std::unique_ptr<Device>, std::string> Device::open(const DeviceConfig& 
 Device::Device(const DeviceConfig& config)
     : gid_(config.engine.gid),
       engine_(config.engine),
-      transmit_buffer_(kMaxDatagramLength),
-      receive_batch_(kReceiveBatch) {}
+      transmit_slots_(kTransmitBatch * kMaxDatagramLength) {
+  transmit_queue_.reserve(kTransmitBatch);
+}
 
 Device::~Device() {
   stop_ = true;
@@ -77,25 +80,51 @@ void Device::progress() {
 }
 
 void Device::progress_locked(TimeNs now) {
-  std::vector<port::ReceivedDatagram>& received = receive_batch_;  // buffers reused from call to call
   for (int round = 0; round < kRoundsPerProgress; ++round) {
-    bool busy = false;
-    std::size_t count = port_->receive(received);
-    for (std::size_t i = 0; i < count; ++i) {
-      engine_.on_datagram(received[i].bytes(), now, received[i].icrc_checkable);
+    std::span<const port::ReceivedDatagram> received = port_->receive();
+    for (const port::ReceivedDatagram& datagram : received) {
+      engine_.on_datagram(datagram.bytes, now, datagram.icrc_checkable);
     }
-    busy |= count > 0;
     if (engine_.next_deadline() <= now) engine_.on_timer(now);
-    // Transmit what the engine has, a retried datagram first.
-    while (true) {
-      if (pending_length_ == 0) pending_length_ = engine_.poll_transmit(transmit_buffer_, now);
-      if (pending_length_ == 0) break;
-      if (!port_->send(ByteSpan(transmit_buffer_).first(pending_length_))) break;  // back-pressure
-      pending_length_ = 0;
-      busy = true;
-    }
-    if (!busy) return;
+    bool sent = transmit(now);
+    if (received.empty() && !sent) return;
     now = monotonic_now();
+  }
+}
+
+// Moves what the engine has to send to the port, a batch at a time. Returns
+// whether anything went out.
+bool Device::transmit(TimeNs now) {
+  bool sent_any = false;
+  while (true) {
+    bool engine_drained = false;
+    while (transmit_queue_.size() < kTransmitBatch) {
+      // Slots are used in order; a refused datagram was moved to the front.
+      std::span<std::uint8_t> slot(transmit_slots_.data() + transmit_queue_.size() * kMaxDatagramLength,
+                                   kMaxDatagramLength);
+      std::size_t length = engine_.poll_transmit(slot, now);
+      if (length == 0) {
+        engine_drained = true;
+        break;
+      }
+      transmit_queue_.emplace_back(slot.data(), length);
+    }
+    if (transmit_queue_.empty()) return sent_any;
+    std::size_t taken = port_->send(transmit_queue_);
+    sent_any |= taken > 0;
+    if (taken < transmit_queue_.size()) {  // back-pressure: keep the rest, in order, for the retry
+      std::size_t kept = transmit_queue_.size() - taken;
+      for (std::size_t i = 0; i < kept; ++i) {
+        ByteSpan datagram = transmit_queue_[taken + i];
+        std::uint8_t* slot = transmit_slots_.data() + i * kMaxDatagramLength;
+        std::memmove(slot, datagram.data(), datagram.size());
+        transmit_queue_[i] = ByteSpan(slot, datagram.size());
+      }
+      transmit_queue_.resize(kept);
+      return sent_any;
+    }
+    transmit_queue_.clear();
+    if (engine_drained) return sent_any;
   }
 }
 
@@ -105,7 +134,7 @@ void Device::run_progress_thread() {
     {
       std::lock_guard lock(mutex_);
       progress_locked(monotonic_now());
-      deadline = pending_length_ > 0 ? monotonic_now() + kBackPressureRetryNs : engine_.next_deadline();
+      deadline = !transmit_queue_.empty() ? monotonic_now() + kBackPressureRetryNs : engine_.next_deadline();
     }
     // Sleep until a datagram arrives, a verbs call posts work, or a timer is due.
     sleeping_.store(true, std::memory_order_release);

@@ -128,6 +128,10 @@ class PerfSession {
     DeviceConfig config;
     config.address = options_.bind;
     config.udp_port = options_.udp_port;
+    // The server's application sleeps on the control connection, so its
+    // device needs a progress thread; the client busy-polls anyway and
+    // drives progress itself unless asked otherwise.
+    config.progress_thread = server_ || options_.progress_thread;
     device_ = must(Device::open(config), "cannot open a device on " + options_.bind);
     std::uint32_t largest = options_.all_sizes ? kLargestSize : options_.size;
     buffer_.assign(std::max<std::uint32_t>(largest, 8), 0);
@@ -293,6 +297,7 @@ class PerfSession {
         }
         return must(engine.poll_cq(cq_, completions), "poll_cq");
       });
+      if (n == 0 && !options_.progress_thread) device_->progress();
       auto now = Clock::now();
       for (std::size_t i = 0; i < n; ++i) {
         if (completions[i].status != WcStatus::success) {
@@ -303,7 +308,7 @@ class PerfSession {
       }
       if (n == 0) {
         if (now > give_up) throw PerfError("no completions for too long: is the server still there?");
-        std::this_thread::yield();
+        if (options_.progress_thread) std::this_thread::yield();
       } else {
         give_up = now + timeout();
       }
@@ -339,6 +344,8 @@ void add_perf_command(CLI::App& app, int& exit_status) {
   perf->add_option("--udp-port", options->udp_port, "UDP port of both devices (RoCEv2: 4791)");
   perf->add_option("-t,--tx-depth", options->tx_depth, "Work requests outstanding")->check(CLI::Range(1u, 4096u));
   perf->add_flag("--report_gbits", options->report_gbits, "Report Gb/sec instead of MiB/sec");
+  perf->add_flag("--progress-thread", options->progress_thread,
+                 "Client: move packets on a progress thread instead of in the polling loop");
   perf->add_flag("--verify", options->verify, "Check every byte that arrived");
   perf->add_option("--timeout", options->timeout_s, "Seconds to wait for the peer at each step")->check(CLI::Range(1, 3600));
   perf->callback([options, &exit_status] { exit_status = run_perf(*options); });

@@ -23,6 +23,7 @@ struct PerfOptions {
   std::uint32_t tx_depth = 128;
   bool report_gbits = false;
   bool verify = false;
+  bool progress_thread = false;  // client: a progress thread instead of progress from the polling loop
   int timeout_s = 60;  // how long to wait for the peer at each step
 };
 

@@ -1,0 +1,220 @@
+// UdpPort's batched system calls: sendmmsg of runs of datagrams (one UDP GSO
+// message per run of equal-sized datagrams to one peer), and recvmmsg with
+// GRO, whose merged runs are split back into datagrams.
+#include <netinet/udp.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "port/udp_port_io.h"
+#include "wire/ipv4.h"
+
+namespace uroce::port {
+namespace {
+
+// What the port needs from an engine-built datagram (a plain 20-byte IPv4
+// header or a 40-byte IPv6 one, then UDP).
+struct Outgoing {
+  bool valid = false;
+  int tos = 0;
+  const std::uint8_t* destination = nullptr;
+  std::uint16_t source_port = 0;
+  std::uint16_t destination_port = 0;
+  ByteSpan payload;
+};
+
+Outgoing describe(ByteSpan datagram, bool ipv4) {
+  Outgoing out;
+  std::size_t ip_length = ipv4 ? wire::kIpv4HeaderLength : wire::kIpv6HeaderLength;
+  if (datagram.size() < ip_length + wire::kUdpHeaderLength) return out;
+  const std::uint8_t* ip = datagram.data();
+  const std::uint8_t* udp = ip + ip_length;
+  out.valid = true;
+  out.tos = ipv4 ? ip[1] : ((load_be16(ip) >> 4) & 0xFF);
+  out.destination = ipv4 ? ip + 16 : ip + 24;
+  out.source_port = load_be16(udp);
+  out.destination_port = load_be16(udp + 2);
+  out.payload = datagram.subspan(ip_length + wire::kUdpHeaderLength);
+  return out;
+}
+
+bool same_flow(const Outgoing& a, const Outgoing& b, bool ipv4) {
+  return a.source_port == b.source_port && a.destination_port == b.destination_port && a.tos == b.tos &&
+         std::memcmp(a.destination, b.destination, ipv4 ? 4 : 16) == 0;
+}
+
+socklen_t fill_destination(sockaddr_storage& storage, bool ipv4, const Outgoing& datagram) {
+  storage = {};
+  if (ipv4) {
+    auto* in = reinterpret_cast<sockaddr_in*>(&storage);
+    in->sin_family = AF_INET;
+    in->sin_port = htons(datagram.destination_port);
+    std::memcpy(&in->sin_addr, datagram.destination, 4);
+    return sizeof(sockaddr_in);
+  }
+  auto* in6 = reinterpret_cast<sockaddr_in6*>(&storage);
+  in6->sin6_family = AF_INET6;
+  in6->sin6_port = htons(datagram.destination_port);
+  std::memcpy(&in6->sin6_addr, datagram.destination, 16);
+  return sizeof(sockaddr_in6);
+}
+
+bool is_back_pressure(int error) { return error == EAGAIN || error == EWOULDBLOCK || error == ENOBUFS; }
+
+}  // namespace
+
+std::size_t UdpPort::send(std::span<const ByteSpan> datagrams) {
+  Io& io = *io_;
+  std::size_t taken = 0;
+  while (taken < datagrams.size()) {
+    Outgoing head = describe(datagrams[taken], ipv4_);
+    int fd = head.valid ? socket_for_source_port(head.source_port) : -1;
+    if (fd < 0) {
+      ++send_errors_;
+      ++taken;
+      continue;
+    }
+    // One sendmmsg for the messages that leave from fd's source port; each
+    // message carries one datagram or a GSO run of them.
+    std::array<std::size_t, kMessagesPerCall> datagrams_in{};
+    std::size_t messages = 0;
+    std::size_t iovs = 0;
+    std::size_t next = taken;
+    while (next < datagrams.size() && messages < kMessagesPerCall) {
+      Outgoing first = describe(datagrams[next], ipv4_);
+      if (!first.valid || first.source_port != head.source_port) break;
+      iovec* run_iovs = &io.send_iovs[iovs];
+      std::size_t count = 0;
+      std::size_t bytes = 0;
+      bool segment = may_segment(first.destination);
+      for (Outgoing datagram = first;;) {
+        io.send_iovs[iovs++] = iovec{const_cast<std::uint8_t*>(datagram.payload.data()), datagram.payload.size()};
+        ++count;
+        bytes += datagram.payload.size();
+        // A run's datagrams all have the first one's size but the last, which may be shorter.
+        if (!segment || datagram.payload.size() != first.payload.size()) break;
+        if (count == kMaxSegmentsPerRun || next + count == datagrams.size()) break;
+        datagram = describe(datagrams[next + count], ipv4_);
+        if (!datagram.valid || !same_flow(first, datagram, ipv4_) || datagram.payload.size() > first.payload.size() ||
+            bytes + datagram.payload.size() > kLargestRun) {
+          break;
+        }
+      }
+      msghdr& header = io.send_messages[messages].msg_hdr;
+      header = msghdr{};
+      header.msg_name = &io.destinations[messages];
+      header.msg_namelen = fill_destination(io.destinations[messages], ipv4_, first);
+      header.msg_iov = run_iovs;
+      header.msg_iovlen = count;
+      header.msg_control = io.send_controls[messages].data();
+      header.msg_controllen = CMSG_SPACE(sizeof(int)) + (count > 1 ? CMSG_SPACE(sizeof(std::uint16_t)) : 0);
+      std::memset(header.msg_control, 0, header.msg_controllen);
+      cmsghdr* cmsg = CMSG_FIRSTHDR(&header);
+      cmsg->cmsg_level = ipv4_ ? IPPROTO_IP : IPPROTO_IPV6;
+      cmsg->cmsg_type = ipv4_ ? IP_TOS : IPV6_TCLASS;
+      cmsg->cmsg_len = CMSG_LEN(sizeof(int));
+      std::memcpy(CMSG_DATA(cmsg), &first.tos, sizeof first.tos);
+      if (count > 1) {
+        cmsg = CMSG_NXTHDR(&header, cmsg);
+        cmsg->cmsg_level = SOL_UDP;
+        cmsg->cmsg_type = UDP_SEGMENT;
+        cmsg->cmsg_len = CMSG_LEN(sizeof(std::uint16_t));
+        auto segment_size = static_cast<std::uint16_t>(first.payload.size());
+        std::memcpy(CMSG_DATA(cmsg), &segment_size, sizeof segment_size);
+      }
+      datagrams_in[messages++] = count;
+      next += count;
+    }
+    int sent = ::sendmmsg(fd, io.send_messages.data(), static_cast<unsigned>(messages), 0);
+    if (sent < 0) {
+      if (is_back_pressure(errno)) return taken;
+      if (datagrams_in[0] > 1 && (errno == EIO || errno == EINVAL || errno == EOPNOTSUPP)) {
+        io.gso_refused = true;  // this path cannot segment: offer the same datagrams one by one
+        continue;
+      }
+      send_errors_ += datagrams_in[0];  // unreachable peer and the like: the transport's timers recover
+      taken += datagrams_in[0];
+      continue;
+    }
+    for (int i = 0; i < sent; ++i) {
+      taken += datagrams_in[static_cast<std::size_t>(i)];
+      gso_sends_ += datagrams_in[static_cast<std::size_t>(i)] > 1;
+    }
+  }
+  return taken;
+}
+
+std::span<const ReceivedDatagram> UdpPort::receive() {
+  Io& io = *io_;
+  io.received.clear();
+  constexpr std::size_t kSlot = kReceiveHeadroom + kReceiveBufferPayload;
+  for (std::size_t i = 0; i < kMessagesPerCall; ++i) {
+    io.receive_iovs[i] = iovec{io.receive_buffers.data() + i * kSlot + kReceiveHeadroom, kReceiveBufferPayload};
+    msghdr& header = io.receive_messages[i].msg_hdr;
+    header.msg_name = &io.sources[i];
+    header.msg_namelen = sizeof io.sources[i];
+    header.msg_iov = &io.receive_iovs[i];
+    header.msg_iovlen = 1;
+    header.msg_control = io.receive_controls[i].data();
+    header.msg_controllen = io.receive_controls[i].size();
+    header.msg_flags = 0;
+  }
+  int got = ::recvmmsg(receive_fd_, io.receive_messages.data(), kMessagesPerCall, MSG_DONTWAIT, nullptr);
+  if (got <= 0) return {};
+
+  // Read each message's TOS and GRO segment size, and size the arena for the
+  // datagrams after the first of each run before copying any (no reallocation
+  // under spans already handed out).
+  std::array<int, kMessagesPerCall> tos{};
+  std::array<std::size_t, kMessagesPerCall> segment_size{};
+  std::size_t arena_bytes = 0;
+  for (std::size_t i = 0; i < static_cast<std::size_t>(got); ++i) {
+    const msghdr& header = io.receive_messages[i].msg_hdr;
+    std::size_t length = io.receive_messages[i].msg_len;
+    segment_size[i] = length;
+    for (cmsghdr* cmsg = CMSG_FIRSTHDR(&header); cmsg != nullptr;
+         cmsg = CMSG_NXTHDR(const_cast<msghdr*>(&header), cmsg)) {
+      if (cmsg->cmsg_level == IPPROTO_IP && cmsg->cmsg_type == IP_TOS) tos[i] = *CMSG_DATA(cmsg);
+      if (cmsg->cmsg_level == IPPROTO_IPV6 && cmsg->cmsg_type == IPV6_TCLASS) {
+        std::memcpy(&tos[i], CMSG_DATA(cmsg), sizeof(int));
+      }
+      if (cmsg->cmsg_level == SOL_UDP && cmsg->cmsg_type == UDP_GRO) {
+        std::uint16_t gso_size;
+        std::memcpy(&gso_size, CMSG_DATA(cmsg), sizeof gso_size);
+        if (gso_size > 0) segment_size[i] = gso_size;
+      }
+    }
+    if ((header.msg_flags & MSG_TRUNC) != 0 || length == 0) continue;
+    std::size_t segments = (length + segment_size[i] - 1) / segment_size[i];
+    if (segments > 1) {
+      arena_bytes += (segments - 1) * (kReceiveHeadroom + segment_size[i]);
+      ++gro_receives_;
+    }
+  }
+  if (io.arena.size() < arena_bytes) io.arena.resize(arena_bytes);
+
+  std::uint8_t* arena = io.arena.data();
+  for (std::size_t i = 0; i < static_cast<std::size_t>(got); ++i) {
+    const msghdr& header = io.receive_messages[i].msg_hdr;
+    std::size_t length = io.receive_messages[i].msg_len;
+    // Larger than any RoCEv2 datagram, or empty: not ours.
+    if ((header.msg_flags & MSG_TRUNC) != 0 || length == 0) continue;
+    std::uint8_t* payload = io.receive_buffers.data() + i * kSlot + kReceiveHeadroom;
+    std::size_t size = segment_size[i];
+    for (std::size_t offset = 0; offset < length; offset += size) {
+      std::size_t this_length = std::min(size, length - offset);
+      std::uint8_t* at = payload;
+      if (offset > 0) {  // later datagrams of a GRO run: copy behind headroom of their own
+        at = arena + kReceiveHeadroom;
+        std::memcpy(at, payload + offset, this_length);
+        arena += kReceiveHeadroom + this_length;
+      }
+      ReceivedDatagram& datagram = io.received.emplace_back();
+      rebuild_headers(at, this_length, &io.sources[i], tos[i], datagram);
+    }
+  }
+  return io.received;
+}
+
+}  // namespace uroce::port

@@ -1,0 +1,49 @@
+// The UDP port's scratch space for batched system calls: message headers,
+// control buffers and the receive buffers, allocated once per port.
+#pragma once
+
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+
+#include <array>
+#include <cstdint>
+#include <vector>
+
+#include "port/udp_port.h"
+#include "wire/ipv6.h"
+#include "wire/udp.h"
+
+namespace uroce::port {
+
+// Room in front of each received payload for the rebuilt IP and UDP headers.
+inline constexpr std::size_t kReceiveHeadroom = wire::kIpv6HeaderLength + wire::kUdpHeaderLength;
+// The largest run we hand the kernel as one GSO send: a UDP datagram's
+// length field is 16 bits. A receive buffer holds any UDP datagram, GRO's too.
+inline constexpr std::size_t kLargestRun = 65535 - wire::kIpv6HeaderLength - wire::kUdpHeaderLength;
+inline constexpr std::size_t kReceiveBufferPayload = 65536;
+inline constexpr std::size_t kMaxSegmentsPerRun = 64;  // UDP_MAX_SEGMENTS in older kernels
+inline constexpr std::size_t kMessagesPerCall = 32;
+
+struct UdpPort::Io {
+  // Sending.
+  std::array<mmsghdr, kMessagesPerCall> send_messages{};
+  std::array<sockaddr_storage, kMessagesPerCall> destinations{};
+  std::array<std::array<char, CMSG_SPACE(sizeof(int)) + CMSG_SPACE(sizeof(std::uint16_t))>, kMessagesPerCall>
+      send_controls{};
+  std::vector<iovec> send_iovs = std::vector<iovec>(kMessagesPerCall * kMaxSegmentsPerRun);
+
+  // Receiving: each message lands kReceiveHeadroom into its buffer, so the
+  // first datagram of a run gets its headers rebuilt in place; the others are
+  // copied into the arena, each with headroom of its own.
+  std::array<mmsghdr, kMessagesPerCall> receive_messages{};
+  std::array<iovec, kMessagesPerCall> receive_iovs{};
+  std::array<sockaddr_storage, kMessagesPerCall> sources{};
+  std::array<std::array<char, 128>, kMessagesPerCall> receive_controls{};
+  std::vector<std::uint8_t> receive_buffers = std::vector<std::uint8_t>(kMessagesPerCall * (kReceiveHeadroom + kReceiveBufferPayload));
+  std::vector<std::uint8_t> arena;
+  std::vector<ReceivedDatagram> received;
+  bool gso_refused = false;  // the kernel rejected a GSO send: send datagram by datagram from then on
+};
+
+}  // namespace uroce::port

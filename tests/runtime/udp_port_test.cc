@@ -1,0 +1,142 @@
+// The UDP port's batched I/O: runs of datagrams handed to the kernel as one
+// GSO send and merged again by GRO must come out of receive() as the same
+// datagrams, in order, each with its own ECN bits, whatever the GSO policy;
+// IPv6 too. Addresses are in 127.0.1.30-39 and ::1 on ports 19201-19202.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstring>
+#include <vector>
+
+#include "port/udp_port.h"
+#include "wire/ipv4.h"
+#include "wire/ipv6.h"
+#include "wire/udp.h"
+
+namespace uroce::port {
+namespace {
+
+bool is_ipv4_mapped(const Gid& gid) { return gid == gid_from_ipv4({gid[12], gid[13], gid[14], gid[15]}); }
+
+struct Sent {
+  std::size_t size;
+  std::uint8_t ecn;
+};
+
+// An engine-style datagram from `from` to `to` (16-byte GIDs) with a payload
+// whose bytes say which datagram it is.
+std::vector<std::uint8_t> datagram(const Gid& from, const Gid& to, std::uint16_t source_port,
+                                   std::uint16_t destination_port, const Sent& sent, std::size_t index) {
+  bool ipv4 = is_ipv4_mapped(from);
+  std::size_t ip_length = ipv4 ? wire::kIpv4HeaderLength : wire::kIpv6HeaderLength;
+  std::vector<std::uint8_t> bytes(ip_length + wire::kUdpHeaderLength + sent.size);
+  auto udp_length = static_cast<std::uint16_t>(wire::kUdpHeaderLength + sent.size);
+  if (ipv4) {
+    wire::Ipv4Repr ip;
+    ip.ecn = static_cast<wire::Ecn>(sent.ecn);
+    ip.dont_fragment = true;
+    std::copy_n(from.begin() + 12, 4, ip.src.begin());
+    std::copy_n(to.begin() + 12, 4, ip.dst.begin());
+    ip.payload_length = udp_length;
+    ip.emit(MutableByteSpan(bytes).first(ip_length));
+  } else {
+    wire::Ipv6Repr ip;
+    ip.ecn = static_cast<wire::Ecn>(sent.ecn);
+    ip.src = from;
+    ip.dst = to;
+    ip.payload_length = udp_length;
+    ip.emit(MutableByteSpan(bytes).first(ip_length));
+  }
+  wire::UdpRepr udp;
+  udp.src_port = source_port;
+  udp.dst_port = destination_port;
+  udp.payload_length = static_cast<std::uint16_t>(sent.size);
+  udp.emit(MutableByteSpan(bytes).subspan(ip_length, wire::kUdpHeaderLength));
+  for (std::size_t i = 0; i < sent.size; ++i) {
+    bytes[ip_length + wire::kUdpHeaderLength + i] = static_cast<std::uint8_t>(index * 7 + i);
+  }
+  return bytes;
+}
+
+UdpPort open_port(const std::string& address, std::uint16_t port, UdpGsoPolicy gso) {
+  UdpPortOptions options;
+  options.port = port;
+  options.gso = gso;
+  auto opened = UdpPort::open(address, options);
+  EXPECT_TRUE(opened) << (opened ? "" : opened.error());
+  return std::move(*opened);
+}
+
+// Sends every datagram in one call and checks that each arrives whole, in order.
+void send_and_check(const std::string& from_address, const std::string& to_address, std::uint16_t port,
+                    UdpGsoPolicy gso, const std::vector<Sent>& plan) {
+  UdpPort sender = open_port(from_address, static_cast<std::uint16_t>(port + 1), gso);
+  UdpPort receiver = open_port(to_address, port, gso);
+  std::vector<std::vector<std::uint8_t>> datagrams;
+  std::vector<ByteSpan> views;
+  for (std::size_t i = 0; i < plan.size(); ++i) {
+    datagrams.push_back(datagram(sender.gid(), receiver.gid(), 0xC123, port, plan[i], i));
+  }
+  for (const auto& d : datagrams) views.emplace_back(d);
+  ASSERT_EQ(sender.send(views), views.size());
+
+  std::size_t arrived = 0;
+  auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (arrived < plan.size() && std::chrono::steady_clock::now() < give_up) {
+    for (const ReceivedDatagram& got : receiver.receive()) {
+      ASSERT_LT(arrived, plan.size());
+      bool ipv4 = is_ipv4_mapped(receiver.gid());
+      std::size_t ip_length = ipv4 ? wire::kIpv4HeaderLength : wire::kIpv6HeaderLength;
+      const std::vector<std::uint8_t>& expected = datagrams[arrived];
+      ASSERT_EQ(got.bytes.size(), expected.size()) << "datagram " << arrived;
+      // The payload, the UDP ports and the ECN bits are the sender's.
+      EXPECT_TRUE(std::equal(got.bytes.begin() + static_cast<std::ptrdiff_t>(ip_length), got.bytes.end(),
+                             expected.begin() + static_cast<std::ptrdiff_t>(ip_length)))
+          << "datagram " << arrived;
+      std::uint8_t ecn = ipv4 ? (got.bytes[1] & 3) : ((load_be16(got.bytes.data()) >> 4) & 3);
+      EXPECT_EQ(ecn, plan[arrived].ecn) << "datagram " << arrived;
+      ++arrived;
+    }
+  }
+  EXPECT_EQ(arrived, plan.size());
+  if (gso == UdpGsoPolicy::never) {
+    EXPECT_EQ(sender.gso_sends(), 0u);
+  } else {  // the path under test really was the batched one
+    EXPECT_GT(sender.gso_sends(), 0u);
+    EXPECT_GT(receiver.gro_receives(), 0u);
+  }
+}
+
+// 40 full-sized datagrams, a shorter one, a CE-marked one in the middle of
+// the next run, then small ones: several GSO runs and the ECN boundaries.
+std::vector<Sent> mixed_plan() {
+  std::vector<Sent> plan;
+  for (int i = 0; i < 40; ++i) plan.push_back({4124, 2});
+  plan.push_back({1000, 2});
+  for (int i = 0; i < 10; ++i) plan.push_back({1500, static_cast<std::uint8_t>(i == 5 ? 3 : 2)});
+  for (int i = 0; i < 5; ++i) plan.push_back({static_cast<std::size_t>(60 + i), 0});
+  return plan;
+}
+
+TEST(UdpPort, BatchedRunsArriveAsTheSameDatagramsInOrder) {
+  send_and_check("127.0.1.30", "127.0.1.31", 19201, UdpGsoPolicy::where_bytes_unchanged, mixed_plan());
+}
+
+TEST(UdpPort, WithoutGsoTheSameDatagramsArrive) {
+  send_and_check("127.0.1.32", "127.0.1.33", 19201, UdpGsoPolicy::never, mixed_plan());
+}
+
+TEST(UdpPort, BatchedRunsOverIpv6) {
+  send_and_check("::1", "::1", 19203, UdpGsoPolicy::where_bytes_unchanged, mixed_plan());
+}
+
+TEST(UdpPort, MalformedDatagramsFromTheEngineAreCountedNotSent) {
+  UdpPort sender = open_port("127.0.1.34", 19206, UdpGsoPolicy::always);
+  std::vector<std::uint8_t> too_short(10);
+  std::vector<ByteSpan> views{too_short};
+  EXPECT_EQ(sender.send(views), 1u);
+  EXPECT_EQ(sender.send_errors(), 1u);
+}
+
+}  // namespace
+}  // namespace uroce::port

@@ -178,6 +178,26 @@ Expected<std::string, std::string> OobChannel::receive_line(std::chrono::millise
   }
 }
 
+Expected<std::optional<std::string>, std::string> OobChannel::try_receive_line() {
+  if (buffered_.find('\n') == std::string::npos) {
+    char chunk[512];
+    ssize_t n = ::recv(fd_, chunk, sizeof chunk, MSG_DONTWAIT);
+    if (n == 0) return unexpected(std::string("the peer closed the control connection"));
+    if (n < 0) {
+      if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return std::optional<std::string>();
+      return unexpected(errno_text("the peer's control connection"));
+    }
+    buffered_.append(chunk, static_cast<std::size_t>(n));
+    if (buffered_.find('\n') == std::string::npos) {
+      if (buffered_.size() > 4096) return unexpected(std::string("the peer sent a line too long for the exchange"));
+      return std::optional<std::string>();
+    }
+  }
+  auto line = receive_line(std::chrono::milliseconds(0));
+  if (!line) return unexpected(line.error());
+  return std::optional<std::string>(*line);
+}
+
 Expected<QpConnectionInfo, std::string> OobChannel::exchange(const QpConnectionInfo& local,
                                                              std::chrono::milliseconds timeout) {
   if (auto sent = send_line(local.to_line()); !sent) return unexpected(sent.error());

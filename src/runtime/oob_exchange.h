@@ -42,6 +42,8 @@ class OobChannel {
 
   Expected<bool, std::string> send_line(const std::string& line);
   Expected<std::string, std::string> receive_line(std::chrono::milliseconds timeout);
+  // A line if one has arrived, nothing if not yet: never blocks.
+  Expected<std::optional<std::string>, std::string> try_receive_line();
   // Sends ours, receives theirs.
   Expected<QpConnectionInfo, std::string> exchange(const QpConnectionInfo& local, std::chrono::milliseconds timeout);
 

@@ -1,6 +1,7 @@
 // `uroce perf` as a user runs it: a server process and a client process over
 // loopback addresses, perftest's table on both sides, --verify, and clear
-// errors (exit 1) or usage errors (exit 2). Each test uses its own addresses
+// errors (exit 1) or usage errors (exit 2), for all eight tests, several QPs,
+// -D and both progress modes. Each test uses its own addresses
 // in 127.0.2.0/24 and its own TCP port, so tests may run in parallel.
 #include <gtest/gtest.h>
 
@@ -48,6 +49,59 @@ TEST(PerfCli, ReadBandwidthSweepWithVerificationInGbits) {
   EXPECT_NE(client.output.find("Mtu             : 1024[B]"), std::string::npos);
 }
 
+constexpr const char* kLatencyHeader =
+    "#bytes     #iterations    t_min[usec]    t_max[usec]    t_typical[usec]  t_avg[usec]    t_stdev[usec]   "
+    "99% percentile[usec]    99.9% percentile[usec]";
+
+// Every latency test, verified: WRITE and SEND ping-pongs check each pong's
+// bytes on both sides, READs each result, atomics each value fetched.
+TEST(PerfCli, LatencyTestsWithVerification) {
+  int port = 19104;
+  for (const char* test : {"write_lat", "read_lat", "send_lat", "atomic_lat"}) {
+    auto [server, client] = run_pair(test, "127.0.2.9", "127.0.2.10", port++, "-n 200 --verify");
+    EXPECT_EQ(client.exit_code, 0) << test << "\n" << client.output;
+    EXPECT_EQ(server.exit_code, 0) << test << "\n" << server.output;
+    EXPECT_NE(client.output.find(kLatencyHeader), std::string::npos) << client.output;
+    std::string size = std::string(test) == "atomic_lat" ? " 8          200 " : " 2          200 ";
+    EXPECT_NE(client.output.find(size), std::string::npos) << client.output;
+    EXPECT_NE(server.output.find(size), std::string::npos) << server.output;
+  }
+}
+
+TEST(PerfCli, LatencySweepOfWrites) {
+  auto [server, client] = run_pair("write_lat", "127.0.2.11", "127.0.2.12", 19108, "-a -n 20 -m 1024 --verify");
+  EXPECT_EQ(client.exit_code, 0) << client.output;
+  EXPECT_EQ(server.exit_code, 0) << server.output;
+  EXPECT_NE(client.output.find(" 8388608    20 "), std::string::npos) << client.output;
+}
+
+// SEND bandwidth over two QPs: the server counts every message and checks its bytes.
+TEST(PerfCli, SendBandwidthOnTwoQpsWithVerification) {
+  auto [server, client] = run_pair("send_bw", "127.0.2.13", "127.0.2.14", 19109, "-s 3000 -n 500 -q 2 --verify");
+  EXPECT_EQ(client.exit_code, 0) << client.output;
+  EXPECT_EQ(server.exit_code, 0) << server.output;
+  EXPECT_NE(client.output.find(kHeader), std::string::npos) << client.output;
+  EXPECT_NE(client.output.find(" 3000       500 "), std::string::npos) << client.output;
+  EXPECT_NE(client.output.find("Number of qps   : 2"), std::string::npos) << client.output;
+}
+
+// Atomics for a duration: the server's counters must add up to the
+// completions the client counted.
+TEST(PerfCli, AtomicBandwidthForADurationWithVerification) {
+  auto [server, client] = run_pair("atomic_bw", "127.0.2.15", "127.0.2.16", 19110, "-D 1 -q 3 --verify");
+  EXPECT_EQ(client.exit_code, 0) << client.output;
+  EXPECT_EQ(server.exit_code, 0) << server.output;
+  EXPECT_NE(client.output.find(" 8          "), std::string::npos) << client.output;
+}
+
+TEST(PerfCli, WriteBandwidthWithAProgressThreadOnBothSides) {
+  auto [server, client] =
+      run_pair("write_bw", "127.0.2.17", "127.0.2.18", 19111, "-s 100000 -n 200 --verify --progress-thread");
+  EXPECT_EQ(client.exit_code, 0) << client.output;
+  EXPECT_EQ(server.exit_code, 0) << server.output;
+  EXPECT_NE(client.output.find(" 100000     200 "), std::string::npos) << client.output;
+}
+
 TEST(PerfCli, NoServerIsAClearErrorNotAHang) {
   RunResult client = run("perf write_bw --bind 127.0.2.6 -p 19103 --timeout 1 127.0.2.7");
   EXPECT_EQ(client.exit_code, 1);
@@ -58,6 +112,8 @@ TEST(PerfCli, UsageErrorsExitWithTwo) {
   EXPECT_EQ(run("perf write_lat_nonexistent --bind 127.0.2.8").exit_code, 2);
   EXPECT_EQ(run("perf write_bw").exit_code, 2);  // --bind is required
   EXPECT_EQ(run("perf write_bw --bind 127.0.2.8 -m 1000").exit_code, 2);
+  EXPECT_EQ(run("perf write_lat --bind 127.0.2.8 -q 2").exit_code, 2);  // latency tests use one QP
+  EXPECT_EQ(run("perf write_bw --bind 127.0.2.8 -n 10 -D 1").exit_code, 2);
   RunResult bad_address = run("perf write_bw --bind nowhere --timeout 1");
   EXPECT_EQ(bad_address.exit_code, 1);
   EXPECT_NE(bad_address.output.find("nowhere"), std::string::npos) << bad_address.output;

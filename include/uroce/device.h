@@ -85,8 +85,11 @@ class Device {
     return f(engine_);
   }
 
-  // One round of progress: receive, transmit, timers. The progress thread
-  // calls it; without one the application does.
+  // Fires due timers, sends what the engine has, receives what arrived. The
+  // progress thread calls it; without one the application does, whenever it
+  // polls: what one call receives is answered (ACKs, READ responses) by the
+  // next, so that an inline reply the application posts in between leaves in
+  // the same batch.
   void progress();
 
   const Gid& gid() const { return gid_; }
@@ -94,8 +97,9 @@ class Device {
 
  private:
   explicit Device(const DeviceConfig& config);
-  void progress_locked(TimeNs now);
+  bool progress_locked(TimeNs now);
   bool transmit(TimeNs now);
+  void keep_unsent(std::size_t taken);
   void run_progress_thread();
   void wake();
 

@@ -6,6 +6,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <chrono>
 #include <ctime>
@@ -13,6 +14,10 @@
 #include <random>
 
 #include "port/udp_port.h"
+#include "wire/ipv4.h"
+#include "wire/ipv6.h"
+#include "wire/opcode.h"
+#include "wire/udp.h"
 
 namespace uroce {
 namespace {
@@ -24,7 +29,15 @@ TimeNs monotonic_now() {
 }
 
 constexpr std::size_t kTransmitBatch = 64;
-constexpr int kRoundsPerProgress = 8;  // bounded work per call, so posting threads get the lock
+
+// An RC ACKNOWLEDGE (ACK or NAK) with no payload, as the engine builds it:
+// plain IPv4 or IPv6 header, UDP, then the BTH's opcode.
+bool is_bare_ack(ByteSpan datagram) {
+  if (datagram.empty()) return false;
+  std::size_t ip_length = (datagram[0] >> 4) == 4 ? wire::kIpv4HeaderLength : wire::kIpv6HeaderLength;
+  std::size_t opcode_at = ip_length + wire::kUdpHeaderLength;
+  return datagram.size() > opcode_at && datagram[opcode_at] == wire::opcode::kRcAcknowledge;
+}
 constexpr TimeNs kBackPressureRetryNs = 20'000;
 
 }  // namespace
@@ -64,7 +77,8 @@ Device::~Device() {
 }
 
 void Device::wake() {
-  if (!sleeping_.load(std::memory_order_acquire) || wake_fd_ < 0) return;
+  // One eventfd write per sleep, however many verbs calls come in.
+  if (wake_fd_ < 0 || !sleeping_.exchange(false, std::memory_order_seq_cst)) return;
   std::uint64_t one = 1;
   [[maybe_unused]] ssize_t written = ::write(wake_fd_, &one, sizeof one);
 }
@@ -79,17 +93,20 @@ void Device::progress() {
   progress_locked(monotonic_now());
 }
 
-void Device::progress_locked(TimeNs now) {
-  for (int round = 0; round < kRoundsPerProgress; ++round) {
-    std::span<const port::ReceivedDatagram> received = port_->receive();
-    for (const port::ReceivedDatagram& datagram : received) {
-      engine_.on_datagram(datagram.bytes, now, datagram.icrc_checkable);
-    }
-    if (engine_.next_deadline() <= now) engine_.on_timer(now);
-    bool sent = transmit(now);
-    if (received.empty() && !sent) return;
-    now = monotonic_now();
+// One round: due timers, then what the engine has to send, then what has
+// arrived. What a round receives is answered (ACKs, READ responses) at the
+// start of the next one, so when the application polls inline, its own reply
+// to what arrived (a ping-pong's pong) leaves in the same batch as the ACK:
+// one system call instead of two. Returns whether anything arrived, i.e.
+// whether answers are waiting for the next round.
+bool Device::progress_locked(TimeNs now) {
+  if (engine_.next_deadline() <= now) engine_.on_timer(now);
+  transmit(now);
+  std::span<const port::ReceivedDatagram> received = port_->receive();
+  for (const port::ReceivedDatagram& datagram : received) {
+    engine_.on_datagram(datagram.bytes, now, datagram.icrc_checkable);
   }
+  return !received.empty();
 }
 
 // Moves what the engine has to send to the port, a batch at a time. Returns
@@ -110,17 +127,14 @@ bool Device::transmit(TimeNs now) {
       transmit_queue_.emplace_back(slot.data(), length);
     }
     if (transmit_queue_.empty()) return sent_any;
+    // Bare ACKs go last in the batch: a reply the application just posted (a
+    // ping-pong's pong) then reaches the peer before the ACK for the ping.
+    std::stable_partition(transmit_queue_.begin(), transmit_queue_.end(),
+                          [](ByteSpan datagram) { return !is_bare_ack(datagram); });
     std::size_t taken = port_->send(transmit_queue_);
     sent_any |= taken > 0;
     if (taken < transmit_queue_.size()) {  // back-pressure: keep the rest, in order, for the retry
-      std::size_t kept = transmit_queue_.size() - taken;
-      for (std::size_t i = 0; i < kept; ++i) {
-        ByteSpan datagram = transmit_queue_[taken + i];
-        std::uint8_t* slot = transmit_slots_.data() + i * kMaxDatagramLength;
-        std::memmove(slot, datagram.data(), datagram.size());
-        transmit_queue_[i] = ByteSpan(slot, datagram.size());
-      }
-      transmit_queue_.resize(kept);
+      keep_unsent(taken);
       return sent_any;
     }
     transmit_queue_.clear();
@@ -128,22 +142,45 @@ bool Device::transmit(TimeNs now) {
   }
 }
 
+// Moves the datagrams the port did not take to the first slots, in order
+// (through scratch space: after the ACK partition their slots are in any order).
+void Device::keep_unsent(std::size_t taken) {
+  std::size_t kept = transmit_queue_.size() - taken;
+  std::vector<std::uint8_t> scratch(kept * kMaxDatagramLength);
+  for (std::size_t i = 0; i < kept; ++i) {
+    ByteSpan datagram = transmit_queue_[taken + i];
+    std::memcpy(scratch.data() + i * kMaxDatagramLength, datagram.data(), datagram.size());
+  }
+  for (std::size_t i = 0; i < kept; ++i) {
+    std::size_t length = transmit_queue_[taken + i].size();
+    std::uint8_t* slot = transmit_slots_.data() + i * kMaxDatagramLength;
+    std::memcpy(slot, scratch.data() + i * kMaxDatagramLength, length);
+    transmit_queue_[i] = ByteSpan(slot, length);
+  }
+  transmit_queue_.resize(kept);
+}
+
 void Device::run_progress_thread() {
   while (!stop_.load(std::memory_order_acquire)) {
+    // Announce the sleep before the last look at the engine: a verbs call
+    // after this look finds sleeping_ set and wakes the ppoll below.
+    sleeping_.store(true, std::memory_order_seq_cst);
     TimeNs deadline;
     {
       std::lock_guard lock(mutex_);
-      progress_locked(monotonic_now());
+      if (progress_locked(monotonic_now())) {
+        sleeping_.store(false, std::memory_order_relaxed);
+        continue;  // answers to what just arrived are waiting
+      }
       deadline = !transmit_queue_.empty() ? monotonic_now() + kBackPressureRetryNs : engine_.next_deadline();
     }
     // Sleep until a datagram arrives, a verbs call posts work, or a timer is due.
-    sleeping_.store(true, std::memory_order_release);
     std::array<pollfd, 2> fds{pollfd{port_->receive_fd(), POLLIN, 0}, pollfd{wake_fd_, POLLIN, 0}};
     TimeNs wait = deadline == kNever ? 100'000'000 : std::max<TimeNs>(0, deadline - monotonic_now());
     wait = std::min<TimeNs>(wait, 100'000'000);  // stop_ is checked at least this often
     timespec timeout{static_cast<time_t>(wait / 1'000'000'000), static_cast<long>(wait % 1'000'000'000)};
     ::ppoll(fds.data(), fds.size(), &timeout, nullptr);
-    sleeping_.store(false, std::memory_order_release);
+    sleeping_.store(false, std::memory_order_relaxed);
     if (fds[1].revents & POLLIN) {
       std::uint64_t drained;
       [[maybe_unused]] ssize_t got = ::read(wake_fd_, &drained, sizeof drained);

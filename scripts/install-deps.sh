@@ -8,7 +8,7 @@ packages=(
   clang libclang-rt-14-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libcli11-dev libfmt-dev nlohmann-json3-dev
-  libpcap-dev zlib1g-dev libisal-dev
+  libpcap-dev zlib1g-dev libisal-dev iproute2 nftables
 )
 
 missing=()

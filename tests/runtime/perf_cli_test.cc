@@ -102,6 +102,20 @@ TEST(PerfCli, WriteBandwidthWithAProgressThreadOnBothSides) {
   EXPECT_NE(client.output.find(" 100000     200 "), std::string::npos) << client.output;
 }
 
+// The server process is killed (SIGKILL) while the client streams WRITEs: the
+// client's work requests fail after the retry budget and it exits 1 with the
+// reason, instead of hanging.
+TEST(PerfCli, ServerKilledMidTransferIsAClearErrorNotAHang) {
+  auto server = std::async(std::launch::async, [] {
+    return testing::run_shell("timeout -s KILL 1.5 " + testing::uroce_binary() +
+                              " perf write_bw --bind 127.0.2.19 -p 19112 --timeout 20");
+  });
+  RunResult client = run("perf write_bw --bind 127.0.2.20 -p 19112 --timeout 20 -n 100000000 127.0.2.19");
+  server.get();
+  EXPECT_EQ(client.exit_code, 1) << client.output;
+  EXPECT_NE(client.output.find("failed: "), std::string::npos) << client.output;
+}
+
 TEST(PerfCli, NoServerIsAClearErrorNotAHang) {
   RunResult client = run("perf write_bw --bind 127.0.2.6 -p 19103 --timeout 1 127.0.2.7");
   EXPECT_EQ(client.exit_code, 1);

@@ -107,6 +107,67 @@ TEST(UdpDevice, RcOperationsAcrossTheKernelLoopback) {
   EXPECT_GT(b->counters().packets_received, 512u);
 }
 
+// The peer's device goes away in the middle of a stream of WRITEs: the
+// survivor's work requests all complete (the first unacknowledged one with
+// RETRY_EXC_ERR after the retry budget, the rest flushed), nothing hangs, and
+// the device goes on to serve a new connection to another peer.
+TEST(UdpDevice, PeerThatVanishesFailsWorkRequestsAndTheDeviceStaysUsable) {
+  auto a = open_device("127.0.1.9");
+  auto b = open_device("127.0.1.10");
+  ASSERT_TRUE(a && b);
+  RcOptions options;
+  options.timeout = 10;  // 4.096 us * 2^10: about 4 ms per try
+  options.retry_cnt = 3;
+  Endpoint x, y;
+  std::tie(x, y) = a->call([&](Engine& ea) { return b->call([&](Engine& eb) { return connect_rc(ea, eb, options); }); });
+  std::vector<std::uint8_t> local(64 << 10, 7), remote(64 << 10, 0);
+  MrKeys local_keys = a->call([&](Engine& e) { return *e.reg_mr(x.pd, local.data(), local.size(), kAll); });
+  MrKeys remote_keys = b->call([&](Engine& e) { return *e.reg_mr(y.pd, remote.data(), remote.size(), kAll); });
+  Sge sge{reinterpret_cast<std::uintptr_t>(local.data()), 64 << 10, local_keys.lkey};
+  SendWr wr;
+  wr.opcode = WrOpcode::rdma_write;
+  wr.send_flags = kSendSignaled;
+  wr.sg_list = {&sge, 1};
+  wr.rdma = {reinterpret_cast<std::uintptr_t>(remote.data()), remote_keys.rkey};
+  constexpr std::size_t kWrites = 200;
+  for (std::size_t i = 0; i < kWrites; ++i) {
+    wr.wr_id = i;
+    ASSERT_EQ(a->call([&](Engine& e) { return e.post_send(x.qpn, wr); }), std::errc{});
+  }
+  auto first = wait_for(*a, x, 1);  // the transfer is under way
+  ASSERT_GE(first.size(), 1u);
+  ASSERT_LT(first.size(), kWrites);
+  for (const WorkCompletion& wc : first) EXPECT_EQ(wc.status, WcStatus::success);
+  b.reset();  // the peer vanishes: its socket is closed, nothing answers any more
+
+  auto rest = wait_for(*a, x, kWrites - first.size());
+  ASSERT_EQ(rest.size(), kWrites - first.size());  // every work request completed, none hangs
+  std::size_t retry_exceeded = 0, flushed = 0;
+  for (const WorkCompletion& wc : rest) {
+    retry_exceeded += wc.status == WcStatus::retry_exc_err;
+    flushed += wc.status == WcStatus::wr_flush_err;
+  }
+  EXPECT_EQ(retry_exceeded, 1u);
+  EXPECT_GT(flushed, 0u);
+  EXPECT_EQ(a->call([&](Engine& e) { return e.query_qp(x.qpn)->qp_state; }), QpState::err);
+
+  // The same device connects to a new peer and WRITEs again.
+  auto c = open_device("127.0.1.11");
+  ASSERT_TRUE(c);
+  Endpoint x2, z;
+  std::tie(x2, z) = a->call([&](Engine& ea) { return c->call([&](Engine& ec) { return connect_rc(ea, ec, options); }); });
+  std::vector<std::uint8_t> target(64 << 10, 0);
+  MrKeys local2 = a->call([&](Engine& e) { return *e.reg_mr(x2.pd, local.data(), local.size(), kAll); });
+  MrKeys target_keys = c->call([&](Engine& e) { return *e.reg_mr(z.pd, target.data(), target.size(), kAll); });
+  sge.lkey = local2.lkey;
+  wr.rdma = {reinterpret_cast<std::uintptr_t>(target.data()), target_keys.rkey};
+  ASSERT_EQ(a->call([&](Engine& e) { return e.post_send(x2.qpn, wr); }), std::errc{});
+  auto done = wait_for(*a, x2, 1);
+  ASSERT_EQ(done.size(), 1u);
+  EXPECT_EQ(done[0].status, WcStatus::success);
+  EXPECT_EQ(target, local);
+}
+
 TEST(UdpDevice, AddressInUseOrInvalidIsAClearError) {
   auto a = open_device("127.0.1.4");
   ASSERT_TRUE(a);

@@ -1,4 +1,5 @@
-// run_uroce: popen the built binary (UROCE_BINARY) with stderr folded into stdout.
+// run_shell / run_uroce: popen a command (the built binary is UROCE_BINARY)
+// with stderr folded into stdout.
 #include "tests/support/run_command.h"
 
 #include <sys/wait.h>
@@ -8,8 +9,12 @@
 
 namespace uroce::testing {
 
-RunResult run_uroce(const std::string& arguments) {
-  std::string command = std::string(UROCE_BINARY) + " " + arguments + " 2>&1";
+std::string uroce_binary() { return UROCE_BINARY; }
+
+RunResult run_uroce(const std::string& arguments) { return run_shell(uroce_binary() + " " + arguments); }
+
+RunResult run_shell(const std::string& shell_command) {
+  std::string command = "{ " + shell_command + "; } 2>&1";
   FILE* pipe = popen(command.c_str(), "r");
   if (pipe == nullptr) return {-1, "popen failed"};
   std::string output;

@@ -1,4 +1,5 @@
-// Test helper: run the `uroce` binary as a user would and collect its output.
+// Test helpers: run the `uroce` binary (or any shell command) as a user would
+// and collect its output.
 #pragma once
 
 #include <string>
@@ -10,7 +11,11 @@ struct RunResult {
   std::string output;  // stdout and stderr together
 };
 
-// Runs `uroce ARGUMENTS` through the shell; exit_code is -1 if it did not exit normally.
+// Runs a shell command; exit_code is -1 if it did not exit normally.
+RunResult run_shell(const std::string& command);
+
+// The built `uroce` binary, and `uroce ARGUMENTS` run through the shell.
+std::string uroce_binary();
 RunResult run_uroce(const std::string& arguments);
 
 }  // namespace uroce::testing

@@ -34,6 +34,8 @@ void add_perf_command(CLI::App& app, int& exit_status) {
       ->check(CLI::Range(1u, 4096u));
   perf->add_flag("--report_gbits", options->report_gbits, "Report Gb/sec instead of MiB/sec");
   perf->add_flag("--verify", options->verify, "Check every byte that arrived");
+  perf->add_flag("--selective-repeat", options->selective_repeat,
+                 "Selective-repeat loss recovery instead of go-back-N (give it on both sides)");
   perf->add_flag("--progress-thread", options->progress_thread,
                  "Move packets on a progress thread instead of in the polling loops");
   perf->add_option("--timeout", options->timeout_s, "Seconds to wait for the peer at each step")->check(CLI::Range(1, 3600));

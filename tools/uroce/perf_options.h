@@ -26,6 +26,7 @@ struct PerfOptions {
   std::uint32_t rx_depth = 512;  // SEND tests: receives kept posted per QP
   bool report_gbits = false;
   bool verify = false;
+  bool selective_repeat = false;  // uroce's selective-repeat loss recovery instead of go-back-N (both sides)
   bool progress_thread = false;  // move packets on a progress thread instead of in the polling loops
   int timeout_s = 60;            // how long to wait for the peer at each step
 

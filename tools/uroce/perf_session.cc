@@ -84,6 +84,7 @@ void PerfSession::open_device() {
       init.pd = pd_;
       init.send_cq = init.recv_cq = cq_;
       init.cap = QpCap{options_.tx_depth, receives, 1, 1, 0};
+      init.recovery = options_.selective_repeat ? LossRecovery::selective_repeat : LossRecovery::go_back_n;
       PerfQp qp;
       qp.qpn = must(engine.create_qp(init), "create_qp");
       qp.region = buffer_.data() + i * region;
@@ -145,9 +146,11 @@ void PerfSession::connect() {
     }
   });
   // Neither side sends a packet before the other's QPs are ready for it.
-  send_line("ready " + options_.test);
+  // Both sides must run the same test with the same loss recovery.
+  std::string ready = "ready " + options_.test + (options_.selective_repeat ? " selective-repeat" : "");
+  send_line(ready);
   std::string line = must(channel_->receive_line(timeout()), "waiting for the peer to get ready");
-  if (line != "ready " + options_.test) throw PerfError("the peer is not running the same test: '" + line + "'");
+  if (line != ready) throw PerfError("the peer is not running the same test: '" + line + "' (this side: '" + ready + "')");
   print_banner(options_, server_, mtu_, qps_.front().local, qps_.front().remote);
 }
 

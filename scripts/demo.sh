@@ -1,15 +1,43 @@
 #!/usr/bin/env bash
 # The README's first command: install what is missing, build, and run the main
-# job (for now: decode the public RoCEv2 sample capture, as text and as JSON).
+# job: two uroce processes over loopback (a server on 127.0.0.2, a client on
+# 127.0.0.3) doing RDMA WRITE, READ, SEND and atomics with every byte checked,
+# then perftest's bandwidth and latency tables; last, a decode of the public
+# RoCEv2 sample capture.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 ./scripts/install-deps.sh
 ./scripts/build.sh release --quiet
+uroce=build/release/tools/uroce
+port=18600
 
-capture=tests/vectors/roce-public.pcap
-echo "== uroce decode $capture"
-build/release/tools/uroce decode "$capture"
+# Runs one `uroce perf` test as a server process and a client process.
+pair() {
+  local test=$1
+  shift
+  "$uroce" perf "$test" --bind 127.0.0.2 -p $port --timeout 30 "$@" >/dev/null &
+  local server=$!
+  "$uroce" perf "$test" --bind 127.0.0.3 -p $port --timeout 30 "$@" 127.0.0.2
+  wait $server
+  port=$((port + 1))
+}
+
+echo "== Two processes, verified: WRITE, READ, SEND, FETCH_AND_ADD"
+pair write_bw -s 100000 -n 200 --verify | grep -E "^ 100000|verified"
+pair read_bw -s 100000 -n 200 --verify | grep -E "^ 100000|verified"
+pair send_bw -s 5000 -n 1000 --verify | grep -E "^ 5000|verified"
+pair atomic_bw -n 1000 --verify | grep -E "^ 8 |verified"
 echo
-echo "== uroce decode --json $capture (first 3 frames)"
-build/release/tools/uroce decode --json "$capture" | head -n 3
+echo "== uroce perf write_bw -a (2 B .. 8 MiB)"
+pair write_bw -a -n 500
+echo
+echo "== uroce perf write_lat -a"
+pair write_lat -a -n 200
+echo
+echo "== uroce perf read_lat"
+pair read_lat -n 1000
+echo
+capture=tests/vectors/roce-public.pcap
+echo "== uroce decode $capture (first 5 frames)"
+build/release/tools/uroce decode "$capture" | head -n 5

@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <string>
 #include <thread>
@@ -82,6 +83,10 @@ class Device {
       ~Wake() { device->wake(); }
     } wake{this};
     std::lock_guard lock(mutex_);
+    struct Signal {  // runs before the lock is released
+      Device* device;
+      ~Signal() { device->signal_completions_locked(); }
+    } signal{this};
     return f(engine_);
   }
 
@@ -92,6 +97,15 @@ class Device {
   // the same batch.
   void progress();
 
+  // The completion channel (ibv_comp_channel): an fd that polls readable
+  // while the notification of an armed CQ waits to be taken. Arm a CQ with
+  // call([&](Engine& e) { return e.req_notify_cq(cq, false); }), sleep in
+  // poll/epoll on the fd, then take the event and poll the CQ. With no
+  // progress thread the fd only turns readable while progress() is driven.
+  int completion_fd() const { return completion_fd_; }
+  // The CQ whose notification fired, oldest first (ibv_get_cq_event), if any.
+  std::optional<std::uint32_t> get_cq_event();
+
   const Gid& gid() const { return gid_; }
   EngineCounters counters();
 
@@ -100,6 +114,7 @@ class Device {
   bool progress_locked(TimeNs now);
   bool transmit(TimeNs now);
   void keep_unsent(std::size_t taken);
+  void signal_completions_locked();
   void run_progress_thread();
   void wake();
 
@@ -112,6 +127,8 @@ class Device {
   std::vector<std::uint8_t> transmit_slots_;
   std::vector<std::span<const std::uint8_t>> transmit_queue_;
   int wake_fd_ = -1;
+  int completion_fd_ = -1;
+  bool completion_signalled_ = false;  // completion_fd_ holds a count not yet read
   std::atomic<bool> stop_{false};
   std::atomic<bool> sleeping_{false};
   std::thread thread_;

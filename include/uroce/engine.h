@@ -220,6 +220,13 @@ class Engine {
   std::errc destroy_cq(std::uint32_t cq);
   // Takes up to out.size() completions, oldest first.
   Expected<std::size_t, std::errc> poll_cq(std::uint32_t cq, std::span<WorkCompletion> out);
+  // Arms the CQ's notification (ibv_req_notify_cq): the next completion, or
+  // with solicited_only the next solicited receive or unsuccessful one, puts
+  // the CQ on the event list once. Completions already queued do not count.
+  std::errc req_notify_cq(std::uint32_t cq, bool solicited_only);
+  // The oldest CQ whose notification fired (what ibv_get_cq_event returns).
+  std::optional<std::uint32_t> poll_cq_event();
+  bool cq_event_pending() const;
   // Returns the QP number; init.cap is checked against the device limits.
   Expected<std::uint32_t, std::errc> create_qp(const QpInitAttr& init);
   std::errc modify_qp(std::uint32_t qpn, const QpAttr& attr, std::uint32_t mask);

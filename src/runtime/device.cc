@@ -57,7 +57,8 @@ Expected<std::unique_ptr<Device>, std::string> Device::open(const DeviceConfig& 
   std::unique_ptr<Device> device(new Device(resolved));
   device->port_ = std::make_unique<port::UdpPort>(std::move(*udp));
   device->wake_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-  if (device->wake_fd_ < 0) return unexpected(std::string("eventfd failed"));
+  device->completion_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (device->wake_fd_ < 0 || device->completion_fd_ < 0) return unexpected(std::string("eventfd failed"));
   if (config.progress_thread) device->thread_ = std::thread([d = device.get()] { d->run_progress_thread(); });
   return device;
 }
@@ -74,6 +75,7 @@ Device::~Device() {
   wake();
   if (thread_.joinable()) thread_.join();
   if (wake_fd_ >= 0) ::close(wake_fd_);
+  if (completion_fd_ >= 0) ::close(completion_fd_);
 }
 
 void Device::wake() {
@@ -81,6 +83,24 @@ void Device::wake() {
   if (wake_fd_ < 0 || !sleeping_.exchange(false, std::memory_order_seq_cst)) return;
   std::uint64_t one = 1;
   [[maybe_unused]] ssize_t written = ::write(wake_fd_, &one, sizeof one);
+}
+
+void Device::signal_completions_locked() {
+  if (completion_signalled_ || completion_fd_ < 0 || !engine_.cq_event_pending()) return;
+  std::uint64_t one = 1;
+  [[maybe_unused]] ssize_t written = ::write(completion_fd_, &one, sizeof one);
+  completion_signalled_ = true;
+}
+
+std::optional<std::uint32_t> Device::get_cq_event() {
+  std::lock_guard lock(mutex_);
+  std::optional<std::uint32_t> cq = engine_.poll_cq_event();
+  if (completion_signalled_ && !engine_.cq_event_pending()) {  // the last one taken: the fd goes quiet
+    std::uint64_t count;
+    [[maybe_unused]] ssize_t got = ::read(completion_fd_, &count, sizeof count);
+    completion_signalled_ = false;
+  }
+  return cq;
 }
 
 EngineCounters Device::counters() {
@@ -106,6 +126,7 @@ bool Device::progress_locked(TimeNs now) {
   for (const port::ReceivedDatagram& datagram : received) {
     engine_.on_datagram(datagram.bytes, now, datagram.icrc_checkable);
   }
+  signal_completions_locked();
   return !received.empty();
 }
 

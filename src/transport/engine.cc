@@ -141,11 +141,15 @@ void EngineState::on_qp_timer(QueuePair& qp, TimeNs now) {
   if (qp.dcqcn) qp.dcqcn->on_timer(now);
 }
 
-void EngineState::complete(std::uint32_t cq, const WorkCompletion& completion) {
+void EngineState::complete(std::uint32_t cq, const WorkCompletion& completion, bool solicited) {
   auto it = cqs.find(cq);
   if (it == cqs.end()) return;
   bool was_overflowed = it->second.overflowed();
-  if (!it->second.push(completion) && !was_overflowed) raise(AsyncEventType::cq_err, cq);
+  if (!it->second.push(completion)) {
+    if (!was_overflowed) raise(AsyncEventType::cq_err, cq);
+    return;
+  }
+  if (it->second.fires(solicited, completion.status != WcStatus::success)) cq_events.push_back(cq);
 }
 
 void EngineState::check_sq_drained(QueuePair& qp) {
@@ -350,6 +354,7 @@ std::errc Engine::destroy_cq(std::uint32_t cq) {
     if (qp.send_cq == cq || qp.recv_cq == cq) return std::errc::device_or_resource_busy;
   }
   state_->cqs.erase(cq);
+  std::erase(state_->cq_events, cq);
   return std::errc{};
 }
 
@@ -553,6 +558,22 @@ std::errc Engine::arm_srq_limit(std::uint32_t srq, std::uint32_t limit) {
   it->second.limit = limit;
   return std::errc{};
 }
+
+std::errc Engine::req_notify_cq(std::uint32_t cq, bool solicited_only) {
+  auto it = state_->cqs.find(cq);
+  if (it == state_->cqs.end()) return std::errc::invalid_argument;
+  it->second.arm(solicited_only);
+  return std::errc{};
+}
+
+std::optional<std::uint32_t> Engine::poll_cq_event() {
+  if (state_->cq_events.empty()) return std::nullopt;
+  std::uint32_t cq = state_->cq_events.front();
+  state_->cq_events.pop_front();
+  return cq;
+}
+
+bool Engine::cq_event_pending() const { return !state_->cq_events.empty(); }
 
 std::optional<AsyncEvent> Engine::poll_async_event() {
   if (state_->events.empty()) return std::nullopt;

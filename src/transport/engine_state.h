@@ -41,6 +41,7 @@ class EngineState {
   std::unordered_map<std::uint32_t, SharedReceiveQueue> srqs;
   std::uint32_t next_srq = 1;
   std::deque<AsyncEvent> events;
+  std::deque<std::uint32_t> cq_events;  // CQs whose armed notification fired, oldest first
   void raise(AsyncEventType type, std::uint32_t element) { events.push_back(AsyncEvent{type, element}); }
   // Raises sq_drained once an SQD QP that asked for it has nothing in flight.
   void check_sq_drained(transport::QueuePair& qp);
@@ -67,7 +68,8 @@ class EngineState {
   // Drops entries of QPs that are gone or re-armed; the earliest live time.
   TimeNs earliest_timer();
   void on_qp_timer(transport::QueuePair& qp, TimeNs now);
-  void complete(std::uint32_t cq, const WorkCompletion& completion);
+  // solicited: a receive completed by a packet with the BTH SE bit set.
+  void complete(std::uint32_t cq, const WorkCompletion& completion, bool solicited = false);
   // Moves the QP to ERR and flushes every outstanding work request.
   void move_to_error(transport::QueuePair& qp);
   // Completes, in order, the WQEs at the front of the send queue that are done.

@@ -133,7 +133,7 @@ void EngineState::complete_receive(QueuePair& qp, const wire::RocePacket& packet
     wc.imm_data = packet.headers.ieth->rkey;
   }
   qp.current_recv.reset();
-  complete(qp.recv_cq, wc);
+  complete(qp.recv_cq, wc, packet.headers.bth.solicited_event);
 }
 
 transport::RecvWqe* EngineState::take_receive(QueuePair& qp) {
@@ -223,7 +223,7 @@ void EngineState::ud_on_datagram(QueuePair& qp, const wire::RocePacket& packet, 
     wc.imm_data = packet.headers.imm_dt->imm;
   }
   qp.current_recv.reset();
-  complete(qp.recv_cq, wc);
+  complete(qp.recv_cq, wc, packet.headers.bth.solicited_event);
 }
 
 void EngineState::responder_on_request(QueuePair& qp, const wire::RocePacket& packet, ByteSpan bytes) {

@@ -13,6 +13,12 @@ bool CompletionQueue::push(const WorkCompletion& completion) {
   return true;
 }
 
+bool CompletionQueue::fires(bool solicited, bool unsuccessful) {
+  if (armed_ == Armed::no || (armed_ == Armed::solicited && !solicited && !unsuccessful)) return false;
+  armed_ = Armed::no;
+  return true;
+}
+
 std::size_t CompletionQueue::poll(std::span<WorkCompletion> out) {
   std::size_t taken = 0;
   while (taken < out.size() && count_ > 0) {

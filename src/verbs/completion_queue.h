@@ -25,11 +25,19 @@ class CompletionQueue {
   bool overflowed() const { return overflowed_; }
   bool empty() const { return count_ == 0; }
 
+  // Notification (ibv_req_notify_cq): armed for the next completion, or for
+  // the next solicited or unsuccessful one. One event per arming.
+  void arm(bool solicited_only) { armed_ = solicited_only ? Armed::solicited : Armed::next; }
+  // Called with each new completion: true when it fires the armed event
+  // (which disarms the queue).
+  bool fires(bool solicited, bool unsuccessful);
+
  private:
   std::vector<WorkCompletion> ring_;
   std::size_t head_ = 0;
   std::size_t count_ = 0;
   bool overflowed_ = false;
+  enum class Armed : std::uint8_t { no, next, solicited } armed_ = Armed::no;
 };
 
 }  // namespace uroce::verbs

@@ -7,6 +7,7 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -166,6 +167,40 @@ TEST(UdpDevice, PeerThatVanishesFailsWorkRequestsAndTheDeviceStaysUsable) {
   ASSERT_EQ(done.size(), 1u);
   EXPECT_EQ(done[0].status, WcStatus::success);
   EXPECT_EQ(target, local);
+}
+
+// An event-driven receiver: it arms its CQ for solicited completions and
+// sleeps in poll() on the completion channel; the progress thread receives
+// the SEND and the fd wakes it, once.
+TEST(UdpDevice, CompletionChannelWakesASleepingApplication) {
+  auto a = open_device("127.0.1.12");
+  auto b = open_device("127.0.1.13");
+  ASSERT_TRUE(a && b);
+  Endpoint x, y;
+  std::tie(x, y) = a->call([&](Engine& ea) { return b->call([&](Engine& eb) { return connect_rc(ea, eb); }); });
+  std::vector<std::uint8_t> local(3000, 9), inbox(4096, 0);
+  MrKeys local_keys = a->call([&](Engine& e) { return *e.reg_mr(x.pd, local.data(), local.size(), kAll); });
+  MrKeys inbox_keys = b->call([&](Engine& e) { return *e.reg_mr(y.pd, inbox.data(), inbox.size(), kAll); });
+  Sge recv{reinterpret_cast<std::uintptr_t>(inbox.data()), 4096, inbox_keys.lkey};
+  ASSERT_EQ(b->call([&](Engine& e) { return e.post_recv(y.qpn, RecvWr{5, {&recv, 1}}); }), std::errc{});
+  ASSERT_EQ(b->call([&](Engine& e) { return e.req_notify_cq(y.cq, true); }), std::errc{});
+  pollfd channel{b->completion_fd(), POLLIN, 0};
+  EXPECT_EQ(::poll(&channel, 1, 0), 0);  // nothing yet
+
+  Sge sge{reinterpret_cast<std::uintptr_t>(local.data()), 3000, local_keys.lkey};
+  SendWr wr;
+  wr.opcode = WrOpcode::send;
+  wr.send_flags = kSendSolicited;
+  wr.sg_list = {&sge, 1};
+  ASSERT_EQ(a->call([&](Engine& e) { return e.post_send(x.qpn, wr); }), std::errc{});
+  ASSERT_EQ(::poll(&channel, 1, 10'000), 1);  // woken by the arrival, not by polling
+  EXPECT_EQ(b->get_cq_event(), std::optional<std::uint32_t>(y.cq));
+  auto received = b->call([&](Engine&) { return drain(y); });
+  ASSERT_EQ(received.size(), 1u);
+  EXPECT_EQ(received[0].byte_len, 3000u);
+  EXPECT_EQ(0, std::memcmp(inbox.data(), local.data(), 3000));
+  EXPECT_EQ(b->get_cq_event(), std::nullopt);
+  EXPECT_EQ(::poll(&channel, 1, 0), 0);  // taken: quiet until the CQ is armed and completes again
 }
 
 TEST(UdpDevice, AddressInUseOrInvalidIsAClearError) {

@@ -112,7 +112,7 @@ class Device {
  private:
   explicit Device(const DeviceConfig& config);
   bool progress_locked(TimeNs now);
-  bool transmit(TimeNs now);
+  void transmit(TimeNs now);
   void keep_unsent(std::size_t taken);
   void signal_completions_locked();
   void run_progress_thread();

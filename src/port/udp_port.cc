@@ -21,29 +21,6 @@
 namespace uroce::port {
 namespace {
 
-struct SocketAddress {
-  sockaddr_storage storage{};
-  socklen_t length = 0;
-};
-
-SocketAddress make_address(bool ipv4, const std::uint8_t* ip, std::uint16_t port) {
-  SocketAddress address;
-  if (ipv4) {
-    auto* in = reinterpret_cast<sockaddr_in*>(&address.storage);
-    in->sin_family = AF_INET;
-    in->sin_port = htons(port);
-    std::memcpy(&in->sin_addr, ip, 4);
-    address.length = sizeof(sockaddr_in);
-  } else {
-    auto* in6 = reinterpret_cast<sockaddr_in6*>(&address.storage);
-    in6->sin6_family = AF_INET6;
-    in6->sin6_port = htons(port);
-    std::memcpy(&in6->sin6_addr, ip, 16);
-    address.length = sizeof(sockaddr_in6);
-  }
-  return address;
-}
-
 std::string errno_text(const char* what) { return std::string(what) + ": " + std::strerror(errno); }
 
 // A non-blocking UDP socket bound to ip:port with DF (IPv4) and TOS reporting.
@@ -87,6 +64,24 @@ Expected<int, std::string> bound_socket(bool ipv4, const std::uint8_t* ip, std::
 }
 
 }  // namespace
+
+SocketAddress make_address(bool ipv4, const std::uint8_t* ip, std::uint16_t port) {
+  SocketAddress address;
+  if (ipv4) {
+    auto* in = reinterpret_cast<sockaddr_in*>(&address.storage);
+    in->sin_family = AF_INET;
+    in->sin_port = htons(port);
+    std::memcpy(&in->sin_addr, ip, 4);
+    address.length = sizeof(sockaddr_in);
+  } else {
+    auto* in6 = reinterpret_cast<sockaddr_in6*>(&address.storage);
+    in6->sin6_family = AF_INET6;
+    in6->sin6_port = htons(port);
+    std::memcpy(&in6->sin6_addr, ip, 16);
+    address.length = sizeof(sockaddr_in6);
+  }
+  return address;
+}
 
 Expected<UdpPort, std::string> UdpPort::open(const std::string& address, const UdpPortOptions& options) {
   UdpPort port;

@@ -44,22 +44,6 @@ bool same_flow(const Outgoing& a, const Outgoing& b, bool ipv4) {
          std::memcmp(a.destination, b.destination, ipv4 ? 4 : 16) == 0;
 }
 
-socklen_t fill_destination(sockaddr_storage& storage, bool ipv4, const Outgoing& datagram) {
-  storage = {};
-  if (ipv4) {
-    auto* in = reinterpret_cast<sockaddr_in*>(&storage);
-    in->sin_family = AF_INET;
-    in->sin_port = htons(datagram.destination_port);
-    std::memcpy(&in->sin_addr, datagram.destination, 4);
-    return sizeof(sockaddr_in);
-  }
-  auto* in6 = reinterpret_cast<sockaddr_in6*>(&storage);
-  in6->sin6_family = AF_INET6;
-  in6->sin6_port = htons(datagram.destination_port);
-  std::memcpy(&in6->sin6_addr, datagram.destination, 16);
-  return sizeof(sockaddr_in6);
-}
-
 bool is_back_pressure(int error) { return error == EAGAIN || error == EWOULDBLOCK || error == ENOBUFS; }
 
 }  // namespace
@@ -103,8 +87,9 @@ std::size_t UdpPort::send(std::span<const ByteSpan> datagrams) {
       }
       msghdr& header = io.send_messages[messages].msg_hdr;
       header = msghdr{};
-      header.msg_name = &io.destinations[messages];
-      header.msg_namelen = fill_destination(io.destinations[messages], ipv4_, first);
+      io.destinations[messages] = make_address(ipv4_, first.destination, first.destination_port);
+      header.msg_name = &io.destinations[messages].storage;
+      header.msg_namelen = io.destinations[messages].length;
       header.msg_iov = run_iovs;
       header.msg_iovlen = count;
       header.msg_control = io.send_controls[messages].data();

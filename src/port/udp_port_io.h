@@ -25,12 +25,20 @@ inline constexpr std::size_t kReceiveBufferPayload = 65536;
 inline constexpr std::size_t kMaxSegmentsPerRun = 64;  // UDP_MAX_SEGMENTS in older kernels
 inline constexpr std::size_t kMessagesPerCall = 32;
 
+// A socket address for an IPv4 (4-byte) or IPv6 (16-byte) address and port.
+struct SocketAddress {
+  sockaddr_storage storage{};
+  socklen_t length = 0;
+};
+SocketAddress make_address(bool ipv4, const std::uint8_t* ip, std::uint16_t port);
+
 struct UdpPort::Io {
   // Sending.
   std::array<mmsghdr, kMessagesPerCall> send_messages{};
-  std::array<sockaddr_storage, kMessagesPerCall> destinations{};
-  std::array<std::array<char, CMSG_SPACE(sizeof(int)) + CMSG_SPACE(sizeof(std::uint16_t))>, kMessagesPerCall>
-      send_controls{};
+  std::array<SocketAddress, kMessagesPerCall> destinations{};
+  // Control buffers hold cmsghdr structures: aligned for them.
+  alignas(cmsghdr) std::array<std::array<char, CMSG_SPACE(sizeof(int)) + CMSG_SPACE(sizeof(std::uint16_t))>,
+                              kMessagesPerCall> send_controls{};
   std::vector<iovec> send_iovs = std::vector<iovec>(kMessagesPerCall * kMaxSegmentsPerRun);
 
   // Receiving: each message lands kReceiveHeadroom into its buffer, so the
@@ -39,7 +47,7 @@ struct UdpPort::Io {
   std::array<mmsghdr, kMessagesPerCall> receive_messages{};
   std::array<iovec, kMessagesPerCall> receive_iovs{};
   std::array<sockaddr_storage, kMessagesPerCall> sources{};
-  std::array<std::array<char, 128>, kMessagesPerCall> receive_controls{};
+  alignas(cmsghdr) std::array<std::array<char, 128>, kMessagesPerCall> receive_controls{};
   std::vector<std::uint8_t> receive_buffers = std::vector<std::uint8_t>(kMessagesPerCall * (kReceiveHeadroom + kReceiveBufferPayload));
   std::vector<std::uint8_t> arena;
   std::vector<ReceivedDatagram> received;

@@ -29,6 +29,7 @@ TimeNs monotonic_now() {
 }
 
 constexpr std::size_t kTransmitBatch = 64;
+constexpr TimeNs kBackPressureRetryNs = 20'000;
 
 // An RC ACKNOWLEDGE (ACK or NAK) with no payload, as the engine builds it:
 // plain IPv4 or IPv6 header, UDP, then the BTH's opcode.
@@ -38,7 +39,6 @@ bool is_bare_ack(ByteSpan datagram) {
   std::size_t opcode_at = ip_length + wire::kUdpHeaderLength;
   return datagram.size() > opcode_at && datagram[opcode_at] == wire::opcode::kRcAcknowledge;
 }
-constexpr TimeNs kBackPressureRetryNs = 20'000;
 
 }  // namespace
 
@@ -130,10 +130,9 @@ bool Device::progress_locked(TimeNs now) {
   return !received.empty();
 }
 
-// Moves what the engine has to send to the port, a batch at a time. Returns
-// whether anything went out.
-bool Device::transmit(TimeNs now) {
-  bool sent_any = false;
+// Moves what the engine has to send to the port, a batch at a time, until the
+// engine has nothing more or the port pushes back.
+void Device::transmit(TimeNs now) {
   while (true) {
     bool engine_drained = false;
     while (transmit_queue_.size() < kTransmitBatch) {
@@ -147,19 +146,18 @@ bool Device::transmit(TimeNs now) {
       }
       transmit_queue_.emplace_back(slot.data(), length);
     }
-    if (transmit_queue_.empty()) return sent_any;
+    if (transmit_queue_.empty()) return;
     // Bare ACKs go last in the batch: a reply the application just posted (a
     // ping-pong's pong) then reaches the peer before the ACK for the ping.
     std::stable_partition(transmit_queue_.begin(), transmit_queue_.end(),
                           [](ByteSpan datagram) { return !is_bare_ack(datagram); });
     std::size_t taken = port_->send(transmit_queue_);
-    sent_any |= taken > 0;
     if (taken < transmit_queue_.size()) {  // back-pressure: keep the rest, in order, for the retry
       keep_unsent(taken);
-      return sent_any;
+      return;
     }
     transmit_queue_.clear();
-    if (engine_drained) return sent_any;
+    if (engine_drained) return;
   }
 }
 

@@ -91,8 +91,8 @@ class Client {
   bool time_is_up(PerfClock::time_point start) const {
     return options_.duration_s > 0 && PerfClock::now() - start >= std::chrono::seconds(options_.duration_s);
   }
-  bool may_post(const PerfQp& qp, PerfClock::time_point start) const {
-    if (qp.outstanding >= options_.tx_depth) return false;
+  // Whether the QP has messages left to post in this phase (-n or -D).
+  bool wants_more(const PerfQp& qp, PerfClock::time_point start) const {
     return options_.duration_s > 0 ? !time_is_up(start) : qp.posted < options_.message_count();
   }
 
@@ -108,11 +108,11 @@ class Client {
         Sge source = session_.sge(session_.send_half(qp), size);
         Sge target = session_.sge(session_.receive_half(qp), size);
         SendWr wr = message(session_, qp, source, target);
-        while (may_post(qp, start)) {
+        while (qp.outstanding < options_.tx_depth && wants_more(qp, start)) {
           wr.wr_id = qp.posted;
           session_.post_send(qp, wr);
         }
-        posting |= options_.duration_s > 0 ? !time_is_up(start) : qp.posted < options_.message_count();
+        posting |= wants_more(qp, start);
       }
       session_.progress();
       std::size_t n = session_.poll(completions);

@@ -1,5 +1,6 @@
-// A soft RNIC on a real network: the engine joined to a UDP port on one local
-// address and a monotonic clock. By default a progress thread moves packets
+// A soft RNIC on a real network: the engine joined to a port on one local
+// address (a UDP socket, or whole Ethernet frames on an interface) and a
+// monotonic clock. By default a progress thread moves packets
 // and fires timers, so a remote WRITE or READ is served while the application
 // sleeps, as on a hardware RNIC; with progress_thread off the application
 // drives progress() itself (lowest latency, one thread).
@@ -27,7 +28,8 @@
 namespace uroce {
 
 namespace port {
-class UdpPort;
+class Port;
+struct PortCounters;
 }
 
 // What a UDP port does with the ICRC of arrivals (DESIGN.md: a UDP socket
@@ -56,7 +58,13 @@ enum class UdpGsoPolicy : std::uint8_t {
 };
 
 struct DeviceConfig {
-  std::string address;  // the local IPv4 or IPv6 address to bind; the GID follows from it
+  // The local IPv4 or IPv6 address; the GID follows from it. With an
+  // interface it may be empty: the interface's first IPv4 address.
+  std::string address;
+  // Empty: the UDP port (kernel UDP sockets, no privileges). An interface
+  // name: the raw Ethernet port on it (AF_PACKET, needs CAP_NET_RAW), which
+  // verifies every ICRC and talks to any RoCEv2 peer on the link (IPv4).
+  std::string interface;
   std::uint16_t udp_port = 4791;
   UdpIcrcPolicy icrc = UdpIcrcPolicy::verify_assuming_id0;
   UdpGsoPolicy gso = UdpGsoPolicy::where_bytes_unchanged;
@@ -108,6 +116,10 @@ class Device {
 
   const Gid& gid() const { return gid_; }
   EngineCounters counters();
+  port::PortCounters port_counters();
+  // The largest path MTU whose packets fit the port's link (as Linux
+  // Soft-RoCE derives the active MTU from the interface MTU).
+  PathMtu max_path_mtu();
 
  private:
   explicit Device(const DeviceConfig& config);
@@ -121,7 +133,7 @@ class Device {
   Gid gid_{};
   std::mutex mutex_;
   Engine engine_;
-  std::unique_ptr<port::UdpPort> port_;
+  std::unique_ptr<port::Port> port_;
   // Datagrams from the engine wait here for one batched send; those the port
   // refused (back-pressure) stay at the front and go first next time.
   std::vector<std::uint8_t> transmit_slots_;

@@ -16,6 +16,7 @@
 #include "wire/ipv4.h"
 #include "wire/ipv6.h"
 #include "wire/udp.h"
+#include "port/interface_info.h"
 #include "port/udp_port_io.h"
 
 namespace uroce::port {
@@ -141,6 +142,23 @@ int UdpPort::socket_for_source_port(std::uint16_t port) {
   if (!fd) return -1;
   send_fds_.emplace(port, *fd);
   return *fd;
+}
+
+PortCounters UdpPort::counters() const {
+  PortCounters counters;
+  counters.send_errors = send_errors_;
+  counters.gso_sends = gso_sends_;
+  counters.gro_receives = gro_receives_;
+  return counters;
+}
+
+// DF is set, so a datagram must fit the MTU of the interface that holds the
+// bound address (the kernel refuses more with EMSGSIZE). 127.0.0.0/8 beyond
+// 127.0.0.1 belongs to loopback without being listed on it.
+std::size_t UdpPort::max_datagram_length() const {
+  if (auto interface = interface_with_address(gid_)) return static_cast<std::size_t>(interface->mtu);
+  bool loopback = ipv4_ ? gid_[12] == 127 : gid_ == Gid{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
+  return loopback ? 65535 : 1500;
 }
 
 bool UdpPort::may_segment(const std::uint8_t* destination) const {

@@ -19,6 +19,7 @@
 
 #include "common/bytes.h"
 #include "common/expected.h"
+#include "port/port.h"
 #include "uroce/device.h"
 #include "uroce/engine.h"
 
@@ -32,14 +33,7 @@ struct UdpPortOptions {
   int receive_buffer_bytes = 8 << 20;
 };
 
-// One received datagram with its IP and UDP headers rebuilt: what
-// Engine::on_datagram takes. Valid until the next receive().
-struct ReceivedDatagram {
-  ByteSpan bytes;
-  bool icrc_checkable = true;  // false when the policy skips this one's ICRC
-};
-
-class UdpPort {
+class UdpPort : public Port {
  public:
   // Binds address:4791 (address: an IPv4 dotted quad or an IPv6 address).
   static Expected<UdpPort, std::string> open(const std::string& address, const UdpPortOptions& options = {});
@@ -47,23 +41,17 @@ class UdpPort {
   UdpPort& operator=(UdpPort&& other) noexcept;
   UdpPort(const UdpPort&) = delete;
   UdpPort& operator=(const UdpPort&) = delete;
-  ~UdpPort();
+  ~UdpPort() override;
 
-  const Gid& gid() const { return gid_; }
-  int receive_fd() const { return receive_fd_; }
-
-  // Sends IP datagrams built by the engine, in order, with as few system
-  // calls as it can (sendmmsg; runs of equal-sized datagrams to one peer as
-  // one UDP GSO send where the policy allows). Returns how many it took;
-  // fewer than given means back-pressure (EAGAIN/ENOBUFS): offer the rest
-  // again soon. Datagrams that fail otherwise are counted and dropped.
-  std::size_t send(std::span<const ByteSpan> datagrams);
-  // Receives what is waiting, without blocking.
-  std::span<const ReceivedDatagram> receive();
-
-  std::uint64_t send_errors() const { return send_errors_; }
-  std::uint64_t gso_sends() const { return gso_sends_; }        // runs sent as one GSO message
-  std::uint64_t gro_receives() const { return gro_receives_; }  // runs the kernel merged into one receive
+  const Gid& gid() const override { return gid_; }
+  int receive_fd() const override { return receive_fd_; }
+  // sendmmsg; runs of equal-sized datagrams to one peer go as one UDP GSO
+  // send where the policy allows. Arrivals get their IP and UDP headers
+  // rebuilt from what the socket reports.
+  std::size_t send(std::span<const ByteSpan> datagrams) override;
+  std::span<const ReceivedDatagram> receive() override;
+  PortCounters counters() const override;
+  std::size_t max_datagram_length() const override;
 
  private:
   struct Io;  // system-call scratch space and receive buffers, kept from call to call

@@ -13,6 +13,8 @@
 #include <cstring>
 #include <random>
 
+#include "common/monotonic_clock.h"
+#include "port/raw_port.h"
 #include "port/udp_port.h"
 #include "wire/ipv4.h"
 #include "wire/ipv6.h"
@@ -21,12 +23,6 @@
 
 namespace uroce {
 namespace {
-
-TimeNs monotonic_now() {
-  timespec ts;
-  ::clock_gettime(CLOCK_MONOTONIC, &ts);
-  return TimeNs{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
-}
 
 constexpr std::size_t kTransmitBatch = 64;
 constexpr TimeNs kBackPressureRetryNs = 20'000;
@@ -40,22 +36,49 @@ bool is_bare_ack(ByteSpan datagram) {
   return datagram.size() > opcode_at && datagram[opcode_at] == wire::opcode::kRcAcknowledge;
 }
 
-}  // namespace
+// The largest path MTU whose packets fit the port's link. Besides the
+// payload a packet carries IP, UDP, BTH, at most 28 bytes of extension
+// headers (AtomicETH; RETH + ImmDt), pad and ICRC.
+PathMtu largest_path_mtu(const port::Port& port) {
+  std::size_t ip = gid_is_ipv4(port.gid()) ? wire::kIpv4HeaderLength : wire::kIpv6HeaderLength;
+  std::size_t overhead = ip + wire::kUdpHeaderLength + 12 + 28 + 3 + 4;
+  std::size_t link = port.max_datagram_length();
+  for (PathMtu mtu : {PathMtu::mtu4096, PathMtu::mtu2048, PathMtu::mtu1024, PathMtu::mtu512}) {
+    if (mtu_bytes(mtu) + overhead <= link) return mtu;
+  }
+  return PathMtu::mtu256;
+}
 
-Expected<std::unique_ptr<Device>, std::string> Device::open(const DeviceConfig& config) {
+Expected<std::unique_ptr<port::Port>, std::string> open_port(const DeviceConfig& config) {
+  if (!config.interface.empty()) {
+    port::RawPortOptions options;
+    options.udp_port = config.udp_port;
+    auto raw = port::RawPort::open(config.interface, config.address, options);
+    if (!raw) return unexpected(raw.error());
+    return std::unique_ptr<port::Port>(std::move(*raw));
+  }
   port::UdpPortOptions options;
   options.port = config.udp_port;
   options.icrc = config.icrc;
   options.gso = config.gso;
   auto udp = port::UdpPort::open(config.address, options);
   if (!udp) return unexpected(udp.error());
+  return std::unique_ptr<port::Port>(std::make_unique<port::UdpPort>(std::move(*udp)));
+}
+
+}  // namespace
+
+Expected<std::unique_ptr<Device>, std::string> Device::open(const DeviceConfig& config) {
+  auto port = open_port(config);
+  if (!port) return unexpected(port.error());
   DeviceConfig resolved = config;
-  resolved.engine.gid = udp->gid();
+  resolved.engine.gid = (*port)->gid();
+  resolved.engine.port_mtu = std::min(config.engine.port_mtu, largest_path_mtu(**port));
   // Keys and QPNs derive from the seed: on a real network they must be
   // unpredictable, so every device draws its own.
   if (!config.fixed_seed) resolved.engine.seed ^= (std::uint64_t{std::random_device{}()} << 32) | std::random_device{}();
   std::unique_ptr<Device> device(new Device(resolved));
-  device->port_ = std::make_unique<port::UdpPort>(std::move(*udp));
+  device->port_ = std::move(*port);
   device->wake_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   device->completion_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   if (device->wake_fd_ < 0 || device->completion_fd_ < 0) return unexpected(std::string("eventfd failed"));
@@ -107,6 +130,13 @@ EngineCounters Device::counters() {
   std::lock_guard lock(mutex_);
   return engine_.counters();
 }
+
+port::PortCounters Device::port_counters() {
+  std::lock_guard lock(mutex_);
+  return port_->counters();
+}
+
+PathMtu Device::max_path_mtu() { return largest_path_mtu(*port_); }
 
 void Device::progress() {
   std::lock_guard lock(mutex_);

@@ -3,16 +3,20 @@
 // in its own namespace, with every byte verified; then with nftables in both
 // namespaces dropping a random 5% of UDP 4791 packets (numgen random), where
 // transfers must still complete, verified, and the counters show the
-// recovery (and selective repeat resends far less than go-back-N). Needs root, iproute2 and nftables; skipped without them.
+// recovery (and selective repeat resends far less than go-back-N). The same
+// tests between raw Ethernet ports, and between a raw port and a UDP port.
+// Needs root, iproute2 and nftables; skipped without them.
 #include <gtest/gtest.h>
 
 #include <unistd.h>
 
 #include <future>
+#include <memory>
 #include <regex>
 #include <string>
 
 #include "tests/support/run_command.h"
+#include "tests/support/veth_pair.h"
 
 namespace uroce {
 namespace {
@@ -23,36 +27,9 @@ using testing::run_shell;
 class TwoNamespaces : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (::geteuid() != 0) GTEST_SKIP() << "network namespaces need root";
-    if (run_shell("command -v ip").exit_code != 0) GTEST_SKIP() << "iproute2 is not installed";
-    std::string suffix = std::to_string(::getpid()) + "_" + std::to_string(next_id_++);
-    server_ns_ = "uroce_s" + suffix;
-    client_ns_ = "uroce_c" + suffix;
-    std::string server_if = "us" + suffix, client_if = "uc" + suffix;
-    server_if.resize(std::min<std::size_t>(server_if.size(), 15));
-    client_if.resize(std::min<std::size_t>(client_if.size(), 15));
-    created_ = true;
-    for (const std::string& command : {
-             "ip netns add " + server_ns_,
-             "ip netns add " + client_ns_,
-             "ip link add " + server_if + " netns " + server_ns_ + " type veth peer name " + client_if + " netns " +
-                 client_ns_,
-             "ip -n " + server_ns_ + " addr add 10.79.0.1/24 dev " + server_if,
-             "ip -n " + client_ns_ + " addr add 10.79.0.2/24 dev " + client_if,
-             "ip -n " + server_ns_ + " link set " + server_if + " up",
-             "ip -n " + client_ns_ + " link set " + client_if + " up",
-             "ip -n " + server_ns_ + " link set lo up",
-             "ip -n " + client_ns_ + " link set lo up",
-         }) {
-      RunResult result = run_shell(command);
-      ASSERT_EQ(result.exit_code, 0) << command << ": " << result.output;
-    }
-  }
-
-  void TearDown() override {
-    if (!created_) return;
-    run_shell("ip netns del " + server_ns_);  // takes the veth pair with it
-    run_shell("ip netns del " + client_ns_);
+    if (auto reason = testing::VethPair::unavailable()) GTEST_SKIP() << *reason;
+    pair_ = std::make_unique<testing::VethPair>("10.79.0");
+    ASSERT_EQ(pair_->error(), "");
   }
 
   // Drops a random share of the UDP 4791 packets arriving in a namespace.
@@ -65,14 +42,19 @@ class TwoNamespaces : public ::testing::Test {
     ASSERT_EQ(result.exit_code, 0) << result.output;
   }
 
-  // Runs `uroce perf` as server (10.79.0.1) and client (10.79.0.2); returns {server, client}.
-  std::pair<RunResult, RunResult> perf(const std::string& test, const std::string& flags) {
-    std::string common = " perf " + test + " -p 19201 --timeout 30 -m 1024 " + flags;  // veth MTU 1500: path MTU 1024
+  // Runs `uroce perf` as server (10.79.0.1) and client (10.79.0.2), each
+  // with its own extra flags (--interface for the raw port); returns {server, client}.
+  std::pair<RunResult, RunResult> perf(const std::string& test, const std::string& flags,
+                                       const std::string& server_flags = "", const std::string& client_flags = "") {
+    std::string common = " perf " + test + " -p 19201 --timeout 30 " + flags;
+    const testing::VethPair::Side& s = pair_->server();
+    const testing::VethPair::Side& c = pair_->client();
     auto server = std::async(std::launch::async, [&] {
-      return run_shell("ip netns exec " + server_ns_ + " " + testing::uroce_binary() + common + " --bind 10.79.0.1");
+      return run_shell("ip netns exec " + s.ns + " " + testing::uroce_binary() + common + " --bind " + s.address + " " +
+                       server_flags);
     });
-    RunResult client =
-        run_shell("ip netns exec " + client_ns_ + " " + testing::uroce_binary() + common + " --bind 10.79.0.2 10.79.0.1");
+    RunResult client = run_shell("ip netns exec " + c.ns + " " + testing::uroce_binary() + common + " --bind " +
+                                 c.address + " " + client_flags + " " + s.address);
     return {server.get(), client};
   }
 
@@ -82,9 +64,7 @@ class TwoNamespaces : public ::testing::Test {
     return std::stoull(match[1]);
   }
 
-  std::string server_ns_, client_ns_;
-  bool created_ = false;
-  static inline int next_id_ = 0;
+  std::unique_ptr<testing::VethPair> pair_;
 };
 
 TEST_F(TwoNamespaces, EveryTestVerifiedAcrossAVethPair) {
@@ -96,9 +76,42 @@ TEST_F(TwoNamespaces, EveryTestVerifiedAcrossAVethPair) {
   }
 }
 
+// Raw Ethernet ports on both ends of the veth: whole frames, every ICRC
+// verified; the kernel, which also holds both addresses, stays silent (no
+// ICMP port-unreachable for the RoCE packets it sees).
+TEST_F(TwoNamespaces, EveryTestVerifiedBetweenRawPorts) {
+  std::string server_raw = "--interface " + pair_->server().interface;
+  std::string client_raw = "--interface " + pair_->client().interface;
+  for (const char* test : {"write_bw", "read_bw", "send_bw", "atomic_bw", "write_lat", "read_lat"}) {
+    auto [server, client] = perf(test, "-n 200 --verify", server_raw, client_raw);
+    EXPECT_EQ(client.exit_code, 0) << test << "\n" << client.output;
+    EXPECT_EQ(server.exit_code, 0) << test << "\n" << server.output;
+    EXPECT_NE(client.output.find("ICRC errors 0"), std::string::npos) << client.output;
+  }
+  for (const std::string& ns : {pair_->server().ns, pair_->client().ns}) {
+    RunResult icmp = run_shell("ip netns exec " + ns + " nstat -az IcmpOutDestUnreachs");
+    EXPECT_NE(icmp.output.find("IcmpOutDestUnreachs"), std::string::npos) << icmp.output;
+    EXPECT_TRUE(std::regex_search(icmp.output, std::regex("IcmpOutDestUnreachs +0 "))) << icmp.output;
+  }
+}
+
+// A raw port and a UDP port speak the same wire format, either way round.
+TEST_F(TwoNamespaces, RawPortAndUdpPortInteroperate) {
+  std::string server_raw = "--interface " + pair_->server().interface;
+  std::string client_raw = "--interface " + pair_->client().interface;
+  for (const char* test : {"write_bw", "read_bw", "send_lat"}) {
+    auto [server, client] = perf(test, "-n 200 --verify", server_raw, "");
+    EXPECT_EQ(client.exit_code, 0) << test << "\n" << client.output;
+    EXPECT_EQ(server.exit_code, 0) << test << "\n" << server.output;
+    auto [server2, client2] = perf(test, "-n 200 --verify", "", client_raw);
+    EXPECT_EQ(client2.exit_code, 0) << test << "\n" << client2.output;
+    EXPECT_EQ(server2.exit_code, 0) << test << "\n" << server2.output;
+  }
+}
+
 TEST_F(TwoNamespaces, RandomLossIsRecoveredWithEveryByteVerified) {
-  drop_randomly(server_ns_, 5);
-  drop_randomly(client_ns_, 5);
+  drop_randomly(pair_->server().ns, 5);
+  drop_randomly(pair_->client().ns, 5);
   for (const char* test : {"write_bw", "read_bw", "send_bw"}) {
     auto [server, client] = perf(test, "-s 65536 -n 100 --verify");
     EXPECT_EQ(client.exit_code, 0) << test << "\n" << client.output;
@@ -109,8 +122,8 @@ TEST_F(TwoNamespaces, RandomLossIsRecoveredWithEveryByteVerified) {
 
 // The same lossy path with selective repeat: only what was lost is sent again.
 TEST_F(TwoNamespaces, SelectiveRepeatResendsFarLessUnderTheSameLoss) {
-  drop_randomly(server_ns_, 5);
-  drop_randomly(client_ns_, 5);
+  drop_randomly(pair_->server().ns, 5);
+  drop_randomly(pair_->client().ns, 5);
   auto [gbn_server, go_back_n] = perf("write_bw", "-s 65536 -n 100 --verify");
   auto [sr_server, selective] = perf("write_bw", "-s 65536 -n 100 --verify --selective-repeat");
   ASSERT_EQ(go_back_n.exit_code, 0) << go_back_n.output;

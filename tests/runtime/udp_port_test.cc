@@ -100,10 +100,10 @@ void send_and_check(const std::string& from_address, const std::string& to_addre
   }
   EXPECT_EQ(arrived, plan.size());
   if (gso == UdpGsoPolicy::never) {
-    EXPECT_EQ(sender.gso_sends(), 0u);
+    EXPECT_EQ(sender.counters().gso_sends, 0u);
   } else {  // the path under test really was the batched one
-    EXPECT_GT(sender.gso_sends(), 0u);
-    EXPECT_GT(receiver.gro_receives(), 0u);
+    EXPECT_GT(sender.counters().gso_sends, 0u);
+    EXPECT_GT(receiver.counters().gro_receives, 0u);
   }
 }
 
@@ -135,7 +135,7 @@ TEST(UdpPort, MalformedDatagramsFromTheEngineAreCountedNotSent) {
   std::vector<std::uint8_t> too_short(10);
   std::vector<ByteSpan> views{too_short};
   EXPECT_EQ(sender.send(views), 1u);
-  EXPECT_EQ(sender.send_errors(), 1u);
+  EXPECT_EQ(sender.counters().send_errors, 1u);
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include <set>
 #include <vector>
 
+#include "wire/arp.h"
 #include "wire/bth.h"
 #include "wire/ethernet.h"
 #include "wire/ext_headers.h"
@@ -34,6 +35,31 @@ TEST(Ethernet, RejectsShortHeaderAndShortVlanTag) {
   bytes[12] = 0x81;  // 802.1Q tag announced, but the inner ethertype is cut off
   bytes[13] = 0x00;
   EXPECT_EQ(EthernetView::new_checked(bytes).error(), WireError::truncated);
+}
+
+TEST(Arp, RoundTripsRequestAndReply) {
+  ArpRepr request{ArpOperation::request, {2, 0, 0, 0, 0, 7}, {10, 0, 0, 7}, {}, {10, 0, 0, 9}};
+  std::array<std::uint8_t, kArpLength> bytes{};
+  request.emit(bytes);
+  EXPECT_EQ(bytes[7], 1);  // operation 1: request
+  auto parsed = ArpRepr::parse(bytes);
+  ASSERT_TRUE(parsed);
+  EXPECT_EQ(*parsed, request);
+  ArpRepr reply{ArpOperation::reply, {2, 0, 0, 0, 0, 9}, {10, 0, 0, 9}, {2, 0, 0, 0, 0, 7}, {10, 0, 0, 7}};
+  reply.emit(bytes);
+  EXPECT_EQ(*ArpRepr::parse(bytes), reply);
+}
+
+TEST(Arp, RejectsShortOtherProtocolsAndUnknownOperations) {
+  std::array<std::uint8_t, kArpLength> bytes{};
+  ArpRepr{}.emit(bytes);
+  EXPECT_EQ(ArpRepr::parse(ByteSpan(bytes).first(kArpLength - 1)).error(), WireError::truncated);
+  auto other = bytes;
+  other[3] = 0xDD;  // protocol 0x86DD
+  EXPECT_EQ(ArpRepr::parse(other).error(), WireError::bad_header);
+  auto operation = bytes;
+  operation[7] = 3;  // RARP request
+  EXPECT_EQ(ArpRepr::parse(operation).error(), WireError::bad_header);
 }
 
 TEST(Ipv4, RoundTripsAndComputesChecksum) {

@@ -18,6 +18,8 @@ void add_perf_command(CLI::App& app, int& exit_status) {
                              "atomic_lat"}));
   perf->add_option("server", options->server, "The server's address (omit to be the server)");
   perf->add_option("--bind", options->bind, "This side's local address (its device binds UDP 4791 there)")->required();
+  perf->add_option("--interface", options->interface,
+                   "Use the raw Ethernet port on this interface (needs CAP_NET_RAW; IPv4) instead of a UDP socket");
   perf->add_option("-s,--size", options->size, "Message size in bytes (default 65536, latency tests 2, atomics 8)")
       ->check(CLI::Range(1u, 1u << 30));
   perf->add_flag("-a,--all", options->all_sizes, "Every power of two from 2 B to 8 MiB");
@@ -26,7 +28,7 @@ void add_perf_command(CLI::App& app, int& exit_status) {
   perf->add_option("-D,--duration", options->duration_s, "Run each size for this many seconds instead of -n")
       ->check(CLI::Range(1u, 3600u));
   perf->add_option("-q,--qp", options->qps, "QPs (bandwidth tests)")->check(CLI::Range(1u, 64u));
-  perf->add_option("-m,--mtu", options->mtu, "Path MTU in bytes")->check(CLI::IsMember({256u, 512u, 1024u, 2048u, 4096u}));
+  perf->add_option("-m,--mtu", options->mtu, "Path MTU in bytes (at most what the link carries)")->check(CLI::IsMember({256u, 512u, 1024u, 2048u, 4096u}));
   perf->add_option("-p,--port", options->tcp_port, "TCP port of the connection exchange");
   perf->add_option("--udp-port", options->udp_port, "UDP port of both devices (RoCEv2: 4791)");
   perf->add_option("-t,--tx-depth", options->tx_depth, "Work requests in flight per QP")->check(CLI::Range(1u, 4096u));

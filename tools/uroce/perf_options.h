@@ -13,13 +13,14 @@ enum class PerfVerb { write, read, send, atomic };
 struct PerfOptions {
   std::string test;    // write_bw, write_lat, read_bw, read_lat, send_bw, send_lat, atomic_bw, atomic_lat
   std::string bind;    // local address of this side's device
+  std::string interface;  // empty: the UDP port; else the raw Ethernet port on this interface
   std::string server;  // empty: act as the server
   std::optional<std::uint32_t> size;        // -s; default 64 KiB (bandwidth), 2 B (latency), 8 B (atomics)
   bool all_sizes = false;                   // -a: 2 B .. 8 MiB
   std::optional<std::uint64_t> iterations;  // -n; default 5000 (bandwidth), 1000 (latency)
   std::uint32_t duration_s = 0;             // -D: run each size this long instead of -n messages
   std::uint32_t qps = 1;                    // -q
-  std::uint32_t mtu = 4096;
+  std::uint32_t mtu = 4096;  // at most what the device's link carries
   std::uint16_t tcp_port = 18515;
   std::uint16_t udp_port = 4791;
   std::uint32_t tx_depth = 128;  // bandwidth tests; latency tests keep one in flight

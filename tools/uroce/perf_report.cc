@@ -36,7 +36,8 @@ void print_banner(const PerfOptions& options, bool server, std::uint32_t mtu, co
   fmt::print("{}\n", table_rule());
   fmt::print("                    {} {} Test ({})\n", test_title(options), options.latency() ? "Latency" : "BW",
              server ? "server" : "client");
-  fmt::print(" Number of qps   : {}\t\tTransport type : IB (RoCEv2 over UDP, uroce)\n", options.qps);
+  fmt::print(" Number of qps   : {}\t\tTransport type : IB (RoCEv2 {}, uroce)\n", options.qps,
+             options.interface.empty() ? "over UDP" : "raw Ethernet on " + options.interface);
   fmt::print(" Connection type : RC\t\tUsing SRQ      : OFF\n");
   fmt::print(" TX depth        : {}\n", options.latency() ? 1 : options.tx_depth);
   if (options.verb() == PerfVerb::send) fmt::print(" RX depth        : {}\n", options.rx_depth);

@@ -66,6 +66,7 @@ PerfSession::PerfSession(const PerfOptions& options) : options_(options), server
 void PerfSession::open_device() {
   DeviceConfig config;
   config.address = options_.bind;
+  config.interface = options_.interface;
   config.udp_port = options_.udp_port;
   config.progress_thread = options_.progress_thread;
   device_ = must(Device::open(config), "cannot open a device on " + options_.bind);
@@ -115,9 +116,9 @@ void PerfSession::connect() {
     qp.local.gid = device_->gid();
     qp.local.rkey = keys_.rkey;
     qp.local.address = reinterpret_cast<std::uintptr_t>(qp.region);
-    qp.local.mtu = options_.mtu;
+    qp.local.mtu = std::min(options_.mtu, mtu_bytes(device_->max_path_mtu()));
     qp.remote = must(channel_->exchange(qp.local, timeout()), "exchanging QP information");
-    mtu_ = std::min(options_.mtu, qp.remote.mtu);  // the path MTU both sides accept
+    mtu_ = std::min(qp.local.mtu, qp.remote.mtu);  // the path MTU both sides accept
   }
   device_->call([&](Engine& engine) {
     for (PerfQp& qp : qps_) {

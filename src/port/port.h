@@ -1,0 +1,50 @@
+// What a device needs from a port: send the IP datagrams the engine built,
+// hand over the ones that arrived, and an fd to sleep on. The UDP port does
+// it through the kernel's UDP sockets; the raw port puts whole Ethernet
+// frames on an interface. The engine never knows which one it has.
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+#include "common/bytes.h"
+#include "uroce/engine.h"
+
+namespace uroce::port {
+
+// One received IP datagram (IPv4 or IPv6 header first): what
+// Engine::on_datagram takes. Valid until the next receive().
+struct ReceivedDatagram {
+  ByteSpan bytes;
+  bool icrc_checkable = true;  // false when the port's policy skips this one's ICRC
+};
+
+struct PortCounters {
+  std::uint64_t send_errors = 0;       // datagrams dropped for a failed send (not back-pressure)
+  std::uint64_t gso_sends = 0;         // UDP: runs sent as one GSO message
+  std::uint64_t gro_receives = 0;      // UDP: runs the kernel merged into one receive
+  std::uint64_t arp_requests = 0;      // raw: requests sent to resolve a peer's MAC address
+  std::uint64_t unresolved_drops = 0;  // raw: datagrams dropped while no MAC address answered
+  std::uint64_t foreign_frames = 0;    // raw: frames on the interface that were not for this port
+};
+
+class Port {
+ public:
+  virtual ~Port() = default;
+
+  virtual const Gid& gid() const = 0;
+  // Readable when receive() has something.
+  virtual int receive_fd() const = 0;
+  // Sends datagrams in order with as few system calls as it can. Returns how
+  // many it took; fewer than given means back-pressure (EAGAIN/ENOBUFS):
+  // offer the rest again soon. Datagrams that fail otherwise are counted and
+  // dropped, as a lossy link would.
+  virtual std::size_t send(std::span<const ByteSpan> datagrams) = 0;
+  // What has arrived, without blocking.
+  virtual std::span<const ReceivedDatagram> receive() = 0;
+  virtual PortCounters counters() const = 0;
+  // The largest IP datagram the port can put on its link.
+  virtual std::size_t max_datagram_length() const = 0;
+};
+
+}  // namespace uroce::port

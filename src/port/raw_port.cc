@@ -1,0 +1,207 @@
+// RawPort: opening the AF_PACKET socket on an interface (with a kernel
+// filter for ARP and RoCEv2 to our address), reserving the UDP port where the
+// kernel holds the address, and ARP. The batched frame I/O is in raw_port_io.cc.
+#include "port/raw_port.h"
+
+#include <arpa/inet.h>
+#include <linux/filter.h>
+#include <linux/if_ether.h>
+#include <linux/if_packet.h>
+#include <netinet/in.h>
+#include <pcap/pcap.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "port/interface_info.h"
+#include "port/raw_port_io.h"
+
+namespace uroce::port {
+namespace {
+
+std::string errno_text(const char* what) { return std::string(what) + ": " + std::strerror(errno); }
+
+// Compiles a pcap filter expression for Ethernet frames into classic BPF and
+// attaches it to the socket, so the kernel hands over only what matches.
+// Returns the reason it could not.
+std::optional<std::string> attach_filter(int fd, const std::string& expression) {
+  pcap_t* dead = ::pcap_open_dead(DLT_EN10MB, 65535);
+  if (dead == nullptr) return std::string("pcap_open_dead failed");
+  bpf_program program{};
+  if (::pcap_compile(dead, &program, expression.c_str(), 1, PCAP_NETMASK_UNKNOWN) != 0) {
+    std::string error = std::string("filter '") + expression + "': " + ::pcap_geterr(dead);
+    ::pcap_close(dead);
+    return error;
+  }
+  sock_fprog fprog{static_cast<unsigned short>(program.bf_len), reinterpret_cast<sock_filter*>(program.bf_insns)};
+  int attached = ::setsockopt(fd, SOL_SOCKET, SO_ATTACH_FILTER, &fprog, sizeof fprog);
+  std::string error = attached != 0 ? errno_text("SO_ATTACH_FILTER") : "";
+  ::pcap_freecode(&program);
+  ::pcap_close(dead);
+  if (attached != 0) return error;
+  return std::nullopt;
+}
+
+// Binds UDP port on ip with a filter that drops every arrival. Returns -1
+// with errno EADDRNOTAVAIL when the kernel does not hold ip.
+int reserve_udp_port(const Ipv4Address& ip, std::uint16_t port) {
+  int fd = ::socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0) return -1;
+  sock_filter drop_all{BPF_RET | BPF_K, 0, 0, 0};
+  sock_fprog program{1, &drop_all};
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(port);
+  std::memcpy(&address.sin_addr, ip.data(), 4);
+  if (::setsockopt(fd, SOL_SOCKET, SO_ATTACH_FILTER, &program, sizeof program) != 0 ||
+      ::bind(fd, reinterpret_cast<const sockaddr*>(&address), sizeof address) != 0) {
+    int error = errno;
+    ::close(fd);
+    errno = error;
+    return -1;
+  }
+  return fd;
+}
+
+std::string dotted(const Ipv4Address& ip) {
+  return std::to_string(ip[0]) + "." + std::to_string(ip[1]) + "." + std::to_string(ip[2]) + "." +
+         std::to_string(ip[3]);
+}
+
+}  // namespace
+
+RawPort::RawPort() : io_(std::make_unique<Io>()) {}
+
+RawPort::~RawPort() {
+  if (fd_ >= 0) ::close(fd_);
+  if (reserve_fd_ >= 0) ::close(reserve_fd_);
+}
+
+Expected<std::unique_ptr<RawPort>, std::string> RawPort::open(const std::string& interface,
+                                                              const std::string& address,
+                                                              const RawPortOptions& options) {
+  auto info = find_interface(interface);
+  if (!info) return unexpected(info.error());
+  std::unique_ptr<RawPort> port(new RawPort());
+  port->neighbors_ = NeighborTable(options.neighbors);
+  port->udp_port_ = options.udp_port;
+  port->ifindex_ = info->index;
+  port->mtu_ = info->mtu;
+  port->mac_ = info->mac;
+  if (address.empty()) {
+    std::optional<Gid> first = first_ipv4_address(interface);
+    if (!first) return unexpected("interface " + interface + " has no IPv4 address: give one with the address");
+    std::copy_n(first->begin() + 12, 4, port->ip_.begin());
+  } else if (::inet_pton(AF_INET, address.c_str(), port->ip_.data()) != 1) {
+    std::uint8_t ipv6[16];
+    if (::inet_pton(AF_INET6, address.c_str(), ipv6) == 1) {
+      return unexpected("the raw port speaks IPv4 only (no IPv6 neighbour discovery yet): use the UDP port for " +
+                        address);
+    }
+    return unexpected("not an IPv4 address: '" + address + "'");
+  }
+  port->gid_ = gid_from_ipv4(port->ip_);
+
+  port->reserve_fd_ = reserve_udp_port(port->ip_, options.udp_port);
+  if (port->reserve_fd_ < 0) {
+    if (errno != EADDRNOTAVAIL) {
+      return unexpected("cannot reserve UDP port " + std::to_string(options.udp_port) + " on " + dotted(port->ip_) +
+                        " (another RoCEv2 device there?): " + std::strerror(errno));
+    }
+    port->answer_arp_ = true;  // the kernel does not hold the address: nobody else answers for it
+  }
+
+  // Protocol 0 until the filter is on, so nothing unfiltered queues up first.
+  port->fd_ = ::socket(AF_PACKET, SOCK_RAW | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (port->fd_ < 0) {
+    if (errno == EPERM) return unexpected(std::string("the raw port needs CAP_NET_RAW (run as root)"));
+    return unexpected(errno_text("socket(AF_PACKET)"));
+  }
+  std::string expression =
+      "arp or (ip dst " + dotted(port->ip_) + " and udp dst port " + std::to_string(options.udp_port) + ")";
+  if (auto failed = attach_filter(port->fd_, expression)) return unexpected(*failed);
+  int one = 1;
+  // Our own sends are not arrivals; and frames go straight to the driver.
+  ::setsockopt(port->fd_, SOL_PACKET, PACKET_IGNORE_OUTGOING, &one, sizeof one);
+  ::setsockopt(port->fd_, SOL_PACKET, PACKET_QDISC_BYPASS, &one, sizeof one);
+  int buffer = options.receive_buffer_bytes;
+  if (::setsockopt(port->fd_, SOL_SOCKET, SO_RCVBUFFORCE, &buffer, sizeof buffer) != 0) {
+    ::setsockopt(port->fd_, SOL_SOCKET, SO_RCVBUF, &buffer, sizeof buffer);
+  }
+  sockaddr_ll link{};
+  link.sll_family = AF_PACKET;
+  link.sll_protocol = htons(ETH_P_ALL);
+  link.sll_ifindex = info->index;
+  if (::bind(port->fd_, reinterpret_cast<const sockaddr*>(&link), sizeof link) != 0) {
+    return unexpected(errno_text(("bind to " + interface).c_str()));
+  }
+  port->io_->prepare(static_cast<std::size_t>(info->mtu));
+  return port;
+}
+
+std::size_t RawPort::write_ethernet_header(std::uint8_t* out, const wire::MacAddress& to,
+                                           std::uint16_t ethertype) const {
+  wire::EthernetRepr ethernet;
+  ethernet.dst = to;
+  ethernet.src = mac_;
+  ethernet.ethertype = ethertype;
+  ethernet.emit(MutableByteSpan(out, wire::kEthernetHeaderLength));
+  return wire::kEthernetHeaderLength;
+}
+
+void RawPort::send_arp(wire::ArpOperation operation, const wire::MacAddress& to, Ipv4Address target_ip,
+                       const wire::MacAddress& target_mac) {
+  // 60 bytes: the shortest Ethernet frame without its FCS.
+  std::array<std::uint8_t, 60> frame{};
+  std::size_t at = write_ethernet_header(frame.data(), to, wire::kEthertypeArp);
+  wire::ArpRepr arp;
+  arp.operation = operation;
+  arp.sender_mac = mac_;
+  arp.sender_ip = ip_;
+  arp.target_mac = target_mac;
+  arp.target_ip = target_ip;
+  arp.emit(MutableByteSpan(frame.data() + at, wire::kArpLength));
+  if (::send(fd_, frame.data(), frame.size(), 0) < 0) {
+    ++counters_.send_errors;
+  } else if (operation == wire::ArpOperation::request) {
+    ++counters_.arp_requests;
+  }
+}
+
+// RFC 826: learn the sender when the packet is for us or the sender is
+// already known; answer requests for our address when the kernel does not.
+void RawPort::on_arp(ByteSpan packet) {
+  auto arp = wire::ArpRepr::parse(packet);
+  if (!arp) {
+    ++counters_.foreign_frames;
+    return;
+  }
+  bool for_us = arp->target_ip == ip_;
+  if (arp->sender_ip != Ipv4Address{} && (for_us || neighbors_.knows(arp->sender_ip))) {
+    send_released(neighbors_.learn(arp->sender_ip, arp->sender_mac));
+  }
+  if (for_us && answer_arp_ && arp->operation == wire::ArpOperation::request) {
+    send_arp(wire::ArpOperation::reply, arp->sender_mac, arp->sender_ip, arp->sender_mac);
+  }
+}
+
+void RawPort::send_released(const std::vector<std::vector<std::uint8_t>>& datagrams) {
+  if (datagrams.empty()) return;
+  std::vector<ByteSpan> spans(datagrams.begin(), datagrams.end());
+  std::span<const ByteSpan> rest(spans);
+  // Back-pressure here has nobody to offer the rest to later: what the
+  // socket refuses counts as lost, and the transport's timers resend it.
+  while (!rest.empty()) {
+    std::size_t taken = send(rest);
+    if (taken == 0) {
+      counters_.send_errors += rest.size();
+      break;
+    }
+    rest = rest.subspan(taken);
+  }
+}
+
+}  // namespace uroce::port

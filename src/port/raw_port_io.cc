@@ -1,0 +1,120 @@
+// RawPort's batched frame I/O: sendmmsg of Ethernet header + engine datagram
+// pairs to peers whose MAC address is known (the others wait for ARP), and
+// recvmmsg of frames, which are checked for our address, stripped of their
+// Ethernet header and trimmed to their IP length.
+#include <linux/if_packet.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "common/monotonic_clock.h"
+#include "port/raw_port_io.h"
+#include "wire/ipv4.h"
+#include "wire/udp.h"
+
+namespace uroce::port {
+namespace {
+
+bool is_back_pressure(int error) { return error == EAGAIN || error == EWOULDBLOCK || error == ENOBUFS; }
+
+// The IPv4 destination of an engine-built datagram, if it is one.
+std::optional<Ipv4Address> ipv4_destination(ByteSpan datagram) {
+  if (datagram.size() < wire::kIpv4HeaderLength + wire::kUdpHeaderLength || (datagram[0] >> 4) != 4) {
+    return std::nullopt;
+  }
+  Ipv4Address ip;
+  std::copy_n(datagram.data() + 16, 4, ip.begin());
+  return ip;
+}
+
+}  // namespace
+
+std::size_t RawPort::send(std::span<const ByteSpan> datagrams) {
+  Io& io = *io_;
+  std::size_t taken = 0;
+  while (taken < datagrams.size()) {
+    // The head cannot go now: not IPv4 (dropped) or its peer not resolved (held).
+    std::optional<Ipv4Address> head = ipv4_destination(datagrams[taken]);
+    if (!head) {
+      ++counters_.send_errors;
+      ++taken;
+      continue;
+    }
+    if (neighbors_.find(*head) == nullptr) {
+      NeighborTable::HoldResult held = neighbors_.hold(*head, datagrams[taken], monotonic_now());
+      counters_.unresolved_drops += held.dropped_oldest;
+      if (held.send_request) send_arp(wire::ArpOperation::request, wire::kBroadcastMac, *head, wire::MacAddress{});
+      ++taken;
+      continue;
+    }
+    // One sendmmsg for the run of datagrams from the head whose peers are resolved.
+    std::size_t messages = 0;
+    while (taken + messages < datagrams.size() && messages < kRawMessagesPerCall) {
+      ByteSpan datagram = datagrams[taken + messages];
+      std::optional<Ipv4Address> destination = ipv4_destination(datagram);
+      const wire::MacAddress* mac = destination ? neighbors_.find(*destination) : nullptr;
+      if (mac == nullptr) break;
+      write_ethernet_header(io.send_headers[messages].data(), *mac, wire::kEthertypeIpv4);
+      io.send_iovs[messages][0] = iovec{io.send_headers[messages].data(), wire::kEthernetHeaderLength};
+      io.send_iovs[messages][1] = iovec{const_cast<std::uint8_t*>(datagram.data()), datagram.size()};
+      msghdr& header = io.send_messages[messages].msg_hdr;
+      header = msghdr{};
+      header.msg_iov = io.send_iovs[messages].data();
+      header.msg_iovlen = 2;
+      ++messages;
+    }
+    int sent = ::sendmmsg(fd_, io.send_messages.data(), static_cast<unsigned>(messages), 0);
+    if (sent < 0) {
+      if (is_back_pressure(errno)) return taken;
+      ++counters_.send_errors;  // too long for the link and the like: lost, as on a wire
+      ++taken;
+      continue;
+    }
+    taken += static_cast<std::size_t>(sent);
+  }
+  return taken;
+}
+
+std::span<const ReceivedDatagram> RawPort::receive() {
+  Io& io = *io_;
+  io.received.clear();
+  for (std::size_t i = 0; i < kRawMessagesPerCall; ++i) {
+    io.receive_iovs[i] = iovec{io.receive_buffers.data() + i * io.frame_capacity, io.frame_capacity};
+    msghdr& header = io.receive_messages[i].msg_hdr;
+    header = msghdr{};
+    header.msg_name = &io.sources[i];
+    header.msg_namelen = sizeof(sockaddr_ll);
+    header.msg_iov = &io.receive_iovs[i];
+    header.msg_iovlen = 1;
+  }
+  int count = ::recvmmsg(fd_, io.receive_messages.data(), kRawMessagesPerCall, MSG_DONTWAIT, nullptr);
+  for (int i = 0; i < count; ++i) {
+    const mmsghdr& message = io.receive_messages[static_cast<std::size_t>(i)];
+    if (io.sources[static_cast<std::size_t>(i)].sll_pkttype == PACKET_OUTGOING) continue;
+    ByteSpan frame(static_cast<const std::uint8_t*>(message.msg_hdr.msg_iov->iov_base),
+                   std::min<std::size_t>(message.msg_len, io.frame_capacity));
+    auto ethernet = wire::EthernetView::new_checked(frame);
+    if (!ethernet) {
+      ++counters_.foreign_frames;
+      continue;
+    }
+    if (ethernet->ethertype() == wire::kEthertypeArp) {
+      on_arp(ethernet->payload());
+      continue;
+    }
+    ByteSpan datagram = ethernet->payload();
+    bool ours = ethernet->dst() == mac_ && ethernet->ethertype() == wire::kEthertypeIpv4 &&
+                datagram.size() >= wire::kIpv4HeaderLength && std::equal(ip_.begin(), ip_.end(), datagram.data() + 16);
+    if (!ours) {
+      ++counters_.foreign_frames;
+      continue;
+    }
+    // Ethernet pads short frames: the IP total length says where the datagram ends.
+    std::size_t ip_length = load_be16(datagram.data() + 2);
+    io.received.push_back(ReceivedDatagram{datagram.first(std::min(ip_length, datagram.size())), true});
+  }
+  return io.received;
+}
+
+}  // namespace uroce::port

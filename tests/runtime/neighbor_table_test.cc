@@ -1,0 +1,45 @@
+// The raw port's neighbour table: datagrams wait for an address to resolve,
+// in order and bounded; ARP requests for one address are rate-limited.
+#include <gtest/gtest.h>
+
+#include "port/neighbor_table.h"
+
+namespace uroce::port {
+namespace {
+
+TEST(NeighborTable, HoldsDatagramsUntilTheAddressResolves) {
+  NeighborTable table;
+  Ipv4Address peer{10, 0, 0, 2};
+  EXPECT_EQ(table.find(peer), nullptr);
+  EXPECT_FALSE(table.knows(peer));
+  std::vector<std::uint8_t> first{1, 2, 3}, second{4, 5};
+  EXPECT_TRUE(table.hold(peer, first, 1000).send_request);
+  EXPECT_FALSE(table.hold(peer, second, 2000).send_request);  // one request per interval
+  EXPECT_TRUE(table.knows(peer));
+  auto released = table.learn(peer, {2, 0, 0, 0, 0, 2});
+  ASSERT_EQ(released.size(), 2u);
+  EXPECT_EQ(released[0], first);
+  EXPECT_EQ(released[1], second);
+  ASSERT_NE(table.find(peer), nullptr);
+  EXPECT_EQ(*table.find(peer), (wire::MacAddress{2, 0, 0, 0, 0, 2}));
+  EXPECT_TRUE(table.learn(peer, {2, 0, 0, 0, 0, 3}).empty());  // a new MAC replaces the old
+  EXPECT_EQ((*table.find(peer))[5], 3);
+}
+
+TEST(NeighborTable, RepeatsRequestsAfterTheIntervalAndDropsTheOldestBeyondTheLimit) {
+  NeighborTable table({.held_per_neighbor = 2, .request_interval_ns = 100});
+  Ipv4Address peer{10, 0, 0, 3};
+  std::vector<std::uint8_t> a{1}, b{2}, c{3};
+  EXPECT_TRUE(table.hold(peer, a, 0).send_request);
+  EXPECT_FALSE(table.hold(peer, b, 50).dropped_oldest);
+  NeighborTable::HoldResult third = table.hold(peer, c, 150);
+  EXPECT_TRUE(third.send_request);
+  EXPECT_TRUE(third.dropped_oldest);
+  auto released = table.learn(peer, {2, 0, 0, 0, 0, 3});
+  ASSERT_EQ(released.size(), 2u);
+  EXPECT_EQ(released[0], b);
+  EXPECT_EQ(released[1], c);
+}
+
+}  // namespace
+}  // namespace uroce::port

@@ -9,6 +9,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libcli11-dev libfmt-dev nlohmann-json3-dev
   libpcap-dev zlib1g-dev libisal-dev iproute2 nftables
+  libibverbs-dev ibverbs-utils perftest
 )
 
 missing=()

@@ -13,6 +13,10 @@
 #include <cstring>
 #include <memory>
 
+#include "wire/ipv4.h"
+#include "wire/ipv6.h"
+#include "wire/udp.h"
+
 namespace uroce::port {
 namespace {
 
@@ -82,6 +86,21 @@ std::optional<Gid> first_ipv4_address(const std::string& interface) {
     return gid_of(entry->ifa_addr);
   }
   return std::nullopt;
+}
+
+int link_mtu_for_address(const Gid& gid) {
+  if (auto interface = interface_with_address(gid)) return interface->mtu;
+  bool loopback = gid_is_ipv4(gid) ? gid[12] == 127 : gid == Gid{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
+  return loopback ? 65536 : 1500;
+}
+
+PathMtu largest_path_mtu(std::size_t link_mtu, bool ipv4) {
+  std::size_t ip = ipv4 ? wire::kIpv4HeaderLength : wire::kIpv6HeaderLength;
+  std::size_t overhead = ip + wire::kUdpHeaderLength + 12 + 28 + 3 + 4;
+  for (PathMtu mtu : {PathMtu::mtu4096, PathMtu::mtu2048, PathMtu::mtu1024, PathMtu::mtu512}) {
+    if (mtu_bytes(mtu) + overhead <= link_mtu) return mtu;
+  }
+  return PathMtu::mtu256;
 }
 
 }  // namespace uroce::port

@@ -27,4 +27,13 @@ std::optional<InterfaceInfo> interface_with_address(const Gid& gid);
 // The interface's first IPv4 address, as a GID.
 std::optional<Gid> first_ipv4_address(const std::string& interface);
 
+// The MTU of the link behind a local address: its interface's, loopback's
+// for 127.0.0.0/8 and ::1 (only 127.0.0.1 is listed on lo), else Ethernet's 1500.
+int link_mtu_for_address(const Gid& gid);
+
+// The largest path MTU whose packets fit a link of this MTU. Besides the
+// payload a packet carries IP, UDP, BTH, at most 28 bytes of extension
+// headers (AtomicETH; RETH + ImmDt), pad and ICRC.
+PathMtu largest_path_mtu(std::size_t link_mtu, bool ipv4);
+
 }  // namespace uroce::port

@@ -153,12 +153,9 @@ PortCounters UdpPort::counters() const {
 }
 
 // DF is set, so a datagram must fit the MTU of the interface that holds the
-// bound address (the kernel refuses more with EMSGSIZE). 127.0.0.0/8 beyond
-// 127.0.0.1 belongs to loopback without being listed on it.
+// bound address (the kernel refuses more with EMSGSIZE).
 std::size_t UdpPort::max_datagram_length() const {
-  if (auto interface = interface_with_address(gid_)) return static_cast<std::size_t>(interface->mtu);
-  bool loopback = ipv4_ ? gid_[12] == 127 : gid_ == Gid{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
-  return loopback ? 65535 : 1500;
+  return std::min<std::size_t>(65535, static_cast<std::size_t>(link_mtu_for_address(gid_)));
 }
 
 bool UdpPort::may_segment(const std::uint8_t* destination) const {

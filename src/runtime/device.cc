@@ -14,6 +14,7 @@
 #include <random>
 
 #include "common/monotonic_clock.h"
+#include "port/interface_info.h"
 #include "port/raw_port.h"
 #include "port/udp_port.h"
 #include "wire/ipv4.h"
@@ -36,17 +37,8 @@ bool is_bare_ack(ByteSpan datagram) {
   return datagram.size() > opcode_at && datagram[opcode_at] == wire::opcode::kRcAcknowledge;
 }
 
-// The largest path MTU whose packets fit the port's link. Besides the
-// payload a packet carries IP, UDP, BTH, at most 28 bytes of extension
-// headers (AtomicETH; RETH + ImmDt), pad and ICRC.
 PathMtu largest_path_mtu(const port::Port& port) {
-  std::size_t ip = gid_is_ipv4(port.gid()) ? wire::kIpv4HeaderLength : wire::kIpv6HeaderLength;
-  std::size_t overhead = ip + wire::kUdpHeaderLength + 12 + 28 + 3 + 4;
-  std::size_t link = port.max_datagram_length();
-  for (PathMtu mtu : {PathMtu::mtu4096, PathMtu::mtu2048, PathMtu::mtu1024, PathMtu::mtu512}) {
-    if (mtu_bytes(mtu) + overhead <= link) return mtu;
-  }
-  return PathMtu::mtu256;
+  return port::largest_path_mtu(port.max_datagram_length(), gid_is_ipv4(port.gid()));
 }
 
 Expected<std::unique_ptr<port::Port>, std::string> open_port(const DeviceConfig& config) {

@@ -53,9 +53,6 @@ class RawPort : public Port {
   PortCounters counters() const override { return counters_; }
   std::size_t max_datagram_length() const override { return static_cast<std::size_t>(mtu_); }
 
-  const wire::MacAddress& mac() const { return mac_; }
-  bool answers_arp() const { return answer_arp_; }
-
  private:
   struct Io;  // system-call scratch space and receive buffers
 

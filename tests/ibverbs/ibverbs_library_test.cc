@@ -23,9 +23,23 @@ using testing::run_shell;
 const std::string kLibraryDir = UROCE_IBVERBS_DIR;
 const std::string kRdmaCore = "/usr/lib/x86_64-linux-gnu/libibverbs.so.1";
 
+// In a sanitizer build the library needs the ASan runtime loaded before
+// anything else, which an uninstrumented program does not do by itself;
+// leaks are the program's business, not the library's.
+std::string sanitizer_environment() {
+#if defined(__SANITIZE_ADDRESS__)
+  RunResult runtime = run_shell("gcc -print-file-name=libasan.so");
+  std::string path = runtime.output.substr(0, runtime.output.find('\n'));
+  return "LD_PRELOAD=" + path + " ASAN_OPTIONS=detect_leaks=0 ";
+#else
+  return "";
+#endif
+}
+
 // Runs a program with uroce's library first on the search path.
 RunResult run_with_uroce(const std::string& environment, const std::string& command) {
-  return run_shell("env LD_LIBRARY_PATH=" + kLibraryDir + " " + environment + " " + command + " 2>&1");
+  return run_shell("env LD_LIBRARY_PATH=" + kLibraryDir + " " + sanitizer_environment() + environment + " " + command +
+                   " 2>&1");
 }
 
 bool installed(const std::string& program) { return run_shell("command -v " + program).exit_code == 0; }

@@ -21,6 +21,7 @@
 #include "port/interface_info.h"
 #include "port/port.h"
 #include "port/raw_port.h"
+#include "tests/support/device_completions.h"
 #include "tests/support/test_network.h"
 #include "tests/support/veth_pair.h"
 #include "uroce/device.h"
@@ -54,18 +55,7 @@ class RawPortTest : public ::testing::Test {
   std::unique_ptr<VethPair> pair_;
 };
 
-std::vector<WorkCompletion> wait_for(Device& device, const Endpoint& end, std::size_t count) {
-  std::vector<WorkCompletion> all;
-  auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (all.size() < count && std::chrono::steady_clock::now() < give_up) {
-    auto more = device.call([&](Engine&) { return drain(end); });
-    all.insert(all.end(), more.begin(), more.end());
-    if (more.empty()) std::this_thread::sleep_for(std::chrono::microseconds(50));
-  }
-  return all;
-}
-
-// WRITE 256 KiB and READ it back between two devices; returns whether both
+// WRITEs 256 KiB and READs it back between two devices, and checks that both
 // completed and the bytes match.
 void write_and_read_back(Device& a, Device& b) {
   Endpoint x, y;  // not a structured binding: the lambdas below capture them

@@ -16,6 +16,7 @@
 #include <thread>
 #include <vector>
 
+#include "tests/support/device_completions.h"
 #include "tests/support/test_network.h"
 #include "uroce/device.h"
 #include "wire/frame.h"
@@ -32,18 +33,6 @@ std::unique_ptr<Device> open_device(const std::string& address, UdpIcrcPolicy ic
   auto device = Device::open(config);
   if (!device) ADD_FAILURE() << device.error();
   return device ? std::move(*device) : nullptr;
-}
-
-// Polls a CQ through the device until `count` completions came or 10 s passed.
-std::vector<WorkCompletion> wait_for(Device& device, const Endpoint& end, std::size_t count) {
-  std::vector<WorkCompletion> all;
-  auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (all.size() < count && std::chrono::steady_clock::now() < give_up) {
-    auto more = device.call([&](Engine&) { return drain(end); });
-    all.insert(all.end(), more.begin(), more.end());
-    if (more.empty()) std::this_thread::sleep_for(std::chrono::microseconds(50));
-  }
-  return all;
 }
 
 TEST(UdpDevice, RcOperationsAcrossTheKernelLoopback) {

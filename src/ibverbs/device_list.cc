@@ -3,7 +3,9 @@
 #include <arpa/inet.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
+#include <memory>
 #include <mutex>
 
 #include "ibverbs/configuration.h"
@@ -40,12 +42,13 @@ bool parse_gid(const std::string& address, Gid& gid) {
   return ::inet_pton(AF_INET6, address.c_str(), gid.data()) == 1;
 }
 
-UroceDevice* make_device(const DeviceSpec& spec, int index) {
-  auto* device = new UroceDevice{};
+std::unique_ptr<UroceDevice> make_device(const DeviceSpec& spec, int index) {
+  auto device = std::make_unique<UroceDevice>();
   device->spec = spec;
   device->index = index;
   if (!parse_gid(spec.address, device->gid)) {
-    delete device;
+    std::fprintf(stderr, "uroce: UROCE_ADDRESS entry '%s' is not an IPv4 or IPv6 address; no device for it\n",
+                 spec.address.c_str());
     return nullptr;
   }
   std::array<std::uint8_t, 8> guid = eui64(device_mac(spec, device->gid));
@@ -74,14 +77,19 @@ std::vector<Gid> gid_table(const UroceDevice& device) {
 }
 
 const std::vector<UroceDevice*>& all_devices() {
-  // Built once and kept for the life of the process: ibv_device pointers
-  // stay valid after ibv_free_device_list, as programs expect.
-  static const std::vector<UroceDevice*> devices = [] {
-    std::vector<UroceDevice*> made;
+  // Built once and kept until the library unloads: ibv_device pointers stay
+  // valid after ibv_free_device_list, as programs expect.
+  static const std::vector<std::unique_ptr<UroceDevice>> owned = [] {
+    std::vector<std::unique_ptr<UroceDevice>> made;
     for (const DeviceSpec& spec : configured_devices()) {
-      if (UroceDevice* device = make_device(spec, static_cast<int>(made.size()))) made.push_back(device);
+      if (auto device = make_device(spec, static_cast<int>(made.size()))) made.push_back(std::move(device));
     }
     return made;
+  }();
+  static const std::vector<UroceDevice*> devices = [] {
+    std::vector<UroceDevice*> pointers;
+    for (const auto& device : owned) pointers.push_back(device.get());
+    return pointers;
   }();
   return devices;
 }

@@ -131,15 +131,18 @@ TEST_F(LoadedLibrary, QueriesAnswerAndUnservedVerbsFailWithEopnotsupp) {
   ibv_context* context = open_device(list[0]);
   ASSERT_NE(context, nullptr);
 
-  // The header's inline ibv_query_port finds the extended operation this way.
-  verbs_context* extended = verbs_get_ctx_op(context, query_port);
+  // The header's inline ibv_query_port finds the extended operation through
+  // verbs_get_ctx (then checks sz covers the op and the op is set).
+  verbs_context* extended = verbs_get_ctx(context);
   ASSERT_NE(extended, nullptr);
+  EXPECT_EQ(extended->sz, sizeof(verbs_context));
+  ASSERT_NE(extended->query_port, nullptr);
   ibv_port_attr port;
   ASSERT_EQ(extended->query_port(context, 1, &port, sizeof port), 0);
   EXPECT_EQ(port.state, IBV_PORT_ACTIVE);
   EXPECT_EQ(port.link_layer, IBV_LINK_LAYER_ETHERNET);
   EXPECT_EQ(extended->query_port(context, 2, &port, sizeof port), EINVAL);
-  ASSERT_NE(verbs_get_ctx_op(context, query_device_ex), nullptr);
+  EXPECT_NE(extended->query_device_ex, nullptr);
 
   ibv_gid gid;
   ASSERT_EQ(query_gid(context, 1, 1, &gid), 0);

@@ -7,8 +7,6 @@
 
 namespace uroce::ibverbs {
 
-void install_query_ops(verbs_context& context);
-
 namespace {
 
 int post_send_unsupported(ibv_qp*, ibv_send_wr* wr, ibv_send_wr** bad_wr) {

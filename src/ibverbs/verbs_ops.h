@@ -9,4 +9,7 @@ namespace uroce::ibverbs {
 
 void install_context_ops(verbs_context& context);
 
+// The query operations (query.cc), which install_context_ops includes.
+void install_query_ops(verbs_context& context);
+
 }  // namespace uroce::ibverbs

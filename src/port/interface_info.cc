@@ -13,6 +13,9 @@
 #include <cstring>
 #include <memory>
 
+#include "wire/bth.h"
+#include "wire/ext_headers.h"
+#include "wire/icrc.h"
 #include "wire/ipv4.h"
 #include "wire/ipv6.h"
 #include "wire/udp.h"
@@ -53,7 +56,6 @@ std::optional<Gid> gid_of(const sockaddr* address) {
 Expected<InterfaceInfo, std::string> find_interface(const std::string& name) {
   if (name.empty() || name.size() >= IFNAMSIZ) return unexpected("not an interface name: '" + name + "'");
   InterfaceInfo info;
-  info.name = name;
   info.index = static_cast<int>(::if_nametoindex(name.c_str()));
   if (info.index == 0) return unexpected("no interface named '" + name + "' in this network namespace");
   int fd = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
@@ -64,7 +66,6 @@ Expected<InterfaceInfo, std::string> find_interface(const std::string& name) {
   if (::ioctl(fd, SIOCGIFHWADDR, &request) == 0) {
     std::memcpy(info.mac.data(), request.ifr_hwaddr.sa_data, 6);
   }
-  if (::ioctl(fd, SIOCGIFFLAGS, &request) == 0) info.is_loopback = (request.ifr_flags & IFF_LOOPBACK) != 0;
   ::close(fd);
   return info;
 }
@@ -96,7 +97,10 @@ int link_mtu_for_address(const Gid& gid) {
 
 PathMtu largest_path_mtu(std::size_t link_mtu, bool ipv4) {
   std::size_t ip = ipv4 ? wire::kIpv4HeaderLength : wire::kIpv6HeaderLength;
-  std::size_t overhead = ip + wire::kUdpHeaderLength + 12 + 28 + 3 + 4;
+  constexpr std::size_t kLargestExtensionHeaders = wire::AtomicEthRepr::kLength;  // RETH + ImmDt is 20
+  constexpr std::size_t kLargestPad = 3;
+  std::size_t overhead =
+      ip + wire::kUdpHeaderLength + wire::kBthLength + kLargestExtensionHeaders + kLargestPad + wire::kIcrcLength;
   for (PathMtu mtu : {PathMtu::mtu4096, PathMtu::mtu2048, PathMtu::mtu1024, PathMtu::mtu512}) {
     if (mtu_bytes(mtu) + overhead <= link_mtu) return mtu;
   }

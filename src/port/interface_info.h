@@ -14,11 +14,9 @@
 namespace uroce::port {
 
 struct InterfaceInfo {
-  std::string name;
   int index = 0;
   wire::MacAddress mac{};
   int mtu = 1500;
-  bool is_loopback = false;
 };
 
 Expected<InterfaceInfo, std::string> find_interface(const std::string& name);

@@ -87,8 +87,6 @@ Expected<std::unique_ptr<RawPort>, std::string> RawPort::open(const std::string&
   if (!info) return unexpected(info.error());
   std::unique_ptr<RawPort> port(new RawPort());
   port->neighbors_ = NeighborTable(options.neighbors);
-  port->udp_port_ = options.udp_port;
-  port->ifindex_ = info->index;
   port->mtu_ = info->mtu;
   port->mac_ = info->mac;
   if (address.empty()) {

@@ -65,10 +65,8 @@ class RawPort : public Port {
 
   Gid gid_{};
   Ipv4Address ip_{};
-  std::uint16_t udp_port_ = 4791;
   int fd_ = -1;
-  int reserve_fd_ = -1;  // UDP udp_port_ on our address, where the kernel holds it
-  int ifindex_ = 0;
+  int reserve_fd_ = -1;  // the UDP port on our address, where the kernel holds it
   int mtu_ = 1500;
   wire::MacAddress mac_{};
   bool answer_arp_ = false;

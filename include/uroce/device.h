@@ -13,6 +13,7 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -98,6 +99,66 @@ class Device {
     return f(engine_);
   }
 
+  // Runs f(engine) under the device lock without waking the progress thread:
+  // for calls that post nothing (polling a CQ, queries), which an
+  // application may make in a tight loop.
+  template <class F>
+  decltype(auto) inspect(F&& f) {
+    std::lock_guard lock(mutex_);
+    return f(engine_);
+  }
+
+  // For an application that posts work (ibv_post_send): runs f(engine)
+  // under the lock and hands what it queued to the port at once, from the
+  // calling thread, instead of waking the progress thread for it.
+  template <class F>
+  decltype(auto) post(F&& f) {
+    std::lock_guard lock(mutex_);
+    struct Flush {  // runs before the lock is released
+      Device* device;
+      ~Flush() { device->transmit_posted_locked(); }
+    } flush{this};
+    return f(engine_);
+  }
+
+  // For an application that busy-polls (ibv_poll_cq in a loop): runs
+  // f(engine), which returns how many completions it took; when it took none,
+  // drives a progress round from the calling thread and asks again, so a
+  // polling application moves its own packets (two busy pollers and two
+  // progress threads on two cores would otherwise wait for each other's
+  // time slices). When the progress thread holds the lock, waits for its
+  // round and takes what it found: a program that polls once per CQ event
+  // must see the completion the event announced. While the application
+  // polls, the progress thread leaves the port to it.
+  template <class F>
+  int poll(F&& f) {
+    std::unique_lock lock(mutex_, std::try_to_lock);
+    if (!lock.owns_lock()) {
+      lock.lock();
+      return f(engine_);
+    }
+    int found = f(engine_);
+    if (found != 0) return found;
+    progress_polled_locked();
+    return f(engine_);
+  }
+
+  // The application stops polling (it is about to block, e.g. in
+  // ibv_get_cq_event): the progress thread watches the port again at once.
+  void application_sleeps() {
+    application_polled_at_.store(0, std::memory_order_relaxed);
+    wake();
+  }
+
+  // Called under the device lock after every verbs call and progress round,
+  // before the completion fd is signalled: a layer with its own completion
+  // channels and event queues (the libibverbs library) takes the engine's CQ
+  // and asynchronous events here. Set it before any object exists.
+  void set_event_listener(std::function<void(Engine&)> listener) {
+    std::lock_guard lock(mutex_);
+    event_listener_ = std::move(listener);
+  }
+
   // Fires due timers, sends what the engine has, receives what arrived. The
   // progress thread calls it; without one the application does, whenever it
   // polls: what one call receives is answered (ACKs, READ responses) by the
@@ -123,10 +184,12 @@ class Device {
 
  private:
   explicit Device(const DeviceConfig& config);
-  bool progress_locked(TimeNs now);
+  bool progress_locked(TimeNs now, bool answer_now);
   void transmit(TimeNs now);
   void keep_unsent(std::size_t taken);
   void signal_completions_locked();
+  void transmit_posted_locked();
+  void progress_polled_locked();
   void run_progress_thread();
   void wake();
 
@@ -140,9 +203,11 @@ class Device {
   std::vector<std::span<const std::uint8_t>> transmit_queue_;
   int wake_fd_ = -1;
   int completion_fd_ = -1;
-  bool completion_signalled_ = false;  // completion_fd_ holds a count not yet read
+  bool completion_signalled_ = false;
+  std::function<void(Engine&)> event_listener_;  // completion_fd_ holds a count not yet read
   std::atomic<bool> stop_{false};
   std::atomic<bool> sleeping_{false};
+  std::atomic<TimeNs> application_polled_at_{0};  // the last poll() round, for the progress thread
   std::thread thread_;
 };
 

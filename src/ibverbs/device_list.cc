@@ -1,6 +1,8 @@
 // Device discovery and opening: ibv_get_device_list and friends, and
 // ibv_open_device / ibv_close_device, which make an extended context.
 #include <arpa/inet.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstdio>
@@ -10,6 +12,7 @@
 
 #include "ibverbs/configuration.h"
 #include "ibverbs/ibverbs_device.h"
+#include "ibverbs/runtime.h"
 #include "ibverbs/symbol_versions.h"
 #include "ibverbs/verbs_ops.h"
 #include "port/interface_info.h"
@@ -141,7 +144,13 @@ ibv_context* UROCE_V11(ibv_open_device)(ibv_device* device) {
   ibv_context& ibv = context->verbs.context;
   ibv.device = device;
   ibv.cmd_fd = -1;
-  ibv.async_fd = -1;
+  ibv.async_fd = ::eventfd(0, EFD_SEMAPHORE | EFD_CLOEXEC);  // counts the queued async events
+  if (ibv.async_fd < 0) {
+    int error = errno;
+    delete context;
+    errno = error;
+    return nullptr;
+  }
   ibv.num_comp_vectors = 1;
   pthread_mutex_init(&ibv.mutex, nullptr);
   ibv.abi_compat = __VERBS_ABI_IS_EXTENDED;
@@ -153,6 +162,8 @@ UROCE_BIND_V11(ibv_open_device);
 
 int UROCE_V11(ibv_close_device)(ibv_context* context) {
   UroceContext* uroce = uroce::ibverbs::context_of(context);
+  uroce::ibverbs::release_runtime(*uroce);
+  ::close(context->async_fd);
   pthread_mutex_destroy(&context->mutex);
   delete uroce;
   return 0;

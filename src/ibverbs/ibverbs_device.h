@@ -9,6 +9,9 @@
 #include <infiniband/verbs.h>
 
 #include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -23,6 +26,8 @@ struct DeviceSpec {
   std::string interface;  // empty: the UDP port; else the raw Ethernet port on it
 };
 
+class DeviceRuntime;
+
 struct UroceDevice {
   ibv_device device;  // first: programs hold &device
   DeviceSpec spec;
@@ -30,6 +35,9 @@ struct UroceDevice {
   std::uint64_t guid = 0;  // node GUID (network byte order, as ibv_get_device_guid returns it)
   int index = 0;
   int link_mtu = 1500;  // the MTU of the link behind the address
+  // The running device, while some context of this process uses it.
+  std::mutex runtime_mutex;
+  std::weak_ptr<DeviceRuntime> runtime;
 };
 
 // Soft-RoCE's GID table for one address: for an IPv4 address, fe80::EUI-64
@@ -40,6 +48,13 @@ std::vector<Gid> gid_table(const UroceDevice& device);
 struct UroceContext {
   verbs_context verbs;  // first: programs hold &verbs.context
   UroceDevice* device;
+  // Opened by the first verbs call that needs the device (runtime.h).
+  std::mutex runtime_mutex;
+  std::shared_ptr<DeviceRuntime> runtime;
+  // Asynchronous events for this context; verbs.context.async_fd is a
+  // semaphore eventfd counting them (ibv_get_async_event reads it).
+  std::mutex async_mutex;
+  std::deque<ibv_async_event> async_events;
 };
 
 inline UroceContext* context_of(ibv_context* context) {
@@ -48,6 +63,12 @@ inline UroceContext* context_of(ibv_context* context) {
                                                  offsetof(verbs_context, context));
   return reinterpret_cast<UroceContext*>(verbs);
 }
+
+// The port LID: uroce's extension for programs that address peers by LID
+// alone (no GRH), as ibv_*_pingpong do by default: the low 16 bits of the
+// address, and a LID names the address in the device's own /16 (or /112).
+std::uint16_t port_lid(const Gid& gid);
+Gid gid_for_lid(const Gid& own, std::uint16_t lid);
 
 // All configured devices, built once on first use.
 const std::vector<UroceDevice*>& all_devices();

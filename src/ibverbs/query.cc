@@ -66,6 +66,7 @@ void fill_port_attr(const UroceDevice& device, ibv_port_attr& attr) {
   attr.active_speed = 1;  // SDR: a software device has no signalling rate
   attr.phys_state = 5;    // LinkUp
   attr.link_layer = IBV_LINK_LAYER_ETHERNET;
+  attr.lid = port_lid(device.gid);  // uroce's LID extension (ibverbs_device.h)
 }
 
 int query_port_extended(ibv_context* context, std::uint8_t port_num, ibv_port_attr* attr, std::size_t length) {

@@ -1,6 +1,7 @@
 // The operations a context carries: the classic ibv_context_ops that the
 // header's inline verbs call (ibv_post_send, ibv_poll_cq ...) and the
-// extended ones of verbs_context (query_port, query_device_ex ...).
+// extended ones of verbs_context (query_port, query_device_ex, create_qp_ex),
+// and the ibv_wr_* table of each extended QP.
 #pragma once
 
 #include <infiniband/verbs.h>
@@ -9,7 +10,14 @@ namespace uroce::ibverbs {
 
 void install_context_ops(verbs_context& context);
 
-// The query operations (query.cc), which install_context_ops includes.
-void install_query_ops(verbs_context& context);
+// The parts install_context_ops puts together, each from its own file.
+void install_query_ops(verbs_context& context);       // query.cc
+void install_posting_ops(ibv_context_ops& ops);       // posting.cc
+void install_qp_create_ops(verbs_context& context);   // queue_pairs.cc
+int poll_cq(ibv_cq* cq, int entries, ibv_wc* wc);     // completion_queues.cc
+int req_notify_cq(ibv_cq* cq, int solicited_only);    // completion_queues.cc
+
+// An extended QP's ibv_wr_* operations (qp_ex_ops.cc).
+void install_qp_ex_ops(ibv_qp_ex& qpx);
 
 }  // namespace uroce::ibverbs

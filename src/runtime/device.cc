@@ -27,6 +27,10 @@ namespace {
 
 constexpr std::size_t kTransmitBatch = 64;
 constexpr TimeNs kBackPressureRetryNs = 20'000;
+// While the application polled the port this recently, the progress thread
+// does not watch the port (it would only take turns with the poller for the
+// same packets), just the timers and verbs calls.
+constexpr TimeNs kApplicationPollingWindowNs = 1'000'000;
 
 // An RC ACKNOWLEDGE (ACK or NAK) with no payload, as the engine builds it:
 // plain IPv4 or IPv6 header, UDP, then the BTH's opcode.
@@ -101,10 +105,24 @@ void Device::wake() {
 }
 
 void Device::signal_completions_locked() {
+  if (event_listener_) event_listener_(engine_);
   if (completion_signalled_ || completion_fd_ < 0 || !engine_.cq_event_pending()) return;
   std::uint64_t one = 1;
   [[maybe_unused]] ssize_t written = ::write(completion_fd_, &one, sizeof one);
   completion_signalled_ = true;
+}
+
+void Device::transmit_posted_locked() {
+  transmit(monotonic_now());
+  if (!transmit_queue_.empty()) wake();  // back-pressure: the progress thread retries
+  signal_completions_locked();
+}
+
+void Device::progress_polled_locked() {
+  TimeNs now = monotonic_now();
+  application_polled_at_.store(now, std::memory_order_relaxed);
+  progress_locked(now, /*answer_now=*/true);
+  if (!transmit_queue_.empty()) wake();
 }
 
 std::optional<std::uint32_t> Device::get_cq_event() {
@@ -132,22 +150,26 @@ PathMtu Device::max_path_mtu() { return largest_path_mtu(*port_); }
 
 void Device::progress() {
   std::lock_guard lock(mutex_);
-  progress_locked(monotonic_now());
+  progress_locked(monotonic_now(), /*answer_now=*/false);
 }
 
 // One round: due timers, then what the engine has to send, then what has
-// arrived. What a round receives is answered (ACKs, READ responses) at the
-// start of the next one, so when the application polls inline, its own reply
-// to what arrived (a ping-pong's pong) leaves in the same batch as the ACK:
-// one system call instead of two. Returns whether anything arrived, i.e.
-// whether answers are waiting for the next round.
-bool Device::progress_locked(TimeNs now) {
+// arrived. Returns whether anything arrived, i.e. whether answers (ACKs, READ
+// responses) are waiting. With answer_now they leave in this round, before
+// the completions are signalled: an application that takes its last
+// completion and closes at once must not take the ACK for it along. Without
+// (the application drives progress() itself and polls inline), they leave at
+// the start of the next round, so that a reply the application posts in
+// between (a ping-pong's pong) leaves in the same batch: one system call
+// instead of two.
+bool Device::progress_locked(TimeNs now, bool answer_now) {
   if (engine_.next_deadline() <= now) engine_.on_timer(now);
   transmit(now);
   std::span<const port::ReceivedDatagram> received = port_->receive();
   for (const port::ReceivedDatagram& datagram : received) {
     engine_.on_datagram(datagram.bytes, now, datagram.icrc_checkable);
   }
+  if (answer_now && !received.empty()) transmit(now);
   signal_completions_locked();
   return !received.empty();
 }
@@ -209,16 +231,22 @@ void Device::run_progress_thread() {
     TimeNs deadline;
     {
       std::lock_guard lock(mutex_);
-      if (progress_locked(monotonic_now())) {
+      if (progress_locked(monotonic_now(), /*answer_now=*/true)) {
         sleeping_.store(false, std::memory_order_relaxed);
         continue;  // answers to what just arrived are waiting
       }
       deadline = !transmit_queue_.empty() ? monotonic_now() + kBackPressureRetryNs : engine_.next_deadline();
     }
-    // Sleep until a datagram arrives, a verbs call posts work, or a timer is due.
-    std::array<pollfd, 2> fds{pollfd{port_->receive_fd(), POLLIN, 0}, pollfd{wake_fd_, POLLIN, 0}};
-    TimeNs wait = deadline == kNever ? 100'000'000 : std::max<TimeNs>(0, deadline - monotonic_now());
+    // Sleep until a datagram arrives, a verbs call posts work, or a timer is
+    // due; while the application polls, the port is its business.
+    TimeNs now = monotonic_now();
+    bool application_polling =
+        now - application_polled_at_.load(std::memory_order_relaxed) < kApplicationPollingWindowNs;
+    std::array<pollfd, 2> fds{pollfd{application_polling ? -1 : port_->receive_fd(), POLLIN, 0},
+                              pollfd{wake_fd_, POLLIN, 0}};
+    TimeNs wait = deadline == kNever ? 100'000'000 : std::max<TimeNs>(0, deadline - now);
     wait = std::min<TimeNs>(wait, 100'000'000);  // stop_ is checked at least this often
+    if (application_polling) wait = std::min(wait, kApplicationPollingWindowNs);
     timespec timeout{static_cast<time_t>(wait / 1'000'000'000), static_cast<long>(wait % 1'000'000'000)};
     ::ppoll(fds.data(), fds.size(), &timeout, nullptr);
     sleeping_.store(false, std::memory_order_relaxed);

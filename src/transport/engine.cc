@@ -575,6 +575,8 @@ std::optional<std::uint32_t> Engine::poll_cq_event() {
 
 bool Engine::cq_event_pending() const { return !state_->cq_events.empty(); }
 
+bool Engine::async_event_pending() const { return !state_->events.empty(); }
+
 std::optional<AsyncEvent> Engine::poll_async_event() {
   if (state_->events.empty()) return std::nullopt;
   AsyncEvent event = state_->events.front();

@@ -1,0 +1,79 @@
+// The verbs objects of uroce's libibverbs: each rdma-core structure a program
+// holds is the first member of a uroce one, which adds the engine's handle
+// for it and the runtime that serves it. The casts below go from what the
+// program passes back to the uroce object.
+#pragma once
+
+#include <infiniband/verbs.h>
+
+#include <cstdint>
+#include <deque>
+#include <mutex>
+#include <vector>
+
+#include "ibverbs/wr_builder.h"
+
+namespace uroce::ibverbs {
+
+class DeviceRuntime;
+
+struct UrocePd {
+  ibv_pd pd;
+  std::uint32_t handle = 0;
+  DeviceRuntime* runtime = nullptr;
+};
+
+struct UroceMr {
+  ibv_mr mr;
+  DeviceRuntime* runtime = nullptr;
+};
+
+// A completion channel: the CQs whose notification fired, oldest first;
+// channel.fd is a semaphore eventfd counting them.
+struct UroceCompChannel {
+  ibv_comp_channel channel;
+  std::mutex mutex;
+  std::deque<ibv_cq*> events;
+};
+
+struct UroceCq {
+  ibv_cq cq;
+  std::uint32_t handle = 0;
+  DeviceRuntime* runtime = nullptr;
+};
+
+struct UroceSrq {
+  ibv_srq srq;
+  std::uint32_t handle = 0;
+  DeviceRuntime* runtime = nullptr;
+  ibv_srq_attr attr{};  // as created, with the limit last set
+};
+
+struct UroceAh {
+  ibv_ah ah;
+  std::uint32_t handle = 0;
+  DeviceRuntime* runtime = nullptr;
+};
+
+struct UroceQp {
+  ibv_qp_ex qpx;  // qpx.qp_base is the ibv_qp; every QP is extended
+  DeviceRuntime* runtime = nullptr;
+  ibv_qp_init_attr init{};  // as granted, for ibv_query_qp
+  WrBuilder builder;        // the ibv_wr_* requests between wr_start and wr_complete
+};
+
+template <class Uroce, class Ibv>
+Uroce* uroce_of(Ibv* object) {
+  return reinterpret_cast<Uroce*>(object);
+}
+
+inline UrocePd& pd_of(ibv_pd* pd) { return *uroce_of<UrocePd>(pd); }
+inline UroceMr& mr_of(ibv_mr* mr) { return *uroce_of<UroceMr>(mr); }
+inline UroceCompChannel& channel_of(ibv_comp_channel* channel) { return *uroce_of<UroceCompChannel>(channel); }
+inline UroceCq& cq_of(ibv_cq* cq) { return *uroce_of<UroceCq>(cq); }
+inline UroceSrq& srq_of(ibv_srq* srq) { return *uroce_of<UroceSrq>(srq); }
+inline UroceAh& ah_of(ibv_ah* ah) { return *uroce_of<UroceAh>(ah); }
+inline UroceQp& qp_of(ibv_qp* qp) { return *uroce_of<UroceQp>(qp); }
+inline UroceQp& qp_of(ibv_qp_ex* qpx) { return *uroce_of<UroceQp>(qpx); }
+
+}  // namespace uroce::ibverbs

@@ -1,0 +1,104 @@
+// Protection domains and memory regions. A region is plain process memory:
+// registering pins nothing, and fork needs no special care.
+#include <infiniband/verbs.h>
+
+#include <new>
+
+#include "ibverbs/objects.h"
+#include "ibverbs/symbol_versions.h"
+#include "ibverbs/verbs_support.h"
+
+#undef ibv_reg_mr
+#undef ibv_reg_mr_iova
+
+namespace uroce::ibverbs {
+namespace {
+
+// The access flags the engine enforces; IBV_ACCESS_OPTIONAL_RANGE flags are
+// hints a device may ignore (rdma-core's rule), and so are the MW-bind and
+// relaxed-ordering ones: uroce has no memory windows or PCIe ordering.
+constexpr unsigned kEnforcedAccess =
+    IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
+constexpr unsigned kIgnoredAccess = IBV_ACCESS_MW_BIND | IBV_ACCESS_RELAXED_ORDERING | IBV_ACCESS_OPTIONAL_RANGE;
+
+ibv_mr* register_region(ibv_pd* pd, void* addr, std::size_t length, std::uint64_t iova, unsigned access) {
+  if (pd == nullptr || (addr == nullptr && length != 0)) return fail_with<ibv_mr>(EINVAL);
+  if ((access & ~(kEnforcedAccess | kIgnoredAccess)) != 0) return fail_with<ibv_mr>(EOPNOTSUPP);  // ODP, zero-based ...
+  // Remote addresses are the process's own: an I/O virtual address other
+  // than the buffer's would need a translation uroce does not keep.
+  if (iova != reinterpret_cast<std::uintptr_t>(addr)) return fail_with<ibv_mr>(EOPNOTSUPP);
+  UrocePd& owner = pd_of(pd);
+  auto* region = new (std::nothrow) UroceMr{};
+  if (region == nullptr) return fail_with<ibv_mr>(ENOMEM);
+  auto keys = owner.runtime->device().call(
+      [&](Engine& engine) { return engine.reg_mr(owner.handle, addr, length, access & kEnforcedAccess); });
+  if (!keys) {
+    delete region;
+    return fail_with<ibv_mr>(errno_of(keys.error()));
+  }
+  region->runtime = owner.runtime;
+  region->mr = ibv_mr{pd->context, pd, addr, length, keys->lkey, keys->lkey, keys->rkey};
+  return &region->mr;
+}
+
+}  // namespace
+}  // namespace uroce::ibverbs
+
+using namespace uroce::ibverbs;
+
+extern "C" {
+
+ibv_pd* UROCE_V11(ibv_alloc_pd)(ibv_context* context) {
+  DeviceRuntime* runtime = runtime_for(context);
+  if (runtime == nullptr) return nullptr;
+  auto* pd = new (std::nothrow) UrocePd{};
+  if (pd == nullptr) return fail_with<ibv_pd>(ENOMEM);
+  auto handle = runtime->device().call([](uroce::Engine& engine) { return engine.alloc_pd(); });
+  if (!handle) {
+    delete pd;
+    return fail_with<ibv_pd>(errno_of(handle.error()));
+  }
+  pd->pd.context = context;
+  pd->pd.handle = *handle;
+  pd->handle = *handle;
+  pd->runtime = runtime;
+  return &pd->pd;
+}
+UROCE_BIND_V11(ibv_alloc_pd);
+
+int UROCE_V11(ibv_dealloc_pd)(ibv_pd* pd) {
+  UrocePd& owned = pd_of(pd);
+  std::errc result = owned.runtime->device().call([&](uroce::Engine& engine) { return engine.dealloc_pd(owned.handle); });
+  if (result != std::errc{}) return errno_of(result);
+  delete &owned;
+  return 0;
+}
+UROCE_BIND_V11(ibv_dealloc_pd);
+
+ibv_mr* UROCE_V11(ibv_reg_mr)(ibv_pd* pd, void* addr, size_t length, int access) {
+  return register_region(pd, addr, length, reinterpret_cast<std::uintptr_t>(addr), static_cast<unsigned>(access));
+}
+UROCE_BIND_V11(ibv_reg_mr);
+
+ibv_mr* ibv_reg_mr_iova(ibv_pd* pd, void* addr, size_t length, uint64_t iova, int access) {
+  return register_region(pd, addr, length, iova, static_cast<unsigned>(access));
+}
+
+ibv_mr* ibv_reg_mr_iova2(ibv_pd* pd, void* addr, size_t length, uint64_t iova, unsigned int access) {
+  return register_region(pd, addr, length, iova, access);
+}
+
+ibv_mr* ibv_reg_dmabuf_mr(ibv_pd*, uint64_t, size_t, uint64_t, int, int) { return fail_with<ibv_mr>(EOPNOTSUPP); }
+
+int ibv_rereg_mr(ibv_mr*, int, ibv_pd*, void*, size_t, int) { return EOPNOTSUPP; }
+
+int UROCE_V11(ibv_dereg_mr)(ibv_mr* mr) {
+  UroceMr& region = mr_of(mr);
+  std::errc result = region.runtime->device().call([&](uroce::Engine& engine) { return engine.dereg_mr(mr->lkey); });
+  if (result != std::errc{}) return errno_of(result);
+  delete &region;
+  return 0;
+}
+UROCE_BIND_V11(ibv_dereg_mr);
+
+}  // extern "C"

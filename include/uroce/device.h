@@ -128,8 +128,7 @@ class Device {
   // progress threads on two cores would otherwise wait for each other's
   // time slices). When the progress thread holds the lock, waits for its
   // round and takes what it found: a program that polls once per CQ event
-  // must see the completion the event announced. While the application
-  // polls, the progress thread leaves the port to it.
+  // must see the completion the event announced.
   template <class F>
   int poll(F&& f) {
     std::unique_lock lock(mutex_, std::try_to_lock);
@@ -141,13 +140,6 @@ class Device {
     if (found != 0) return found;
     progress_polled_locked();
     return f(engine_);
-  }
-
-  // The application stops polling (it is about to block, e.g. in
-  // ibv_get_cq_event): the progress thread watches the port again at once.
-  void application_sleeps() {
-    application_polled_at_.store(0, std::memory_order_relaxed);
-    wake();
   }
 
   // Called under the device lock after every verbs call and progress round,
@@ -207,7 +199,6 @@ class Device {
   std::function<void(Engine&)> event_listener_;  // completion_fd_ holds a count not yet read
   std::atomic<bool> stop_{false};
   std::atomic<bool> sleeping_{false};
-  std::atomic<TimeNs> application_polled_at_{0};  // the last poll() round, for the progress thread
   std::thread thread_;
 };
 

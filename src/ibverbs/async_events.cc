@@ -6,7 +6,6 @@
 #include <unistd.h>
 
 #include "ibverbs/ibverbs_device.h"
-#include "ibverbs/runtime.h"
 #include "ibverbs/symbol_versions.h"
 
 using uroce::ibverbs::UroceContext;
@@ -15,7 +14,6 @@ extern "C" {
 
 int UROCE_V11(ibv_get_async_event)(ibv_context* context, ibv_async_event* event) {
   UroceContext& uroce = *uroce::ibverbs::context_of(context);
-  if (auto* runtime = uroce::ibverbs::opened_runtime(uroce)) runtime->device().application_sleeps();
   while (true) {
     std::uint64_t one;
     if (::read(context->async_fd, &one, sizeof one) != sizeof one) return -1;  // errno: EAGAIN when non-blocking

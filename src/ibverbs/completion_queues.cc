@@ -151,9 +151,6 @@ UROCE_BIND_V11(ibv_destroy_cq);
 
 int UROCE_V11(ibv_get_cq_event)(ibv_comp_channel* ibv, ibv_cq** cq, void** cq_context) {
   UroceCompChannel& channel = channel_of(ibv);
-  // The program is about to sleep rather than poll: the progress thread
-  // must move its packets now.
-  if (DeviceRuntime* runtime = opened_runtime(*context_of(ibv->context))) runtime->device().application_sleeps();
   while (true) {
     std::uint64_t one;
     if (::read(ibv->fd, &one, sizeof one) != sizeof one) return -1;  // errno: EAGAIN on a non-blocking fd

@@ -131,11 +131,6 @@ DeviceRuntime* runtime_of(UroceContext& context) {
   return context.runtime.get();
 }
 
-DeviceRuntime* opened_runtime(UroceContext& context) {
-  std::lock_guard lock(context.runtime_mutex);
-  return context.runtime.get();
-}
-
 void release_runtime(UroceContext& context) {
   std::lock_guard context_lock(context.runtime_mutex);
   if (!context.runtime) return;

@@ -52,9 +52,6 @@ class DeviceRuntime {
 // reason on stderr) when the device cannot be opened.
 DeviceRuntime* runtime_of(UroceContext& context);
 
-// The context's runtime if it is open, without opening it.
-DeviceRuntime* opened_runtime(UroceContext& context);
-
 // Detaches a closing context from its runtime.
 void release_runtime(UroceContext& context);
 

@@ -27,10 +27,7 @@ namespace {
 
 constexpr std::size_t kTransmitBatch = 64;
 constexpr TimeNs kBackPressureRetryNs = 20'000;
-// While the application polled the port this recently, the progress thread
-// does not watch the port (it would only take turns with the poller for the
-// same packets), just the timers and verbs calls.
-constexpr TimeNs kApplicationPollingWindowNs = 1'000'000;
+
 
 // An RC ACKNOWLEDGE (ACK or NAK) with no payload, as the engine builds it:
 // plain IPv4 or IPv6 header, UDP, then the BTH's opcode.
@@ -119,9 +116,7 @@ void Device::transmit_posted_locked() {
 }
 
 void Device::progress_polled_locked() {
-  TimeNs now = monotonic_now();
-  application_polled_at_.store(now, std::memory_order_relaxed);
-  progress_locked(now, /*answer_now=*/true);
+  progress_locked(monotonic_now(), /*answer_now=*/true);
   if (!transmit_queue_.empty()) wake();
 }
 
@@ -238,15 +233,12 @@ void Device::run_progress_thread() {
       deadline = !transmit_queue_.empty() ? monotonic_now() + kBackPressureRetryNs : engine_.next_deadline();
     }
     // Sleep until a datagram arrives, a verbs call posts work, or a timer is
-    // due; while the application polls, the port is its business.
-    TimeNs now = monotonic_now();
-    bool application_polling =
-        now - application_polled_at_.load(std::memory_order_relaxed) < kApplicationPollingWindowNs;
-    std::array<pollfd, 2> fds{pollfd{application_polling ? -1 : port_->receive_fd(), POLLIN, 0},
-                              pollfd{wake_fd_, POLLIN, 0}};
-    TimeNs wait = deadline == kNever ? 100'000'000 : std::max<TimeNs>(0, deadline - now);
+    // due. (A polling application may take the datagram first; the round
+    // then finds nothing, which costs less than leaving the port unwatched
+    // while the application spins on memory, as ib_write_lat does.)
+    std::array<pollfd, 2> fds{pollfd{port_->receive_fd(), POLLIN, 0}, pollfd{wake_fd_, POLLIN, 0}};
+    TimeNs wait = deadline == kNever ? 100'000'000 : std::max<TimeNs>(0, deadline - monotonic_now());
     wait = std::min<TimeNs>(wait, 100'000'000);  // stop_ is checked at least this often
-    if (application_polling) wait = std::min(wait, kApplicationPollingWindowNs);
     timespec timeout{static_cast<time_t>(wait / 1'000'000'000), static_cast<long>(wait % 1'000'000'000)};
     ::ppoll(fds.data(), fds.size(), &timeout, nullptr);
     sleeping_.store(false, std::memory_order_relaxed);

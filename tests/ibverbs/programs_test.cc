@@ -1,0 +1,219 @@
+// Unmodified RDMA programs on uroce's libibverbs: rdma-core's ibv_*_pingpong
+// and perftest's ib_* run as a server and a client process, each with its
+// own uroce device, over loopback addresses and between two network
+// namespaces (UDP port and raw Ethernet port). Each must exit 0 on both sides
+// and print its result; the pingpongs also run with -c, which checks every
+// received byte. Sweeps (-a) cover 2 B to 8 MiB.
+#include <gtest/gtest.h>
+
+#include <ostream>
+#include <regex>
+#include <sstream>
+#include <string>
+
+#include "tests/support/run_command.h"
+#include "tests/support/veth_pair.h"
+
+namespace uroce {
+namespace {
+
+using testing::run_shell;
+
+const std::string kLibraryDir = UROCE_IBVERBS_DIR;
+
+// Sanitizer builds preload the ASan runtime (the programs are not built
+// with it) and shorten the sweeps: the library is many times slower there.
+std::string sanitizer_environment() {
+#if defined(__SANITIZE_ADDRESS__)
+  std::string path = run_shell("gcc -print-file-name=libasan.so").output;
+  return "LD_PRELOAD=" + path.substr(0, path.find('\n')) + " ASAN_OPTIONS=detect_leaks=0 ";
+#else
+  return "";
+#endif
+}
+
+// The sweeps run 200 iterations per size (perftest's default is 1000 to
+// 5000): the suite's time goes to the 8 MiB end, and the two busy-polling
+// processes of each pair share two cores with another test's pair.
+std::string sweep_options() {
+#if defined(__SANITIZE_ADDRESS__)
+  return "-a -n 5";
+#else
+  return "-a -n 200";
+#endif
+}
+
+bool installed(const std::string& program) { return run_shell("command -v " + program).exit_code == 0; }
+
+// Where one side runs: a namespace (or none) and its uroce device.
+struct Side {
+  std::string ns;         // empty: this namespace
+  std::string address;    // UROCE_ADDRESS
+  std::string interface;  // UROCE_INTERFACE: the raw Ethernet port
+};
+
+struct PairResult {
+  int server_exit = -1;
+  int client_exit = -1;
+  std::string server_output;
+  std::string client_output;
+};
+
+std::string command_on(const Side& side, const std::string& command) {
+  std::string prefix = side.ns.empty() ? "" : "ip netns exec " + side.ns + " ";
+  std::string environment = "LD_LIBRARY_PATH=" + kLibraryDir + " " + sanitizer_environment() +
+                            "UROCE_ADDRESS=" + side.address;
+  if (!side.interface.empty()) environment += " UROCE_INTERFACE=" + side.interface;
+  return prefix + "env " + environment + " timeout 600 " + command;
+}
+
+// Starts the server, waits until it listens on tcp_port, runs the client
+// against server_host, and collects both exit statuses and outputs.
+PairResult run_pair(const std::string& program, const std::string& options, const Side& server, const Side& client,
+                    const std::string& server_host, int tcp_port) {
+  std::string port = std::to_string(tcp_port);
+  std::string listening = (server.ns.empty() ? "" : "ip netns exec " + server.ns + " ") + "ss -ltn";
+  std::string script = "dir=$(mktemp -d); " + command_on(server, program + " -p " + port + " " + options) +
+                       " > $dir/server 2>&1 & pid=$!; "
+                       "for i in $(seq 300); do " + listening + " | grep -q ':" + port + " ' && break; sleep 0.1; done; " +
+                       command_on(client, program + " -p " + port + " " + options + " " + server_host) +
+                       " > $dir/client 2>&1; client=$?; wait $pid; server=$?; "
+                       "echo \"$server $client\"; cat $dir/server; echo '@@client@@'; cat $dir/client; rm -rf $dir";
+  testing::RunResult run = run_shell("bash -c '" + std::regex_replace(script, std::regex("'"), "'\\''") + "'");
+  PairResult result;
+  std::istringstream(run.output) >> result.server_exit >> result.client_exit;
+  std::size_t first_line = run.output.find('\n');
+  std::size_t split = run.output.find("@@client@@\n");
+  if (first_line != std::string::npos && split != std::string::npos) {
+    result.server_output = run.output.substr(first_line + 1, split - first_line - 1);
+    result.client_output = run.output.substr(split + 11);
+  }
+  return result;
+}
+
+// perftest's result rows: the message size first, then numbers only.
+int result_rows(const std::string& output) {
+  static const std::regex row(R"(^\s*\d+\s+\d+\s+[\d.]+\s+[\d.]+.*$)");
+  int rows = 0;
+  std::istringstream lines(output);
+  for (std::string line; std::getline(lines, line);) {
+    if (std::regex_match(line, row)) ++rows;
+  }
+  return rows;
+}
+
+constexpr int kSweepSizes = 23;  // 2 B, 4 B ... 8 MiB
+
+void expect_both_succeed(const PairResult& result) {
+  EXPECT_EQ(result.server_exit, 0) << "server:\n" << result.server_output << "\nclient:\n" << result.client_output;
+  EXPECT_EQ(result.client_exit, 0) << "server:\n" << result.server_output << "\nclient:\n" << result.client_output;
+}
+
+void expect_pingpong(const PairResult& result) {
+  expect_both_succeed(result);
+  EXPECT_NE(result.client_output.find("1000 iters in"), std::string::npos) << result.client_output;
+  EXPECT_NE(result.server_output.find("1000 iters in"), std::string::npos) << result.server_output;
+}
+
+void expect_perftest(const PairResult& result, int rows) {
+  expect_both_succeed(result);
+  EXPECT_EQ(result_rows(result.client_output), rows) << result.client_output;
+}
+
+// Each test gets its own addresses and TCP port: ctest runs them in parallel.
+Side loopback(int test, int side) { return {"", "127.0.8." + std::to_string(test * 2 + side + 1), ""}; }
+int tcp_port(int test) { return 19200 + test; }
+
+struct ProgramCase {
+  std::string program;
+  std::string options;
+  int rows;     // perftest result rows; 0 for a pingpong
+  int id = 0;   // distinct addresses and TCP port per case
+};
+
+void PrintTo(const ProgramCase& run, std::ostream* out) { *out << run.program << " " << run.options; }
+
+class LoopbackPrograms : public ::testing::TestWithParam<ProgramCase> {};
+
+TEST_P(LoopbackPrograms, RunUnchangedBetweenTwoProcesses) {
+  const ProgramCase& run = GetParam();
+  if (!installed(run.program)) GTEST_SKIP() << run.program << " is not installed";
+  PairResult result = run_pair(run.program, run.options, loopback(run.id, 0), loopback(run.id, 1), "127.0.0.1",
+                               tcp_port(run.id));
+  if (run.rows == 0) {
+    expect_pingpong(result);
+  } else {
+    expect_perftest(result, run.rows);
+  }
+}
+
+std::vector<ProgramCase> loopback_cases() {
+  std::vector<ProgramCase> cases;
+  for (const char* pingpong : {"ibv_rc_pingpong", "ibv_uc_pingpong", "ibv_ud_pingpong", "ibv_srq_pingpong"}) {
+    cases.push_back({pingpong, "", 0});
+    cases.push_back({pingpong, "-c", 0});  // every received byte checked
+  }
+  cases.push_back({"ibv_rc_pingpong", "-e -c", 0});  // completion channel
+  for (const char* perftest : {"ib_write_bw", "ib_write_lat", "ib_read_bw", "ib_read_lat", "ib_send_bw",
+                               "ib_send_lat", "ib_atomic_bw", "ib_atomic_lat"}) {
+    cases.push_back({perftest, "", 1});
+  }
+  for (const char* perftest : {"ib_write_bw", "ib_write_lat", "ib_read_bw", "ib_read_lat", "ib_send_bw",
+                               "ib_send_lat"}) {
+    cases.push_back({perftest, sweep_options(), kSweepSizes});
+  }
+  cases.push_back({"ib_send_bw", "--use_old_post_send", 1});  // ibv_post_send instead of ibv_wr_*
+  cases.push_back({"ib_write_bw", "-q 4 --report_gbits", 1});
+  for (std::size_t i = 0; i < cases.size(); ++i) cases[i].id = static_cast<int>(i);
+  return cases;
+}
+
+std::string case_name(const ::testing::TestParamInfo<ProgramCase>& info) {
+  std::string name = info.param.program + "_" + info.param.options;
+  for (char& c : name) {
+    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+  }
+  return name;
+}
+
+INSTANTIATE_TEST_SUITE_P(Programs, LoopbackPrograms, ::testing::ValuesIn(loopback_cases()), case_name);
+
+// Between namespaces, every program with its defaults over the UDP port, and
+// a set over the raw Ethernet port (whole frames through AF_PACKET, every
+// ICRC checked on arrival).
+class NamespacePrograms : public ::testing::TestWithParam<bool> {};
+
+TEST_P(NamespacePrograms, RunUnchangedAcrossAVethPair) {
+  if (auto why = testing::VethPair::unavailable()) GTEST_SKIP() << *why;
+  bool raw = GetParam();
+  testing::VethPair veth(raw ? "10.79.21" : "10.79.20");
+  ASSERT_EQ(veth.error(), "");
+  Side server{veth.server().ns, veth.server().address, raw ? veth.server().interface : ""};
+  Side client{veth.client().ns, veth.client().address, raw ? veth.client().interface : ""};
+  std::vector<ProgramCase> cases;
+  for (const char* pingpong : {"ibv_rc_pingpong", "ibv_uc_pingpong", "ibv_ud_pingpong", "ibv_srq_pingpong"}) {
+    cases.push_back({pingpong, "-c", 0});
+  }
+  for (const char* perftest : {"ib_write_bw", "ib_write_lat", "ib_read_bw", "ib_read_lat", "ib_send_bw",
+                               "ib_send_lat", "ib_atomic_bw", "ib_atomic_lat"}) {
+    cases.push_back({perftest, "", 1});
+  }
+  int port = raw ? 19400 : 19300;
+  for (const ProgramCase& run : cases) {
+    if (!installed(run.program)) continue;
+    SCOPED_TRACE(run.program + " " + run.options);
+    PairResult result = run_pair(run.program, run.options, server, client, server.address, port++);
+    if (run.rows == 0) {
+      expect_pingpong(result);
+    } else {
+      expect_perftest(result, run.rows);
+    }
+  }
+}
+
+std::string port_name(const ::testing::TestParamInfo<bool>& raw) { return raw.param ? "RawEthernet" : "Udp"; }
+
+INSTANTIATE_TEST_SUITE_P(Ports, NamespacePrograms, ::testing::Values(false, true), port_name);
+
+}  // namespace
+}  // namespace uroce

@@ -4,6 +4,7 @@
 
 #include "tools/uroce/decode_command.h"
 #include "tools/uroce/perf_command.h"
+#include "tools/uroce/run_command.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"uroce: software RoCEv2 (soft RNIC, wire tools, fabric simulator)"};
@@ -12,6 +13,7 @@ int main(int argc, char** argv) {
   int exit_status = 0;
   uroce::tools::add_decode_command(app, exit_status);
   uroce::tools::add_perf_command(app, exit_status);
+  uroce::tools::add_run_command(app, exit_status);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& error) {

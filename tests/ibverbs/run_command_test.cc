@@ -1,0 +1,57 @@
+// `uroce run`: an unmodified program started through it finds uroce's
+// library and the device address it was given; a pair of pingpong processes
+// started through it talk; a missing program or library is a clear error.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "tests/support/run_command.h"
+
+namespace uroce {
+namespace {
+
+using testing::run_shell;
+using testing::run_uroce;
+
+bool installed(const std::string& program) { return run_shell("command -v " + program).exit_code == 0; }
+
+#if defined(__SANITIZE_ADDRESS__)
+// The programs are not built with ASan; the library is.
+const std::string kPreload = "env LD_PRELOAD=$(gcc -print-file-name=libasan.so) ASAN_OPTIONS=detect_leaks=0 ";
+#else
+const std::string kPreload;
+#endif
+
+TEST(UroceRun, StartsAProgramOnUrocesLibraryWithTheGivenAddress) {
+  if (!installed("ibv_devinfo")) GTEST_SKIP() << "ibv_devinfo is not installed";
+  auto run = run_shell(kPreload + testing::uroce_binary() + " run --address 127.0.8.201 -- ibv_devinfo -v 2>&1");
+  EXPECT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_NE(run.output.find("hca_id:\turoce0"), std::string::npos) << run.output;
+  EXPECT_NE(run.output.find("::ffff:127.0.8.201"), std::string::npos) << run.output;
+  // uroce's LID: the address's low 16 bits, 8 * 256 + 201.
+  EXPECT_NE(run.output.find("port_lid:\t\t2249"), std::string::npos) << run.output;
+}
+
+TEST(UroceRun, TwoPingpongProcessesTalk) {
+  if (!installed("ibv_rc_pingpong")) GTEST_SKIP() << "ibv_rc_pingpong is not installed";
+  std::string uroce = kPreload + testing::uroce_binary() + " run ";
+  auto run = run_shell("(" + uroce + "--address 127.0.8.202 -- ibv_rc_pingpong -p 19600 -c > /dev/null 2>&1 & "
+                       "sleep 1; " + uroce + "--address 127.0.8.203 -- ibv_rc_pingpong -p 19600 -c 127.0.0.1; "
+                       "client=$?; wait $!; echo \"exit $client $?\") 2>&1");
+  EXPECT_NE(run.output.find("1000 iters in"), std::string::npos) << run.output;
+  EXPECT_NE(run.output.find("exit 0 0"), std::string::npos) << run.output;
+}
+
+TEST(UroceRun, MissingProgramOrLibraryIsAClearError) {
+  auto missing = run_uroce("run -- no_such_rdma_program 2>&1");
+  EXPECT_EQ(missing.exit_code, 127);
+  EXPECT_NE(missing.output.find("cannot run no_such_rdma_program"), std::string::npos) << missing.output;
+  auto no_library = run_uroce("run --library-dir /nonexistent -- true 2>&1");
+  EXPECT_EQ(no_library.exit_code, 1);
+  EXPECT_NE(no_library.output.find("cannot find uroce's libibverbs.so.1"), std::string::npos) << no_library.output;
+  auto no_program = run_uroce("run 2>&1");
+  EXPECT_EQ(no_program.exit_code, 2) << no_program.output;
+}
+
+}  // namespace
+}  // namespace uroce

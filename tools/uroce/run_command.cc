@@ -1,0 +1,85 @@
+// `uroce run [--address A] [--interface IF] -- PROGRAM ARGS`: puts uroce's
+// libibverbs.so.1 first on the program's library path, says which device
+// address (and port) to use, and replaces itself with the program, which
+// runs unchanged: its exit status is the program's.
+#include "tools/uroce/run_command.h"
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+namespace uroce::tools {
+namespace {
+
+struct RunOptions {
+  std::string address;
+  std::string interface;
+  std::string library_dir;
+};
+
+// Where libibverbs.so.1 lies: given, next to this binary in the build tree
+// (tools/uroce -> lib), or installed beside it (bin -> lib/uroce).
+std::string find_library_dir(const std::string& given) {
+  namespace fs = std::filesystem;
+  std::error_code error;
+  fs::path self = fs::read_symlink("/proc/self/exe", error);
+  std::vector<fs::path> candidates;
+  if (!given.empty()) {
+    candidates.push_back(given);
+  } else if (!error) {
+    candidates = {self.parent_path().parent_path() / "lib", self.parent_path().parent_path() / "lib" / "uroce"};
+  }
+  for (const fs::path& dir : candidates) {
+    if (fs::exists(dir / "libibverbs.so.1", error)) return fs::absolute(dir, error).string();
+  }
+  return {};
+}
+
+int run_program(const RunOptions& options, std::vector<std::string> command) {
+  if (command.empty()) {
+    fmt::print(stderr, "uroce run: no program given (uroce run [--address A] -- PROGRAM ARGS)\n");
+    return 2;
+  }
+  std::string library_dir = find_library_dir(options.library_dir);
+  if (library_dir.empty()) {
+    fmt::print(stderr, "uroce run: cannot find uroce's libibverbs.so.1{}; build it or give --library-dir\n",
+               options.library_dir.empty() ? "" : " in " + options.library_dir);
+    return 1;
+  }
+  const char* existing = std::getenv("LD_LIBRARY_PATH");
+  std::string path = existing != nullptr && *existing != '\0' ? library_dir + ":" + existing : library_dir;
+  ::setenv("LD_LIBRARY_PATH", path.c_str(), 1);
+  if (!options.address.empty()) ::setenv("UROCE_ADDRESS", options.address.c_str(), 1);
+  if (!options.interface.empty()) ::setenv("UROCE_INTERFACE", options.interface.c_str(), 1);
+  std::vector<char*> argv;
+  for (std::string& argument : command) argv.push_back(argument.data());
+  argv.push_back(nullptr);
+  ::execvp(argv[0], argv.data());
+  fmt::print(stderr, "uroce run: cannot run {}: {}\n", command[0], std::strerror(errno));
+  return 127;
+}
+
+}  // namespace
+
+void add_run_command(CLI::App& app, int& exit_status) {
+  auto options = std::make_shared<RunOptions>();
+  auto command = std::make_shared<std::vector<std::string>>();
+  CLI::App* run = app.add_subcommand("run", "Run an unmodified RDMA program (ibv_*, perftest ...) on uroce");
+  run->add_option("--address", options->address,
+                  "The device addresses, comma-separated: uroce0 gets the first (default 127.0.0.1)");
+  run->add_option("--interface", options->interface,
+                  "Use the raw Ethernet port on this interface (needs CAP_NET_RAW; IPv4)");
+  run->add_option("--library-dir", options->library_dir, "Where uroce's libibverbs.so.1 is");
+  run->add_option("command", *command, "The program and its arguments (after --)")->required();
+  run->callback([options, command, &exit_status] { exit_status = run_program(*options, *command); });
+}
+
+}  // namespace uroce::tools

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 
 #include "ibverbs/objects.h"
 
@@ -46,6 +47,19 @@ DeviceRuntime::DeviceRuntime(UroceDevice& device, std::unique_ptr<Device> runnin
     : ibv_device_(device), device_(std::move(running)) {}
 
 DeviceRuntime::~DeviceRuntime() {
+  // UROCE_STATS=1: the device's packet counters on stderr when it closes, for
+  // interop checks (ICRC errors, retransmissions) of programs that print none.
+  if (const char* stats = std::getenv("UROCE_STATS"); stats != nullptr && *stats != '\0' && *stats != '0') {
+    EngineCounters counters = device_->counters();
+    std::fprintf(stderr,
+                 "uroce: %s: packets sent %llu received %llu, icrc errors %llu, retransmitted %llu, "
+                 "malformed %llu\n",
+                 ibv_device_.spec.name.c_str(), static_cast<unsigned long long>(counters.packets_sent),
+                 static_cast<unsigned long long>(counters.packets_received),
+                 static_cast<unsigned long long>(counters.icrc_errors),
+                 static_cast<unsigned long long>(counters.retransmitted_packets),
+                 static_cast<unsigned long long>(counters.malformed_packets));
+  }
   device_->set_event_listener(nullptr);
   device_.reset();  // stops the progress thread before the registries go
 }

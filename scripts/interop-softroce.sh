@@ -1,0 +1,209 @@
+#!/bin/bash
+# Wire interop with the Linux kernel's Soft-RoCE (rdma_rxe). Boots Debian's
+# kernel under qemu (software emulation) with a busybox initramfs that holds
+# rdma-core's real tools, joins the guest to a tap device inside a network
+# namespace made for the run, and runs unmodified ibv_rc_pingpong, ib_write_bw
+# and ib_read_bw between the guest (kernel Soft-RoCE on eth0) and this host
+# (uroce's libibverbs on the raw Ethernet port of the tap), in both
+# directions. Kernel Soft-RoCE drops frames whose ICRC does not verify, and
+# uroce's raw port checks every arriving ICRC over the real headers and counts
+# failures (printed with UROCE_STATS=1): each exchange must end with exit 0
+# on both sides and no ICRC error on uroce's side.
+#
+#   scripts/interop-softroce.sh [--quick] [--build DIR]
+#
+# --quick: fewer iterations (CI). Needs root, qemu-system-x86 and
+# busybox-static (scripts/install-deps.sh installs them) and the Debian
+# kernel package, which it downloads once into build/interop.
+set -euo pipefail
+
+here="$(cd "$(dirname "$0")/.." && pwd)"
+quick=0
+build="$here/build/release"
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --quick) quick=1 ;;
+    --build) build="$2"; shift ;;
+    *) echo "usage: $0 [--quick] [--build DIR]" >&2; exit 2 ;;
+  esac
+  shift
+done
+[ "$(id -u)" = 0 ] || { echo "interop-softroce: needs root (namespaces, tap, raw sockets)" >&2; exit 2; }
+[ -e "$build/lib/libibverbs.so.1" ] || { echo "interop-softroce: build uroce first (scripts/build.sh release)" >&2; exit 2; }
+for tool in qemu-system-x86_64 busybox cpio ibv_rc_pingpong ib_write_bw ib_read_bw rdma; do
+  command -v "$tool" > /dev/null || { echo "interop-softroce: $tool is missing (scripts/install-deps.sh)" >&2; exit 2; }
+done
+
+work="$here/build/interop"
+mkdir -p "$work"
+ns="uroce-interop-$$"
+host_address=10.79.40.1
+guest_address=10.79.40.2
+if [ "$quick" = 1 ]; then bw_iterations=200; else bw_iterations=1000; fi
+
+# --- The guest's kernel: Debian's, with rdma_rxe, downloaded once.
+kernel_package="$(apt-cache depends linux-image-amd64 2>/dev/null | awk '/Depends: linux-image-/ { print $2; exit }')"
+[ -n "$kernel_package" ] || { echo "interop-softroce: cannot find Debian's kernel package" >&2; exit 2; }
+kernel_root="$work/$kernel_package"
+if [ ! -d "$kernel_root/boot" ]; then
+  (cd "$work" && apt-get download "$kernel_package" > /dev/null 2>&1) || { echo "interop-softroce: cannot download $kernel_package" >&2; exit 2; }
+  dpkg -x "$work/${kernel_package}"_*.deb "$kernel_root"
+fi
+vmlinuz="$(ls "$kernel_root"/boot/vmlinuz-* | head -1)"
+modules="$(ls -d "$kernel_root"/lib/modules/* | head -1)"
+
+# --- The initramfs: busybox, the modules, rdma-core's tools with every
+# library they load (the real libibverbs and its rxe provider), and /init.
+rootfs="$work/rootfs"
+rm -rf "$rootfs"
+mkdir -p "$rootfs"/{bin,dev,proc,sys,tmp,etc/libibverbs.d,lib/modules}
+cp "$(command -v busybox)" "$rootfs/bin/busybox"
+copy_with_libraries() {
+  local file="$1"
+  mkdir -p "$rootfs$(dirname "$file")"
+  cp -L "$file" "$rootfs$file"
+  ldd "$file" 2>/dev/null | grep -o '/[^ ]*' | while read -r library; do
+    [ -e "$rootfs$library" ] && continue
+    mkdir -p "$rootfs$(dirname "$library")"
+    cp -L "$library" "$rootfs$library"
+  done
+}
+for program in ibv_devinfo ibv_rc_pingpong ib_write_bw ib_read_bw rdma; do
+  copy_with_libraries "$(command -v "$program")"
+done
+copy_with_libraries /usr/lib/x86_64-linux-gnu/libibverbs/librxe-rdmav34.so
+cp /etc/libibverbs.d/rxe.driver "$rootfs/etc/libibverbs.d/"
+module_order="crc32_generic ib_core ib_uverbs udp_tunnel ip6_udp_tunnel rdma_rxe virtio_ring virtio failover"
+module_order="$module_order net_failover virtio_net virtio_pci_modern_dev virtio_pci_legacy_dev virtio_pci"
+for module in $module_order; do
+  found="$(find "$modules" -name "$module.ko" | head -1)"
+  [ -n "$found" ] && cp "$found" "$rootfs/lib/modules/"
+done
+
+# The guest's half of each exchange, in the host's order. A guest server
+# says LISTENING once its port is open; a guest client retries while the
+# host's server is not listening yet.
+cat > "$rootfs/init" <<EOF
+#!/bin/busybox sh
+/bin/busybox --install -s /bin
+mount -t proc proc /proc; mount -t sysfs sys /sys; mount -t devtmpfs dev /dev
+for module in $module_order; do [ -e /lib/modules/\$module.ko ] && insmod /lib/modules/\$module.ko; done
+ip link set lo up; ip link set eth0 up; ip addr add $guest_address/24 dev eth0
+rdma link add rxe0 type rxe netdev eth0
+echo "GUEST rxe ready"
+serve() {  # name port command...
+  name=\$1; port=\$2; shift 2
+  "\$@" > /tmp/\$name 2>&1 &
+  pid=\$!
+  while ! netstat -ltn | grep -q ":\$port "; do sleep 0.2; done
+  echo "GUEST LISTENING \$name"
+  wait \$pid; status=\$?
+  cat /tmp/\$name; echo "GUEST RESULT \$name \$status"
+}
+connect() {  # name command...
+  name=\$1; shift
+  tries=0
+  while true; do
+    "\$@" > /tmp/\$name 2>&1; status=\$?
+    grep -q "Couldn't connect\|Unable to\|Connection refused" /tmp/\$name || break
+    tries=\$((tries + 1)); [ \$tries -ge 300 ] && break
+    sleep 0.2
+  done
+  cat /tmp/\$name; echo "GUEST RESULT \$name \$status"
+}
+serve rc_guest_server 18515 ibv_rc_pingpong -d rxe0 -g 1 -p 18515
+connect rc_guest_client ibv_rc_pingpong -d rxe0 -g 1 -p 18516 $host_address
+serve write_guest_server 18517 ib_write_bw -d rxe0 -x 1 -n $bw_iterations -p 18517
+connect write_guest_client ib_write_bw -d rxe0 -x 1 -n $bw_iterations -p 18518 $host_address
+serve read_guest_server 18519 ib_read_bw -d rxe0 -x 1 -n $bw_iterations -p 18519
+connect read_guest_client ib_read_bw -d rxe0 -x 1 -n $bw_iterations -p 18520 $host_address
+echo "GUEST ALL DONE"
+poweroff -f
+EOF
+chmod +x "$rootfs/init"
+(cd "$rootfs" && find . | cpio -o -H newc 2>/dev/null | gzip -1 > "$work/initramfs.gz")
+
+# --- The network: a namespace with a tap for the guest; uroce uses the
+# tap's raw Ethernet port with the address the kernel holds there.
+console="$work/console.log"
+: > "$console"
+qemu_pid=""
+cleanup() {
+  [ -n "$qemu_pid" ] && kill "$qemu_pid" 2> /dev/null || true
+  ip netns del "$ns" 2> /dev/null || true
+}
+trap cleanup EXIT
+ip netns add "$ns"
+ip -n "$ns" link set lo up
+ip -n "$ns" tuntap add dev tap0 mode tap
+ip -n "$ns" addr add "$host_address/24" dev tap0
+ip -n "$ns" link set tap0 up
+
+ip netns exec "$ns" qemu-system-x86_64 -accel tcg -m 512 -nographic -no-reboot \
+  -kernel "$vmlinuz" -initrd "$work/initramfs.gz" -append "console=ttyS0 quiet panic=-1" \
+  -netdev tap,id=net0,ifname=tap0,script=no,downscript=no -device virtio-net-pci,netdev=net0,romfile= \
+  > "$console" 2>&1 &
+qemu_pid=$!
+
+wait_for() {  # pattern seconds
+  local deadline=$((SECONDS + $2))
+  until grep -q "$1" "$console"; do
+    if [ $SECONDS -ge $deadline ] || ! kill -0 "$qemu_pid" 2> /dev/null; then
+      echo "interop-softroce: the guest never said '$1'; its console:" >&2
+      tail -40 "$console" >&2
+      exit 1
+    fi
+    sleep 0.2
+  done
+}
+
+failures=0
+host_run() {  # name command...: uroce's side, on the tap's raw port
+  local name=$1; shift
+  ip netns exec "$ns" env UROCE_STATS=1 "$build/tools/uroce" run --interface tap0 --address "$host_address" -- \
+    "$@" > "$work/$name.log" 2>&1
+}
+check() {  # name host-status
+  local name=$1 host_status=$2 guest_status
+  guest_status="$(grep -a "GUEST RESULT $name " "$console" | awk '{ print $4 }' | tr -d '\r')"
+  local icrc_errors received
+  icrc_errors="$(grep -o 'icrc errors [0-9]*' "$work/$name.log" | awk '{ print $3 }')"
+  received="$(grep -o 'received [0-9]*' "$work/$name.log" | awk '{ print $2 }')"
+  if [ "$host_status" = 0 ] && [ "$guest_status" = 0 ] && [ "${icrc_errors:-1}" = 0 ] && [ "${received:-0}" -gt 0 ]; then
+    echo "ok    $name (uroce received $received packets, 0 ICRC errors)"
+  else
+    echo "FAIL  $name: uroce exit $host_status, kernel exit ${guest_status:-none}, ICRC errors ${icrc_errors:-?}"
+    sed 's/^/  uroce: /' "$work/$name.log"
+    failures=$((failures + 1))
+  fi
+}
+guest_serves() {  # name port command...
+  local name=$1 port=$2; shift 2
+  wait_for "GUEST LISTENING $name" 600
+  local status=0
+  host_run "$name" "$@" "$guest_address" || status=$?
+  wait_for "GUEST RESULT $name " 600
+  check "$name" "$status"
+}
+host_serves() {  # name port command...
+  local name=$1 port=$2; shift 2
+  local status=0
+  host_run "$name" "$@" || status=$?
+  wait_for "GUEST RESULT $name " 600
+  check "$name" "$status"
+}
+
+wait_for "GUEST rxe ready" 300
+echo "guest up: kernel Soft-RoCE (rxe0) at $guest_address, uroce on tap0 at $host_address"
+guest_serves rc_guest_server 18515 ibv_rc_pingpong -g 1 -p 18515
+host_serves rc_guest_client 18516 ibv_rc_pingpong -g 1 -p 18516
+guest_serves write_guest_server 18517 ib_write_bw -n "$bw_iterations" -p 18517
+host_serves write_guest_client 18518 ib_write_bw -n "$bw_iterations" -p 18518
+guest_serves read_guest_server 18519 ib_read_bw -n "$bw_iterations" -p 18519
+host_serves read_guest_client 18520 ib_read_bw -n "$bw_iterations" -p 18520
+wait_for "GUEST ALL DONE" 120
+if [ "$failures" -gt 0 ]; then
+  echo "interop-softroce: $failures exchange(s) failed"
+  exit 1
+fi
+echo "interop-softroce: all exchanges passed in both directions"

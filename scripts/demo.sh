@@ -38,6 +38,19 @@ echo
 echo "== uroce perf read_lat"
 pair read_lat -n 1000
 echo
+echo "== Unmodified rdma-core and perftest programs on uroce's libibverbs (uroce run)"
+"$uroce" run --address 127.0.0.2 -- ibv_rc_pingpong -p $port -c >/dev/null &
+server=$!
+sleep 1
+"$uroce" run --address 127.0.0.3 -- ibv_rc_pingpong -p $port -c 127.0.0.1 | tail -n 1
+wait $server
+port=$((port + 1))
+"$uroce" run --address 127.0.0.2 -- ib_write_bw -p $port >/dev/null &
+server=$!
+sleep 1
+"$uroce" run --address 127.0.0.3 -- ib_write_bw -p $port 127.0.0.1 | grep -A1 "#bytes"
+wait $server
+echo
 capture=tests/vectors/roce-public.pcap
 echo "== uroce decode $capture (first 5 frames)"
 build/release/tools/uroce decode "$capture" | head -n 5

@@ -20,8 +20,6 @@ static_assert(offsetof(ibv_sge, addr) == offsetof(Sge, addr));
 static_assert(offsetof(ibv_sge, length) == offsetof(Sge, length));
 static_assert(offsetof(ibv_sge, lkey) == offsetof(Sge, lkey));
 
-constexpr unsigned kServedSendFlags = IBV_SEND_FENCE | IBV_SEND_SIGNALED | IBV_SEND_SOLICITED | IBV_SEND_INLINE;
-
 bool served_opcode(ibv_wr_opcode opcode) {
   switch (opcode) {
     case IBV_WR_RDMA_WRITE:

@@ -15,8 +15,6 @@
 namespace uroce::ibverbs {
 namespace {
 
-constexpr unsigned kServedSendFlags = IBV_SEND_FENCE | IBV_SEND_SIGNALED | IBV_SEND_SOLICITED | IBV_SEND_INLINE;
-
 BuiltWr& begin(ibv_qp_ex* qpx, WrOpcode opcode) {
   BuiltWr& entry = qp_of(qpx).builder.add();
   entry.wr.wr_id = qpx->wr_id;

@@ -2,6 +2,8 @@
 // or the errno returned) and finding a context's runtime.
 #pragma once
 
+#include <infiniband/verbs.h>
+
 #include <cerrno>
 #include <system_error>
 
@@ -9,6 +11,10 @@
 #include "ibverbs/runtime.h"
 
 namespace uroce::ibverbs {
+
+// The send flags uroce acts on (same values as the engine's SendFlags);
+// others (IP checksum offload) are dropped.
+inline constexpr unsigned kServedSendFlags = IBV_SEND_FENCE | IBV_SEND_SIGNALED | IBV_SEND_SOLICITED | IBV_SEND_INLINE;
 
 template <class T>
 T* fail_with(int error) {

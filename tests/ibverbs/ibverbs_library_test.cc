@@ -3,46 +3,35 @@
 // every program the project must run loads against it with every symbol
 // bound; ibv_devices and ibv_devinfo run unchanged and show the configured
 // devices, an active Ethernet port and Soft-RoCE's GID table; verbs it does
-// not serve yet fail with EOPNOTSUPP instead of crashing.
+// not serve fail with EOPNOTSUPP instead of crashing.
 #include <gtest/gtest.h>
 
 #include <dlfcn.h>
 #include <infiniband/verbs.h>
 #include <stdlib.h>
 
+#include <cstring>
 #include <string>
 
+#include "tests/support/program_environment.h"
 #include "tests/support/run_command.h"
 
 namespace uroce {
 namespace {
 
 using testing::RunResult;
+using testing::installed;
 using testing::run_shell;
+using testing::sanitizer_environment;
 
 const std::string kLibraryDir = UROCE_IBVERBS_DIR;
 const std::string kRdmaCore = "/usr/lib/x86_64-linux-gnu/libibverbs.so.1";
-
-// In a sanitizer build the library needs the ASan runtime loaded before
-// anything else, which an uninstrumented program does not do by itself;
-// leaks are the program's business, not the library's.
-std::string sanitizer_environment() {
-#if defined(__SANITIZE_ADDRESS__)
-  RunResult runtime = run_shell("gcc -print-file-name=libasan.so");
-  std::string path = runtime.output.substr(0, runtime.output.find('\n'));
-  return "LD_PRELOAD=" + path + " ASAN_OPTIONS=detect_leaks=0 ";
-#else
-  return "";
-#endif
-}
 
 // Runs a program with uroce's library first on the search path.
 RunResult run_with_uroce(const std::string& environment, const std::string& command) {
   return run_shell("env LD_LIBRARY_PATH=" + kLibraryDir + " " + sanitizer_environment() + environment + " " + command +
                    " 2>&1");
 }
-
-bool installed(const std::string& program) { return run_shell("command -v " + program).exit_code == 0; }
 
 TEST(IbverbsLibrary, ExportsRdmaCoresSymbolsWithTheirVersions) {
   if (run_shell("test -e " + kRdmaCore).exit_code != 0) GTEST_SKIP() << "rdma-core's libibverbs is not installed";
@@ -121,9 +110,12 @@ TEST_F(LoadedLibrary, QueriesAnswerAndUnservedVerbsFailWithEopnotsupp) {
   auto* query_gid_ex =
       function<int(ibv_context*, uint32_t, uint32_t, ibv_gid_entry*, uint32_t, size_t)>("_ibv_query_gid_ex");
   auto* alloc_pd = function<ibv_pd*(ibv_context*)>("ibv_alloc_pd", "IBVERBS_1.1");
+  auto* dealloc_pd = function<int(ibv_pd*)>("ibv_dealloc_pd", "IBVERBS_1.1");
+  auto* reg_dmabuf_mr = function<ibv_mr*(ibv_pd*, uint64_t, size_t, uint64_t, int, int)>("ibv_reg_dmabuf_mr");
+  auto* attach_mcast = function<int(ibv_qp*, const ibv_gid*, uint16_t)>("ibv_attach_mcast", "IBVERBS_1.1");
   auto* old_open_device = function<void*(ibv_device*)>("ibv_open_device", "IBVERBS_1.0");
   ASSERT_TRUE(get_device_list && open_device && close_device && free_device_list && query_gid && query_gid_ex &&
-              alloc_pd && old_open_device);
+              alloc_pd && dealloc_pd && reg_dmabuf_mr && attach_mcast && old_open_device);
 
   int count = 0;
   ibv_device** list = get_device_list(&count);
@@ -155,9 +147,16 @@ TEST_F(LoadedLibrary, QueriesAnswerAndUnservedVerbsFailWithEopnotsupp) {
   EXPECT_EQ(entry.gid_type, IBV_GID_TYPE_ROCE_V2);
   EXPECT_EQ(query_gid_ex(context, 1, 7, &entry, 0, sizeof entry), ENODATA);
 
+  // The first PD opens the device (UDP 4791 on 127.0.4.5); what uroce does
+  // not serve fails with EOPNOTSUPP.
+  ibv_pd* pd = alloc_pd(context);
+  ASSERT_NE(pd, nullptr) << std::strerror(errno);
   errno = 0;
-  EXPECT_EQ(alloc_pd(context), nullptr);
+  EXPECT_EQ(reg_dmabuf_mr(pd, 0, 4096, 0, 3, 0), nullptr);
   EXPECT_EQ(errno, EOPNOTSUPP);
+  EXPECT_EQ(context->ops.alloc_mw(pd, IBV_MW_TYPE_1), nullptr);
+  EXPECT_EQ(attach_mcast(nullptr, &gid, 0), EOPNOTSUPP);
+  EXPECT_EQ(dealloc_pd(pd), 0);
   errno = 0;
   EXPECT_EQ(old_open_device(list[0]), nullptr);  // the 2006 ABI is not served
   EXPECT_EQ(errno, EOPNOTSUPP);

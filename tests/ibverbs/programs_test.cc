@@ -11,28 +11,21 @@
 #include <sstream>
 #include <string>
 
+#include "tests/support/program_environment.h"
 #include "tests/support/run_command.h"
 #include "tests/support/veth_pair.h"
 
 namespace uroce {
 namespace {
 
+using testing::installed;
 using testing::run_shell;
+using testing::sanitizer_environment;
 
 const std::string kLibraryDir = UROCE_IBVERBS_DIR;
 
-// Sanitizer builds preload the ASan runtime (the programs are not built
-// with it) and shorten the sweeps: the library is many times slower there.
-std::string sanitizer_environment() {
-#if defined(__SANITIZE_ADDRESS__)
-  std::string path = run_shell("gcc -print-file-name=libasan.so").output;
-  return "LD_PRELOAD=" + path.substr(0, path.find('\n')) + " ASAN_OPTIONS=detect_leaks=0 ";
-#else
-  return "";
-#endif
-}
-
-// The sweeps run 200 iterations per size (perftest's default is 1000 to
+// Sanitizer builds shorten the sweeps: the library is many times slower
+// there. The sweeps run 200 iterations per size (perftest's default is 1000 to
 // 5000): the suite's time goes to the 8 MiB end, and the two busy-polling
 // processes of each pair share two cores with another test's pair.
 std::string sweep_options() {
@@ -42,8 +35,6 @@ std::string sweep_options() {
   return "-a -n 200";
 #endif
 }
-
-bool installed(const std::string& program) { return run_shell("command -v " + program).exit_code == 0; }
 
 // Where one side runs: a namespace (or none) and its uroce device.
 struct Side {

@@ -5,6 +5,7 @@
 
 #include <string>
 
+#include "tests/support/program_environment.h"
 #include "tests/support/run_command.h"
 
 namespace uroce {
@@ -13,18 +14,14 @@ namespace {
 using testing::run_shell;
 using testing::run_uroce;
 
-bool installed(const std::string& program) { return run_shell("command -v " + program).exit_code == 0; }
+using testing::installed;
 
-#if defined(__SANITIZE_ADDRESS__)
-// The programs are not built with ASan; the library is.
-const std::string kPreload = "env LD_PRELOAD=$(gcc -print-file-name=libasan.so) ASAN_OPTIONS=detect_leaks=0 ";
-#else
-const std::string kPreload;
-#endif
+// The programs are not built with ASan; in a sanitizer build the library is.
+std::string preload() { return "env " + testing::sanitizer_environment(); }
 
 TEST(UroceRun, StartsAProgramOnUrocesLibraryWithTheGivenAddress) {
   if (!installed("ibv_devinfo")) GTEST_SKIP() << "ibv_devinfo is not installed";
-  auto run = run_shell(kPreload + testing::uroce_binary() + " run --address 127.0.8.201 -- ibv_devinfo -v 2>&1");
+  auto run = run_shell(preload() + testing::uroce_binary() + " run --address 127.0.8.201 -- ibv_devinfo -v 2>&1");
   EXPECT_EQ(run.exit_code, 0) << run.output;
   EXPECT_NE(run.output.find("hca_id:\turoce0"), std::string::npos) << run.output;
   EXPECT_NE(run.output.find("::ffff:127.0.8.201"), std::string::npos) << run.output;
@@ -34,7 +31,7 @@ TEST(UroceRun, StartsAProgramOnUrocesLibraryWithTheGivenAddress) {
 
 TEST(UroceRun, TwoPingpongProcessesTalk) {
   if (!installed("ibv_rc_pingpong")) GTEST_SKIP() << "ibv_rc_pingpong is not installed";
-  std::string uroce = kPreload + testing::uroce_binary() + " run ";
+  std::string uroce = preload() + testing::uroce_binary() + " run ";
   auto run = run_shell("(" + uroce + "--address 127.0.8.202 -- ibv_rc_pingpong -p 19600 -c > /dev/null 2>&1 & "
                        "sleep 1; " + uroce + "--address 127.0.8.203 -- ibv_rc_pingpong -p 19600 -c 127.0.0.1; "
                        "client=$?; wait $!; echo \"exit $client $?\") 2>&1");

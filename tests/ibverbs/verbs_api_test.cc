@@ -1,0 +1,291 @@
+// uroce's libibverbs called as a verbs program calls it (this executable is
+// linked to the library, not to rdma-core's): two devices in one process,
+// RC QPs joined by their RoCE v2 GIDs, WRITE / READ / fetch-and-add through
+// ibv_post_send and through the ibv_wr_* builders, completions through a
+// completion channel, asynchronous events (port active, a refused remote
+// access), and the errors a program gets for what it may not do.
+#include <gtest/gtest.h>
+
+#include <fcntl.h>
+#include <infiniband/verbs.h>
+#include <poll.h>
+#include <stdlib.h>
+
+#include <array>
+#include <cstring>
+
+namespace {
+
+// The devices come from the environment when the library first looks.
+const bool kConfigured = ::setenv("UROCE_ADDRESS", "127.0.4.7,127.0.4.8", 1) == 0;
+
+constexpr std::size_t kBufferSize = 4096;
+constexpr int kGidIndex = 1;  // the IPv4-mapped RoCE v2 entry
+
+struct Side {
+  ibv_context* context = nullptr;
+  ibv_pd* pd = nullptr;
+  ibv_comp_channel* channel = nullptr;
+  ibv_cq* cq = nullptr;
+  ibv_qp* qp = nullptr;
+  ibv_mr* mr = nullptr;
+  alignas(8) std::array<std::uint8_t, kBufferSize> buffer{};
+};
+
+bool wait_readable(int fd, int timeout_ms) {
+  pollfd entry{fd, POLLIN, 0};
+  return ::poll(&entry, 1, timeout_ms) == 1;
+}
+
+class VerbsApi : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(kConfigured);
+    int count = 0;
+    devices_ = ibv_get_device_list(&count);
+    ASSERT_EQ(count, 2);
+    open(a_, devices_[0]);
+    open(b_, devices_[1]);
+    connect(a_, b_);
+    connect(b_, a_);
+  }
+
+  void TearDown() override {
+    for (Side* side : {&a_, &b_}) {
+      if (side->qp) {
+        EXPECT_EQ(ibv_destroy_qp(side->qp), 0);
+      }
+      if (side->cq) {
+        EXPECT_EQ(ibv_destroy_cq(side->cq), 0);
+      }
+      if (side->channel) {
+        EXPECT_EQ(ibv_destroy_comp_channel(side->channel), 0);
+      }
+      if (side->mr) {
+        EXPECT_EQ(ibv_dereg_mr(side->mr), 0);
+      }
+      if (side->pd) {
+        EXPECT_EQ(ibv_dealloc_pd(side->pd), 0);
+      }
+      if (side->context) {
+        EXPECT_EQ(ibv_close_device(side->context), 0);
+      }
+    }
+    ibv_free_device_list(devices_);
+  }
+
+  void open(Side& side, ibv_device* device) {
+    side.context = ibv_open_device(device);
+    ASSERT_NE(side.context, nullptr);
+    side.pd = ibv_alloc_pd(side.context);
+    ASSERT_NE(side.pd, nullptr) << std::strerror(errno);
+    side.mr = ibv_reg_mr(side.pd, side.buffer.data(), side.buffer.size(),
+                         IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+                             IBV_ACCESS_REMOTE_ATOMIC);
+    ASSERT_NE(side.mr, nullptr);
+    side.channel = ibv_create_comp_channel(side.context);
+    ASSERT_NE(side.channel, nullptr);
+    side.cq = ibv_create_cq(side.context, 64, &side, side.channel, 0);
+    ASSERT_NE(side.cq, nullptr);
+    ibv_qp_init_attr init{};
+    init.send_cq = side.cq;
+    init.recv_cq = side.cq;
+    init.qp_type = IBV_QPT_RC;
+    init.cap = {16, 16, 1, 1, 64};
+    side.qp = ibv_create_qp(side.pd, &init);
+    ASSERT_NE(side.qp, nullptr);
+  }
+
+  // Takes `from` to RTS towards `to`.
+  void connect(Side& from, Side& to) {
+    ibv_qp_attr attr{};
+    attr.qp_state = IBV_QPS_INIT;
+    attr.port_num = 1;
+    attr.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
+    ASSERT_EQ(ibv_modify_qp(from.qp, &attr, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS), 0);
+    attr = {};
+    attr.qp_state = IBV_QPS_RTR;
+    attr.path_mtu = IBV_MTU_1024;
+    attr.dest_qp_num = to.qp->qp_num;
+    attr.rq_psn = 100;
+    attr.max_dest_rd_atomic = 4;
+    attr.min_rnr_timer = 12;
+    attr.ah_attr.is_global = 1;
+    attr.ah_attr.port_num = 1;
+    attr.ah_attr.grh.sgid_index = kGidIndex;
+    attr.ah_attr.grh.hop_limit = 64;
+    ASSERT_EQ(ibv_query_gid(to.context, 1, kGidIndex, &attr.ah_attr.grh.dgid), 0);
+    ASSERT_EQ(ibv_modify_qp(from.qp, &attr,
+                            IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+                                IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER),
+              0);
+    attr = {};
+    attr.qp_state = IBV_QPS_RTS;
+    attr.sq_psn = 100;
+    attr.timeout = 14;
+    attr.retry_cnt = 7;
+    attr.rnr_retry = 7;
+    attr.max_rd_atomic = 4;
+    ASSERT_EQ(ibv_modify_qp(from.qp, &attr,
+                            IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+                                IBV_QP_MAX_QP_RD_ATOMIC),
+              0);
+  }
+
+  // Arms the CQ, sleeps on the channel's fd, takes the event and the completion.
+  ibv_wc next_completion(Side& side) {
+    ibv_wc wc{};
+    if (ibv_poll_cq(side.cq, 1, &wc) == 1) return wc;
+    EXPECT_EQ(ibv_req_notify_cq(side.cq, 0), 0);
+    while (ibv_poll_cq(side.cq, 1, &wc) == 0) {
+      EXPECT_TRUE(wait_readable(side.channel->fd, 5000)) << "no completion event";
+      ibv_cq* cq = nullptr;
+      void* cq_context = nullptr;
+      EXPECT_EQ(ibv_get_cq_event(side.channel, &cq, &cq_context), 0);
+      EXPECT_EQ(cq, side.cq);
+      EXPECT_EQ(cq_context, &side);
+      ibv_ack_cq_events(cq, 1);
+      EXPECT_EQ(ibv_req_notify_cq(side.cq, 0), 0);
+    }
+    return wc;
+  }
+
+  ibv_send_wr remote(ibv_wr_opcode opcode, ibv_sge& sge, std::uint64_t offset, std::uint32_t rkey) {
+    ibv_send_wr wr{};
+    wr.wr_id = 7;
+    wr.opcode = opcode;
+    wr.sg_list = &sge;
+    wr.num_sge = 1;
+    wr.send_flags = IBV_SEND_SIGNALED;
+    wr.wr.rdma.remote_addr = reinterpret_cast<std::uintptr_t>(b_.buffer.data()) + offset;
+    wr.wr.rdma.rkey = rkey;
+    return wr;
+  }
+
+  ibv_device** devices_ = nullptr;
+  Side a_, b_;
+};
+
+TEST_F(VerbsApi, WriteReadAndFetchAddCompleteThroughTheChannel) {
+  std::memcpy(a_.buffer.data(), "uroce over libibverbs", 21);
+  ibv_sge sge{reinterpret_cast<std::uintptr_t>(a_.buffer.data()), 21, a_.mr->lkey};
+  ibv_send_wr write = remote(IBV_WR_RDMA_WRITE, sge, 100, b_.mr->rkey);
+  ibv_send_wr* bad = nullptr;
+  ASSERT_EQ(ibv_post_send(a_.qp, &write, &bad), 0);
+  ibv_wc wc = next_completion(a_);
+  EXPECT_EQ(wc.status, IBV_WC_SUCCESS) << ibv_wc_status_str(wc.status);
+  EXPECT_EQ(wc.opcode, IBV_WC_RDMA_WRITE);
+  EXPECT_EQ(std::memcmp(b_.buffer.data() + 100, "uroce over libibverbs", 21), 0);
+
+  ibv_sge landing{reinterpret_cast<std::uintptr_t>(a_.buffer.data()) + 1000, 21, a_.mr->lkey};
+  ibv_send_wr read = remote(IBV_WR_RDMA_READ, landing, 100, b_.mr->rkey);
+  ASSERT_EQ(ibv_post_send(a_.qp, &read, &bad), 0);
+  wc = next_completion(a_);
+  EXPECT_EQ(wc.status, IBV_WC_SUCCESS);
+  EXPECT_EQ(wc.byte_len, 21u);
+  EXPECT_EQ(std::memcmp(a_.buffer.data() + 1000, "uroce over libibverbs", 21), 0);
+
+  std::uint64_t counter = 40;
+  std::memcpy(b_.buffer.data() + 2048, &counter, 8);
+  ibv_sge old_value{reinterpret_cast<std::uintptr_t>(a_.buffer.data()) + 2048, 8, a_.mr->lkey};
+  ibv_send_wr add = remote(IBV_WR_ATOMIC_FETCH_AND_ADD, old_value, 0, 0);
+  add.wr.atomic.remote_addr = reinterpret_cast<std::uintptr_t>(b_.buffer.data()) + 2048;
+  add.wr.atomic.rkey = b_.mr->rkey;
+  add.wr.atomic.compare_add = 2;
+  ASSERT_EQ(ibv_post_send(a_.qp, &add, &bad), 0);
+  wc = next_completion(a_);
+  EXPECT_EQ(wc.status, IBV_WC_SUCCESS);
+  std::memcpy(&counter, a_.buffer.data() + 2048, 8);
+  EXPECT_EQ(counter, 40u);
+  std::memcpy(&counter, b_.buffer.data() + 2048, 8);
+  EXPECT_EQ(counter, 42u);
+}
+
+TEST_F(VerbsApi, WrBuildersPostInlineWritesAsABatch) {
+  ibv_qp_ex* qpx = ibv_qp_to_qp_ex(a_.qp);
+  ASSERT_NE(qpx, nullptr);
+  char first[] = "first", second[] = "second";
+  ibv_wr_start(qpx);
+  qpx->wr_id = 1;
+  qpx->wr_flags = 0;
+  ibv_wr_rdma_write(qpx, b_.mr->rkey, reinterpret_cast<std::uintptr_t>(b_.buffer.data()) + 10);
+  ibv_wr_set_inline_data(qpx, first, 5);
+  qpx->wr_id = 2;
+  qpx->wr_flags = IBV_SEND_SIGNALED;
+  ibv_wr_rdma_write(qpx, b_.mr->rkey, reinterpret_cast<std::uintptr_t>(b_.buffer.data()) + 20);
+  ibv_wr_set_inline_data(qpx, second, 6);
+  std::memcpy(first, "XXXXX", 5);  // inline data is the library's copy from here on
+  ASSERT_EQ(ibv_wr_complete(qpx), 0);
+  ibv_wc wc = next_completion(a_);
+  EXPECT_EQ(wc.status, IBV_WC_SUCCESS);
+  EXPECT_EQ(wc.wr_id, 2u);
+  EXPECT_EQ(std::memcmp(b_.buffer.data() + 10, "first", 5), 0);
+  EXPECT_EQ(std::memcmp(b_.buffer.data() + 20, "second", 6), 0);
+
+  ibv_wr_start(qpx);
+  ibv_wr_set_sge(qpx, a_.mr->lkey, 0, 0);  // a setter before any builder
+  EXPECT_EQ(ibv_wr_complete(qpx), EINVAL);
+}
+
+TEST_F(VerbsApi, AsyncEventsReportPortActiveAndARefusedRemoteAccess) {
+  // The port came up when the device opened; a non-blocking async_fd then
+  // says EAGAIN once the events are taken.
+  ASSERT_EQ(::fcntl(b_.context->async_fd, F_SETFL, O_NONBLOCK), 0);
+  ibv_async_event event;
+  ASSERT_EQ(ibv_get_async_event(b_.context, &event), 0);
+  EXPECT_EQ(event.event_type, IBV_EVENT_PORT_ACTIVE);
+  EXPECT_EQ(event.element.port_num, 1);
+  ibv_ack_async_event(&event);
+  EXPECT_EQ(ibv_get_async_event(b_.context, &event), -1);
+  EXPECT_EQ(errno, EAGAIN);
+
+  // A WRITE with a wrong rkey: the requester's completion says so, and the
+  // responder's QP reports the access error on its context.
+  ibv_sge sge{reinterpret_cast<std::uintptr_t>(a_.buffer.data()), 8, a_.mr->lkey};
+  ibv_send_wr write = remote(IBV_WR_RDMA_WRITE, sge, 0, b_.mr->rkey ^ 0x100);
+  ibv_send_wr* bad = nullptr;
+  ASSERT_EQ(ibv_post_send(a_.qp, &write, &bad), 0);
+  ibv_wc wc = next_completion(a_);
+  EXPECT_EQ(wc.status, IBV_WC_REM_ACCESS_ERR) << ibv_wc_status_str(wc.status);
+  ASSERT_TRUE(wait_readable(b_.context->async_fd, 5000));
+  ASSERT_EQ(ibv_get_async_event(b_.context, &event), 0);
+  EXPECT_EQ(event.event_type, IBV_EVENT_QP_ACCESS_ERR);
+  EXPECT_EQ(event.element.qp, b_.qp);
+  ibv_ack_async_event(&event);
+  EXPECT_EQ(b_.qp->events_completed, 1u);
+}
+
+TEST_F(VerbsApi, WhatAProgramMayNotDoIsRefusedWithItsErrno) {
+  ibv_qp_init_attr init{};
+  init.send_cq = a_.cq;
+  init.recv_cq = a_.cq;
+  init.qp_type = IBV_QPT_RC;
+  init.cap = {4, 4, 1, 1, 0};
+  ibv_qp* fresh = ibv_create_qp(a_.pd, &init);
+  ASSERT_NE(fresh, nullptr);
+  ibv_sge sge{reinterpret_cast<std::uintptr_t>(a_.buffer.data()), 8, a_.mr->lkey};
+  ibv_send_wr send{};
+  send.opcode = IBV_WR_SEND;
+  send.sg_list = &sge;
+  send.num_sge = 1;
+  ibv_send_wr* bad = nullptr;
+  EXPECT_EQ(ibv_post_send(fresh, &send, &bad), EINVAL);  // still in RESET
+  EXPECT_EQ(bad, &send);
+  send.opcode = IBV_WR_BIND_MW;
+  EXPECT_EQ(ibv_post_send(a_.qp, &send, &bad), EOPNOTSUPP);
+  ibv_qp_attr attr{};
+  EXPECT_EQ(ibv_modify_qp(fresh, &attr, IBV_QP_RATE_LIMIT), EOPNOTSUPP);
+  EXPECT_EQ(ibv_destroy_qp(fresh), 0);
+
+  EXPECT_EQ(ibv_destroy_comp_channel(a_.channel), EBUSY);  // a CQ still reports to it
+  EXPECT_EQ(ibv_destroy_cq(a_.cq), EBUSY);                 // a QP still uses it
+  errno = 0;
+  EXPECT_EQ(ibv_reg_mr_iova2(a_.pd, a_.buffer.data(), 64, 0x1000, IBV_ACCESS_LOCAL_WRITE), nullptr);
+  EXPECT_EQ(errno, EOPNOTSUPP);
+  init.qp_type = IBV_QPT_XRC_SEND;
+  errno = 0;
+  EXPECT_EQ(ibv_create_qp(a_.pd, &init), nullptr);
+  EXPECT_EQ(errno, EOPNOTSUPP);
+}
+
+}  // namespace

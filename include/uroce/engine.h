@@ -86,6 +86,13 @@ struct EngineConfig {
   std::uint32_t max_inflight_packets = 256;  // PSN window a requester may have unacknowledged
   std::uint32_t ack_request_interval = 64;   // AckReq at least every this many packets
   PathMtu port_mtu = PathMtu::mtu4096;       // the port's active MTU: the largest UD message
+  // false: the simulator's mode when a scenario checks no data. Packets carry
+  // their payload lengths but not the bytes: poll_transmit writes the headers
+  // and lengths only (no payload, no ICRC) and on_datagram never reads the
+  // bytes after the headers. Memory regions are address ranges that every
+  // access is checked against but never reads or writes, so they need no
+  // memory behind them; atomics return 0 as the original value.
+  bool carry_payload = true;
   CongestionConfig congestion;
 };
 

@@ -277,7 +277,7 @@ void EngineState::on_congestion_experienced(QueuePair& qp, const wire::RoceDatag
 }
 
 std::size_t EngineState::finish_packet(MutableByteSpan out, const wire::DatagramLayout& layout) {
-  wire::seal_roce_datagram(out, layout);
+  if (config.carry_payload) wire::seal_roce_datagram(out, layout);
   ++counters.packets_sent;
   return layout.length;
 }
@@ -653,7 +653,9 @@ std::errc Engine::post_send(std::uint32_t qpn, const SendWr& wr) {
     if (total > qp.cap.max_inline_data) return std::errc::invalid_argument;
     // Inline data is copied now: the caller may reuse its buffer at once.
     wqe.inline_data.reserve(total);
+    if (!state_->config.carry_payload) wqe.inline_data.resize(total);  // lengths only: nothing to read
     for (const Sge& sge : wr.sg_list) {
+      if (!state_->config.carry_payload) break;
       const auto* bytes = reinterpret_cast<const std::uint8_t*>(static_cast<std::uintptr_t>(sge.addr));
       wqe.inline_data.insert(wqe.inline_data.end(), bytes, bytes + sge.length);
     }
@@ -699,7 +701,7 @@ std::errc Engine::post_recv(std::uint32_t qpn, const RecvWr& wr) {
 void Engine::on_datagram(std::span<const std::uint8_t> bytes, TimeNs now, bool verify_icrc) {
   EngineState& s = *state_;
   ++s.counters.packets_received;
-  auto datagram = wire::parse_roce_datagram(bytes);
+  auto datagram = wire::parse_roce_datagram(bytes, verify_icrc ? wire::IcrcCheck::verify : wire::IcrcCheck::skip);
   if (!datagram) {
     ++s.counters.malformed_packets;
     return;

@@ -245,7 +245,9 @@ std::size_t EngineState::send_request_packet(QueuePair& qp, SendWqe& wqe, std::u
                     : begin_packet(qp, headers, payload_length, out);
   if (!layout) return 0;
   std::uint8_t* payload = &out[layout->payload_offset];
-  if (!wqe.inline_data.empty()) {
+  if (!config.carry_payload) {
+    // lengths only
+  } else if (!wqe.inline_data.empty()) {
     std::memcpy(payload, wqe.inline_data.data() + payload_offset, payload_length);
   } else if (payload_length > 0) {
     transport::gather(wqe.segments, payload_offset, payload, payload_length);
@@ -479,7 +481,9 @@ void EngineState::on_read_response(QueuePair& qp, const wire::RocePacket& packet
   if (packet.headers.aeth && wire::aeth_ack_type(packet.headers.aeth->syndrome) != wire::AckType::ack) {
     return fail_request(qp, psn, WcStatus::bad_resp_err);
   }
-  transport::scatter(read->segments, read->read_received, packet.payload.data(), packet.payload.size());
+  if (config.carry_payload) {
+    transport::scatter(read->segments, read->read_received, packet.payload.data(), packet.payload.size());
+  }
   read->read_received += packet.payload.size();
   qp.retries_left = qp.attr.retry_cnt;
   if (ends) {
@@ -502,7 +506,7 @@ void EngineState::on_atomic_ack(QueuePair& qp, const wire::RocePacket& packet, T
     std::uint64_t original = packet.headers.atomic_ack_eth->original;
     std::uint8_t bytes[8];
     std::memcpy(bytes, &original, sizeof bytes);
-    transport::scatter(wqe.segments, 0, bytes, sizeof bytes);
+    if (config.carry_payload) transport::scatter(wqe.segments, 0, bytes, sizeof bytes);
     wqe.done = true;
     acknowledge_through(qp, psn, now);
     return;

@@ -209,8 +209,10 @@ void EngineState::ud_on_datagram(QueuePair& qp, const wire::RocePacket& packet, 
   std::uint8_t grh[kGrhLength] = {};
   std::size_t header_length = std::min<std::size_t>(ip_header.size(), kGrhLength);
   std::memcpy(grh + (kGrhLength - header_length), ip_header.data(), header_length);
-  transport::scatter(wqe.segments, 0, grh, kGrhLength);
-  transport::scatter(wqe.segments, kGrhLength, packet.payload.data(), packet.payload.size());
+  if (config.carry_payload) {
+    transport::scatter(wqe.segments, 0, grh, kGrhLength);
+    transport::scatter(wqe.segments, kGrhLength, packet.payload.data(), packet.payload.size());
+  }
   WorkCompletion wc;
   wc.wr_id = wqe.wr_id;
   wc.opcode = WcOpcode::recv;
@@ -329,7 +331,9 @@ bool EngineState::on_send(QueuePair& qp, const wire::RocePacket& packet) {
                                                    : wire::NakCode::remote_operational_error);
     return false;
   }
-  transport::scatter(wqe.segments, qp.send_offset, packet.payload.data(), packet.payload.size());
+  if (config.carry_payload) {
+    transport::scatter(wqe.segments, qp.send_offset, packet.payload.data(), packet.payload.size());
+  }
   qp.send_offset += packet.payload.size();
   if (is_last_or_only(position)) {
     if (packet.headers.ieth) memory_regions.invalidate_rkey(packet.headers.ieth->rkey, qp.pd);
@@ -387,7 +391,7 @@ bool EngineState::on_write(QueuePair& qp, const wire::RocePacket& packet) {
     fail_responder(qp, psn, wire::NakCode::remote_access_error);
     return false;
   }
-  if (length > 0) std::memcpy(*target, packet.payload.data(), length);
+  if (length > 0 && config.carry_payload) std::memcpy(*target, packet.payload.data(), length);
   qp.write_va += length;
   qp.write_remaining -= length;
   if (last) {
@@ -442,15 +446,17 @@ bool EngineState::on_atomic(QueuePair& qp, const wire::RocePacket& packet) {
     fail_responder(qp, psn, wire::NakCode::remote_access_error);
     return false;
   }
-  std::uint64_t original;
-  std::memcpy(&original, *target, sizeof original);
-  std::uint64_t updated = original;
-  if (packet.op->kind == wire::OpKind::fetch_add) {
-    updated = original + atomic.swap_add;
-  } else if (original == atomic.compare) {
-    updated = atomic.swap_add;
+  std::uint64_t original = 0;
+  if (config.carry_payload) {
+    std::memcpy(&original, *target, sizeof original);
+    std::uint64_t updated = original;
+    if (packet.op->kind == wire::OpKind::fetch_add) {
+      updated = original + atomic.swap_add;
+    } else if (original == atomic.compare) {
+      updated = atomic.swap_add;
+    }
+    std::memcpy(*target, &updated, sizeof updated);
   }
-  std::memcpy(*target, &updated, sizeof updated);
 
   qp.msn = psn_add(qp.msn, 1);
   transport::ReadAtomicRecord& record = qp.records[qp.next_record];
@@ -559,7 +565,9 @@ std::size_t EngineState::responder_transmit(QueuePair& qp, MutableByteSpan out, 
   }
   auto layout = begin_packet(qp, headers, payload_length, out);
   if (!layout) return 0;
-  if (payload_length > 0) std::memcpy(&out[layout->payload_offset], payload, payload_length);
+  if (payload_length > 0 && config.carry_payload) {
+    std::memcpy(&out[layout->payload_offset], payload, payload_length);
+  }
   bool data = next.kind == ResponderOutput::Kind::read_response;
   if (finished) {
     qp.outputs.pop_front();

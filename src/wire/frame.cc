@@ -90,7 +90,7 @@ WireResult<RocePacket> parse_roce_packet(ByteSpan bytes) {
 
 namespace {
 
-std::optional<WireError> parse_datagram_into(ByteSpan bytes, RoceDatagram& datagram) {
+std::optional<WireError> parse_datagram_into(ByteSpan bytes, RoceDatagram& datagram, IcrcCheck check) {
   if (bytes.empty()) return WireError::truncated;
   ByteSpan ip_header;
   ByteSpan ip_payload;
@@ -122,6 +122,7 @@ std::optional<WireError> parse_datagram_into(ByteSpan bytes, RoceDatagram& datag
 
   if (auto error = parse_packet_into(udp->payload(), datagram.packet)) return error;
 
+  if (check == IcrcCheck::skip) return std::nullopt;
   std::size_t datagram_length = kUdpHeaderLength + udp->payload().size();
   datagram.icrc_ok =
       compute_icrc(ip_header, ip_payload.first(datagram_length - kIcrcLength)) == datagram.packet.icrc;
@@ -130,9 +131,9 @@ std::optional<WireError> parse_datagram_into(ByteSpan bytes, RoceDatagram& datag
 
 }  // namespace
 
-WireResult<RoceDatagram> parse_roce_datagram(ByteSpan bytes) {
+WireResult<RoceDatagram> parse_roce_datagram(ByteSpan bytes, IcrcCheck check) {
   RoceDatagram datagram;
-  if (auto error = parse_datagram_into(bytes, datagram)) return fail(*error);
+  if (auto error = parse_datagram_into(bytes, datagram, check)) return fail(*error);
   return datagram;
 }
 
@@ -147,7 +148,7 @@ WireResult<RoceFrame> parse_roce_frame(ByteSpan bytes) {
   ByteSpan ip = ethernet->payload();
   // The ethertype decides the IP version; a header that disagrees is a bad version.
   if (!ip.empty() && (ip[0] >> 4) != (ethertype == kEthertypeIpv4 ? 4 : 6)) return fail(WireError::bad_version);
-  if (auto error = parse_datagram_into(ip, frame)) return fail(*error);
+  if (auto error = parse_datagram_into(ip, frame, IcrcCheck::verify)) return fail(*error);
   return frame;
 }
 

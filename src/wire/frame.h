@@ -65,9 +65,14 @@ struct RoceFrame : RoceDatagram {
 // needs the IP header).
 WireResult<RocePacket> parse_roce_packet(ByteSpan udp_payload);
 
+// Whether a parse computes the ICRC (skip: the receiver accepts the packet
+// unchecked by its policy, so the CRC over every byte is not worth its cost;
+// icrc_ok stays false).
+enum class IcrcCheck : std::uint8_t { verify, skip };
+
 // Parses an IP datagram (IPv4 or IPv6 header first) carrying RoCEv2 and
 // verifies its ICRC. Bytes after the IP total length are ignored.
-WireResult<RoceDatagram> parse_roce_datagram(ByteSpan datagram);
+WireResult<RoceDatagram> parse_roce_datagram(ByteSpan datagram, IcrcCheck check = IcrcCheck::verify);
 
 // Parses an Ethernet frame carrying RoCEv2 and verifies its ICRC. Trailing
 // bytes after the IP datagram (Ethernet padding, FCS) are ignored. A wrong

@@ -7,7 +7,7 @@ packages=(
   build-essential cmake ninja-build pkg-config
   clang libclang-rt-14-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  libcli11-dev libfmt-dev nlohmann-json3-dev
+  libcli11-dev libfmt-dev nlohmann-json3-dev libtomlplusplus-dev
   libpcap-dev zlib1g-dev libisal-dev iproute2 nftables
   libibverbs-dev ibverbs-utils perftest
   qemu-system-x86 busybox-static cpio

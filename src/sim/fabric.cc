@@ -1,0 +1,114 @@
+// Building the fabric and its routing tables.
+#include "sim/fabric.h"
+
+#include <map>
+
+#include "sim/mix.h"
+
+namespace uroce::sim {
+
+Fabric::Fabric(SimWorld& world, const Topology& topology, const SwitchConfig& switch_config,
+               const EngineConfig& engine_config, std::uint64_t seed) {
+  std::uint64_t seeds = seed;
+  for (std::uint32_t s = 0; s < topology.switches; ++s) {
+    switches_.push_back(std::make_unique<SwitchNode>(world, switch_config, s, splitmix64(seeds)));
+  }
+  switch_ports_.resize(topology.switches);
+  std::vector<LinkSpec> host_links(topology.hosts);
+  for (const TopologyEdge& edge : topology.edges) {
+    if (edge.a.is_host) host_links[edge.a.index] = edge.link;
+    if (edge.b.is_host) host_links[edge.b.index] = edge.link;
+  }
+  for (std::uint32_t h = 0; h < topology.hosts; ++h) {
+    EngineConfig config = engine_config;
+    config.seed = splitmix64(seeds);
+    config.congestion.dcqcn.line_rate_bps = static_cast<double>(host_links[h].rate_bps);
+    hosts_.push_back(std::make_unique<HostNode>(world, h, config, host_links[h]));
+  }
+  for (const TopologyEdge& edge : topology.edges) {
+    auto port_of = [&](const NodeRef& end, const NodeRef& other) -> std::pair<Transmitter*, std::uint16_t> {
+      if (end.is_host) return {&hosts_[end.index]->transmitter(), 0};
+      std::uint16_t port = switches_[end.index]->add_port(edge.link);
+      switch_ports_[end.index].push_back({port, other});
+      return {&switches_[end.index]->transmitter(port), port};
+    };
+    auto [a_side, a_port] = port_of(edge.a, edge.b);
+    auto [b_side, b_port] = port_of(edge.b, edge.a);
+    Node& a_node = edge.a.is_host ? static_cast<Node&>(*hosts_[edge.a.index]) : *switches_[edge.a.index];
+    Node& b_node = edge.b.is_host ? static_cast<Node&>(*hosts_[edge.b.index]) : *switches_[edge.b.index];
+    a_side->connect(b_node, b_port);
+    b_side->connect(a_node, a_port);
+  }
+  build_routes(topology);
+}
+
+// Shortest paths by hop count. Hosts under the same switch share every other
+// switch's distances, so one breadth-first search runs per switch that has
+// hosts, and each switch interns its distinct sets of equal-cost ports.
+void Fabric::build_routes(const Topology& topology) {
+  std::uint32_t switches = topology.switches;
+  std::vector<std::uint32_t> attached_to(topology.hosts);
+  std::vector<std::uint16_t> attached_port(topology.hosts);
+  std::vector<std::vector<std::uint32_t>> hosts_under(switches);
+  for (std::uint32_t s = 0; s < switches; ++s) {
+    for (const Neighbour& n : switch_ports_[s]) {
+      if (!n.node.is_host) continue;
+      attached_to[n.node.index] = s;
+      attached_port[n.node.index] = n.port;
+      hosts_under[s].push_back(n.node.index);
+    }
+  }
+  std::vector<std::vector<std::uint32_t>> group_of_host(switches, std::vector<std::uint32_t>(topology.hosts));
+  std::vector<std::vector<std::vector<std::uint16_t>>> groups(switches);
+  std::vector<std::map<std::vector<std::uint16_t>, std::uint32_t>> interned(switches);
+  auto intern = [&](std::uint32_t s, std::vector<std::uint16_t> ports) {
+    auto [it, fresh] = interned[s].try_emplace(ports, static_cast<std::uint32_t>(groups[s].size()));
+    if (fresh) groups[s].push_back(std::move(ports));
+    return it->second;
+  };
+
+  constexpr std::uint32_t kUnreached = UINT32_MAX;
+  std::vector<std::uint32_t> distance(switches);
+  std::vector<std::uint32_t> frontier, next;
+  for (std::uint32_t target = 0; target < switches; ++target) {
+    if (hosts_under[target].empty()) continue;
+    std::fill(distance.begin(), distance.end(), kUnreached);
+    distance[target] = 0;
+    frontier.assign(1, target);
+    while (!frontier.empty()) {
+      next.clear();
+      for (std::uint32_t s : frontier) {
+        for (const Neighbour& n : switch_ports_[s]) {
+          if (n.node.is_host || distance[n.node.index] != kUnreached) continue;
+          distance[n.node.index] = distance[s] + 1;
+          next.push_back(n.node.index);
+        }
+      }
+      frontier.swap(next);
+    }
+    for (std::uint32_t s = 0; s < switches; ++s) {
+      if (s == target) {
+        for (std::uint32_t h : hosts_under[s]) group_of_host[s][h] = intern(s, {attached_port[h]});
+        continue;
+      }
+      std::vector<std::uint16_t> ports;
+      for (const Neighbour& n : switch_ports_[s]) {
+        if (!n.node.is_host && distance[n.node.index] + 1 == distance[s]) ports.push_back(n.port);
+      }
+      std::uint32_t group = intern(s, std::move(ports));
+      for (std::uint32_t h : hosts_under[target]) group_of_host[s][h] = group;
+    }
+  }
+  for (std::uint32_t s = 0; s < switches; ++s) {
+    switches_[s]->set_routes(std::move(group_of_host[s]), std::move(groups[s]));
+  }
+}
+
+void Fabric::close_pauses(SimTime now) {
+  for (auto& host : hosts_) host->transmitter().close_pauses(now);
+  for (auto& s : switches_) {
+    for (std::uint16_t port = 0; port < s->port_count(); ++port) s->transmitter(port).close_pauses(now);
+  }
+}
+
+}  // namespace uroce::sim

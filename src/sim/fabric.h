@@ -1,0 +1,41 @@
+// The fabric built from a topology: host NICs running engines, switches, the
+// transmitters of every link joined to their far ends, and shortest-path
+// routing tables whose equal-cost ports ECMP chooses among.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "sim/host_node.h"
+#include "sim/switch_node.h"
+#include "sim/topology.h"
+
+namespace uroce::sim {
+
+class Fabric {
+ public:
+  // topology must be valid (topology_problem returns nothing).
+  Fabric(SimWorld& world, const Topology& topology, const SwitchConfig& switch_config,
+         const EngineConfig& engine_config, std::uint64_t seed);
+
+  std::uint32_t host_count() const { return static_cast<std::uint32_t>(hosts_.size()); }
+  std::uint32_t switch_count() const { return static_cast<std::uint32_t>(switches_.size()); }
+  HostNode& host(std::uint32_t index) { return *hosts_[index]; }
+  SwitchNode& switch_at(std::uint32_t index) { return *switches_[index]; }
+  // Ends every pause still in force in the counters (the end of a run).
+  void close_pauses(SimTime now);
+
+ private:
+  void build_routes(const Topology& topology);
+
+  std::vector<std::unique_ptr<HostNode>> hosts_;
+  std::vector<std::unique_ptr<SwitchNode>> switches_;
+  struct Neighbour {
+    std::uint16_t port;
+    NodeRef node;
+  };
+  std::vector<std::vector<Neighbour>> switch_ports_;  // per switch, by port index
+};
+
+}  // namespace uroce::sim

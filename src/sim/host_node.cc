@@ -1,0 +1,141 @@
+// The simulated NIC around a uroce engine.
+#include "sim/host_node.h"
+
+#include <algorithm>
+#include <cstring>
+#include <stdexcept>
+
+#include "common/bytes.h"
+#include "sim/mix.h"
+
+namespace uroce::sim {
+
+namespace {
+
+constexpr std::size_t kIpv4DestinationOffset = 16;
+constexpr std::size_t kUdpSourcePortOffset = 20;
+constexpr std::size_t kBthOpcodeOffset = 28;  // IPv4 (20) + UDP (8)
+constexpr std::uint8_t kOpcodeAcknowledge = 0x11;
+constexpr std::uint8_t kOpcodeCnp = 0x81;
+constexpr std::uint32_t kMinimumFrameWireBytes = 64 + 8 + 12;
+constexpr std::size_t kCompletionBatch = 64;
+constexpr std::uint32_t kCompletionQueueDepth = 4096;
+
+TimeNs to_engine_time(SimTime now) { return now / kPicosecondsPerNs; }
+
+}  // namespace
+
+std::array<std::uint8_t, 4> host_address(std::uint32_t host) {
+  std::uint32_t n = host + 1;
+  return {10, static_cast<std::uint8_t>(n >> 16), static_cast<std::uint8_t>(n >> 8), static_cast<std::uint8_t>(n)};
+}
+
+HostNode::HostNode(SimWorld& world, std::uint32_t id, const EngineConfig& engine_config, const LinkSpec& link)
+    : world_(world),
+      id_(id),
+      transmitter_(std::make_unique<Transmitter>(world, link, *this, 0)),
+      transmit_buffer_(kMaxDatagramLength),
+      receive_buffer_(kMaxDatagramLength) {
+  EngineConfig config = engine_config;
+  config.gid = gid_from_ipv4(host_address(id));
+  config.carry_payload = false;
+  engine_ = std::make_unique<Engine>(config);
+  engine_->poll_async_event();  // port active: nobody listens in a simulation
+  auto pd = engine_->alloc_pd();
+  auto cq = engine_->create_cq(kCompletionQueueDepth);  // drained after every event
+  if (!pd || !cq) throw std::runtime_error("simulated host: engine refused a PD or CQ");
+  pd_ = *pd;
+  cq_ = *cq;
+  auto keys = engine_->reg_mr(pd_, reinterpret_cast<void*>(kRegionBase), kRegionLength,
+                              kAccessLocalWrite | kAccessRemoteWrite | kAccessRemoteRead | kAccessRemoteAtomic);
+  if (!keys) throw std::runtime_error("simulated host: engine refused its memory region");
+  region_ = *keys;
+}
+
+void HostNode::wake(SimTime now) {
+  transmitter_->kick(now);
+  arm_timer();
+}
+
+Packet* HostNode::packet_from_engine(std::size_t length) {
+  Packet* packet = world_.packets.acquire();
+  packet->kind = PacketKind::roce;
+  packet->datagram_length = static_cast<std::uint32_t>(length);
+  packet->wire_bytes = std::max<std::uint32_t>(packet->datagram_length + kEthernetOverheadBytes, kMinimumFrameWireBytes);
+  std::memcpy(packet->header, transmit_buffer_.data(), std::min(length, kHeaderBytes));
+  const std::uint8_t* ip = packet->header;
+  packet->src_host = id_;
+  std::uint32_t destination = load_be32(ip + kIpv4DestinationOffset) & 0x00FFFFFFu;
+  packet->dst_host = destination - 1;  // host_address, inverted
+  packet->priority = static_cast<std::uint8_t>((ip[1] >> 2) >> 3);  // DSCP's class selector bits
+  packet->flow_hash = mix32(load_be32(ip + 12) ^ mix32(load_be32(ip + kIpv4DestinationOffset) ^
+                                                       mix32(load_be16(ip + kUdpSourcePortOffset))));
+  std::uint8_t opcode = ip[kBthOpcodeOffset];
+  packet->roce_class = opcode == kOpcodeAcknowledge ? RoceClass::ack
+                       : opcode == kOpcodeCnp       ? RoceClass::cnp
+                                                    : RoceClass::data;
+  if (packet->roce_class == RoceClass::data) ++world_.counters.data_packets;
+  return packet;
+}
+
+Packet* HostNode::next_to_send(std::uint16_t, SimTime now) {
+  for (int priority = kPriorities - 1; priority >= 0; --priority) {
+    if (!held_[priority].empty() && !transmitter_->paused(static_cast<std::uint8_t>(priority))) {
+      return held_[priority].pop();
+    }
+  }
+  for (;;) {
+    std::size_t length = engine_->poll_transmit(transmit_buffer_, to_engine_time(now));
+    if (length == 0) {
+      arm_timer();  // pacing may have deferred a QP
+      return nullptr;
+    }
+    Packet* packet = packet_from_engine(length);
+    if (!transmitter_->paused(packet->priority)) return packet;
+    held_[packet->priority].push(packet);
+  }
+}
+
+void HostNode::receive(Packet* packet, std::uint16_t, SimTime now) {
+  if (packet->kind == PacketKind::pause) {
+    transmitter_->on_pfc(*packet, now);
+    world_.packets.release(packet);
+    return;
+  }
+  std::memcpy(receive_buffer_.data(), packet->header, std::min<std::size_t>(packet->datagram_length, kHeaderBytes));
+  std::uint32_t length = packet->datagram_length;
+  world_.packets.release(packet);
+  engine_->on_datagram(std::span(receive_buffer_).first(length), to_engine_time(now), false);
+  deliver_completions(now);
+  wake(now);
+}
+
+void HostNode::on_event(SimTime now, std::uint32_t tag) {
+  if (tag != timer_generation_) return;  // superseded by an earlier deadline
+  timer_at_ = kSimNever;
+  engine_->on_timer(to_engine_time(now));
+  deliver_completions(now);
+  wake(now);
+}
+
+void HostNode::deliver_completions(SimTime now) {
+  WorkCompletion completions[kCompletionBatch];
+  for (;;) {
+    auto polled = engine_->poll_cq(cq_, completions);
+    if (!polled || *polled == 0) return;
+    for (std::size_t i = 0; i < *polled; ++i) {
+      if (handler_) handler_(id_, completions[i], now);
+    }
+  }
+}
+
+void HostNode::arm_timer() {
+  TimeNs deadline = engine_->next_deadline();
+  if (deadline == kNever) return;
+  SimTime at = deadline * kPicosecondsPerNs;
+  if (at >= timer_at_) return;
+  timer_at_ = at;
+  world_.events.schedule(at, this, ++timer_generation_);
+}
+
+}  // namespace uroce::sim

@@ -1,0 +1,65 @@
+// A simulated host: a NIC that runs the real uroce engine (with
+// carry_payload = false) behind one link. The NIC pulls the engine's packets
+// when its wire is free, holds those of a PFC-paused priority, feeds arrivals
+// to the engine, wakes it for its timers, and hands completions to the
+// workload.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "sim/transmitter.h"
+#include "uroce/engine.h"
+
+namespace uroce::sim {
+
+// IPv4 address of host index (10.0.0.1 for host 0, counting up).
+std::array<std::uint8_t, 4> host_address(std::uint32_t host);
+
+class HostNode final : public Node, public EventHandler {
+ public:
+  using CompletionHandler = std::function<void(std::uint32_t host, const WorkCompletion& completion, SimTime now)>;
+
+  HostNode(SimWorld& world, std::uint32_t id, const EngineConfig& engine_config, const LinkSpec& link);
+
+  std::uint32_t id() const { return id_; }
+  Engine& engine() { return *engine_; }
+  Transmitter& transmitter() { return *transmitter_; }
+  std::uint32_t pd() const { return pd_; }
+  std::uint32_t cq() const { return cq_; }
+  // One region over a made-up address range: nothing is ever read or written.
+  const MrKeys& region() const { return region_; }
+  static constexpr std::uint64_t kRegionBase = 1ull << 44;
+  static constexpr std::uint64_t kRegionLength = 1ull << 40;  // the engine's max_mr_size
+
+  void on_completion(CompletionHandler handler) { handler_ = std::move(handler); }
+  // After the workload posted work: send what can be sent, arm timers.
+  void wake(SimTime now);
+
+  void receive(Packet* packet, std::uint16_t port, SimTime now) override;
+  Packet* next_to_send(std::uint16_t port, SimTime now) override;
+  void on_event(SimTime now, std::uint32_t tag) override;
+
+ private:
+  Packet* packet_from_engine(std::size_t length);
+  void deliver_completions(SimTime now);
+  void arm_timer();
+
+  SimWorld& world_;
+  std::uint32_t id_;
+  std::unique_ptr<Engine> engine_;
+  std::unique_ptr<Transmitter> transmitter_;
+  std::uint32_t pd_ = 0;
+  std::uint32_t cq_ = 0;
+  MrKeys region_;
+  CompletionHandler handler_;
+  PacketQueue held_[kPriorities];  // taken from the engine while their priority was paused
+  SimTime timer_at_ = kSimNever;
+  std::uint32_t timer_generation_ = 0;
+  std::vector<std::uint8_t> transmit_buffer_;
+  std::vector<std::uint8_t> receive_buffer_;
+};
+
+}  // namespace uroce::sim

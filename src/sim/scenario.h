@@ -1,0 +1,43 @@
+// A simulation scenario: the fabric, its switches, the transport settings of
+// every host, and the flows to run. Scenario files (TOML) load into this;
+// tests build it directly.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "sim/switch_config.h"
+#include "sim/topology.h"
+#include "uroce/engine.h"
+
+namespace uroce::sim {
+
+struct FlowSpec {
+  std::uint32_t src = 0;
+  std::uint32_t dst = 0;
+  std::uint64_t bytes = 0;
+  SimTime start = 0;
+};
+
+// How every flow's QPs are set up.
+struct TransportSpec {
+  PathMtu mtu = PathMtu::mtu4096;
+  LossRecovery recovery = LossRecovery::go_back_n;
+  std::uint8_t timeout = 10;    // local ACK timeout exponent: 4.096 us << 10 = 4.2 ms
+  std::uint8_t retry_cnt = 7;
+  std::uint8_t data_dscp = 26;  // priority 3 (DSCP >> 3); CNPs use CongestionConfig::cnp_dscp
+};
+
+struct Scenario {
+  std::string name = "scenario";
+  std::uint64_t seed = 1;
+  SimTime time_limit = 100'000 * kPicosecondsPerUs;  // stop here even if flows are unfinished
+  Topology topology;
+  SwitchConfig switches;
+  TransportSpec transport;
+  EngineConfig engine;  // congestion control and window; the address and seed are per host
+  std::vector<FlowSpec> flows;
+};
+
+}  // namespace uroce::sim

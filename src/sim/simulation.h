@@ -1,0 +1,42 @@
+// Runs a scenario to completion (every flow finished) or to its time limit
+// and gathers what summary.json reports. Deterministic: the same scenario and
+// seed give the same result, bit for bit; only wall_s differs.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "sim/scenario.h"
+#include "sim/world.h"
+
+namespace uroce::sim {
+
+struct FlowResult {
+  std::uint32_t id = 0;
+  FlowSpec spec;
+  SimTime finish = kSimNever;  // when the sender's last WRITE completed
+  bool finished() const { return finish != kSimNever; }
+};
+
+struct SimResult {
+  SimTime sim_time = 0;
+  double wall_s = 0;
+  std::uint64_t events = 0;
+  std::uint64_t seed = 0;
+  std::vector<FlowResult> flows;
+  FabricCounters fabric;
+  std::uint64_t retransmitted_packets = 0;
+  std::uint64_t cnps = 0;
+  std::uint64_t timeouts = 0;
+  std::uint64_t peak_switch_buffer_bytes = 0;
+  std::uint32_t hosts = 0;
+  std::uint32_t switches = 0;
+};
+
+// progress(fraction of sim time or flows done, whichever is further) is
+// called now and then; it may be empty. Throws std::invalid_argument when
+// the scenario is inconsistent (a flow to a host that does not exist...).
+SimResult run_simulation(const Scenario& scenario, const std::function<void(double)>& progress = {});
+
+}  // namespace uroce::sim

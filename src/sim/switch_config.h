@@ -1,0 +1,35 @@
+// A switch's buffer, PFC, ECN and forwarding settings (the scenario's
+// [switch] table). Sizes in bytes of wire time (frames with their overheads).
+#pragma once
+
+#include <cstdint>
+
+namespace uroce::sim {
+
+enum class Forwarding : std::uint8_t {
+  ecmp,   // one path per flow: a hash of the 5-tuple (the UDP source port is the entropy)
+  spray,  // every packet picks a path of its own (round robin per switch)
+};
+
+struct SwitchConfig {
+  std::uint64_t buffer_bytes = 16 << 20;      // shared by every port
+  std::uint8_t lossless_priorities = 1u << 3;  // bit per priority that PFC protects
+  bool pfc = true;
+  // XOFF: an ingress (port, priority) over this many bytes pauses its sender.
+  // dynamic_alpha > 0: the threshold is alpha x the free shared buffer instead
+  // (whichever is smaller), as in Broadcom-style dynamic thresholds.
+  std::uint64_t xoff_bytes = 256 << 10;
+  double dynamic_alpha = 0;
+  std::uint64_t xon_offset_bytes = 2 * 4200;   // XON once this far below XOFF
+  std::uint64_t headroom_bytes = 128 << 10;    // absorbs what is in flight after XOFF
+  // RED-style ECN marking on an egress queue's bytes (lossless priorities).
+  bool ecn = true;
+  std::uint64_t ecn_kmin_bytes = 100 << 10;
+  std::uint64_t ecn_kmax_bytes = 400 << 10;
+  double ecn_pmax = 0.2;
+  // A lossy priority's egress queue drops beyond this many bytes.
+  std::uint64_t lossy_queue_bytes = 1 << 20;
+  Forwarding forwarding = Forwarding::ecmp;
+};
+
+}  // namespace uroce::sim

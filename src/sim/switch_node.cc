@@ -1,0 +1,132 @@
+// Switch forwarding, buffer accounting, PFC and ECN.
+#include "sim/switch_node.h"
+
+#include <algorithm>
+
+#include "common/bytes.h"
+#include "sim/mix.h"
+#include "wire/ipv4.h"
+
+namespace uroce::sim {
+
+SwitchNode::SwitchNode(SimWorld& world, const SwitchConfig& config, std::uint32_t id, std::uint64_t seed)
+    : world_(world), config_(config), id_(id), random_state_(seed ^ (std::uint64_t{id} << 32)) {
+  hash_salt_ = static_cast<std::uint32_t>(splitmix64(random_state_));
+}
+
+std::uint16_t SwitchNode::add_port(const LinkSpec& spec) {
+  auto index = static_cast<std::uint16_t>(ports_.size());
+  ports_.emplace_back();
+  ports_.back().transmitter = std::make_unique<Transmitter>(world_, spec, *this, index);
+  return index;
+}
+
+void SwitchNode::set_routes(std::vector<std::uint32_t> group_of_host, std::vector<std::vector<std::uint16_t>> groups) {
+  group_of_host_ = std::move(group_of_host);
+  groups_ = std::move(groups);
+}
+
+std::uint64_t SwitchNode::xoff_threshold() const {
+  if (config_.dynamic_alpha <= 0) return config_.xoff_bytes;
+  std::uint64_t free = config_.buffer_bytes > used_ ? config_.buffer_bytes - used_ : 0;
+  return std::min(config_.xoff_bytes, static_cast<std::uint64_t>(config_.dynamic_alpha * static_cast<double>(free)));
+}
+
+std::uint64_t SwitchNode::next_random() { return splitmix64(random_state_); }
+
+std::uint16_t SwitchNode::route(const Packet& packet) {
+  const std::vector<std::uint16_t>& ports = groups_[group_of_host_[packet.dst_host]];
+  if (ports.size() == 1) return ports[0];
+  if (config_.forwarding == Forwarding::spray) return ports[spray_next_++ % ports.size()];
+  return ports[mix32(packet.flow_hash ^ hash_salt_) % ports.size()];
+}
+
+bool SwitchNode::admit(Packet& packet, Port& ingress, const PacketQueue& egress, SimTime now) {
+  std::uint8_t priority = packet.priority;
+  std::uint32_t size = packet.wire_bytes;
+  std::uint64_t& held = ingress.ingress_bytes[priority];
+  if (lossless(priority)) {
+    if (held + size > config_.xoff_bytes + config_.headroom_bytes || used_ + size > config_.buffer_bytes) {
+      ++world_.counters.lossless_violations;
+      ++world_.counters.drops;
+      return false;
+    }
+    held += size;
+    used_ += size;
+    if (!ingress.pause_sent[priority] && held > xoff_threshold()) {
+      ingress.pause_sent[priority] = true;
+      ingress.transmitter->send_pfc(priority, true, now);
+    }
+  } else {
+    if (egress.bytes() + size > config_.lossy_queue_bytes || used_ + size > config_.buffer_bytes) {
+      ++world_.counters.drops;
+      return false;
+    }
+    held += size;
+    used_ += size;
+  }
+  peak_used_ = std::max(peak_used_, used_);
+  return true;
+}
+
+void SwitchNode::mark_if_congested(Packet& packet, const PacketQueue& queue) {
+  if (!config_.ecn || queue.bytes() <= config_.ecn_kmin_bytes) return;
+  std::uint8_t* ip = packet.header;
+  if ((ip[0] >> 4) != 4 || (ip[1] & 0x03u) == 0 || (ip[1] & 0x03u) == 0x03u) return;  // not ECT, or CE already
+  if (queue.bytes() < config_.ecn_kmax_bytes) {
+    double fraction = static_cast<double>(queue.bytes() - config_.ecn_kmin_bytes) /
+                      static_cast<double>(config_.ecn_kmax_bytes - config_.ecn_kmin_bytes);
+    if (unit_interval(random_state_) >= fraction * config_.ecn_pmax) return;
+  }
+  ip[1] |= 0x03u;
+  store_be16(&ip[10], 0);
+  store_be16(&ip[10], wire::ipv4_header_checksum(ByteSpan(ip, 20)));
+  ++world_.counters.ecn_marked;
+}
+
+void SwitchNode::receive(Packet* packet, std::uint16_t port, SimTime now) {
+  if (packet->kind == PacketKind::pause) {
+    ports_[port].transmitter->on_pfc(*packet, now);
+    world_.packets.release(packet);
+    return;
+  }
+  if (packet->dst_host >= group_of_host_.size()) {
+    ++world_.counters.drops;
+    world_.packets.release(packet);
+    return;
+  }
+  Port& egress = ports_[route(*packet)];  // once: spraying picks anew on every call
+  PacketQueue& queue = egress.egress[packet->priority];
+  packet->ingress_port = port;
+  if (!admit(*packet, ports_[port], queue, now)) {
+    world_.packets.release(packet);
+    return;
+  }
+  mark_if_congested(*packet, queue);
+  queue.push(packet);
+  egress.transmitter->kick(now);
+}
+
+Packet* SwitchNode::next_to_send(std::uint16_t port, SimTime now) {
+  Port& egress = ports_[port];
+  for (int priority = kPriorities - 1; priority >= 0; --priority) {
+    PacketQueue& queue = egress.egress[priority];
+    if (queue.empty() || egress.transmitter->paused(static_cast<std::uint8_t>(priority))) continue;
+    Packet* packet = queue.pop();
+    Port& ingress = ports_[packet->ingress_port];
+    std::uint64_t& held = ingress.ingress_bytes[priority];
+    held -= packet->wire_bytes;
+    used_ -= packet->wire_bytes;
+    if (ingress.pause_sent[priority]) {
+      std::uint64_t xoff = xoff_threshold();
+      if (held + config_.xon_offset_bytes <= xoff || held == 0) {
+        ingress.pause_sent[priority] = false;
+        ingress.transmitter->send_pfc(static_cast<std::uint8_t>(priority), false, now);
+      }
+    }
+    return packet;
+  }
+  return nullptr;
+}
+
+}  // namespace uroce::sim

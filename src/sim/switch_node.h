@@ -1,0 +1,70 @@
+// A shared-buffer Ethernet switch: per-priority egress queues served in strict
+// priority order, per-ingress (port, priority) accounting with PFC XOFF/XON and
+// headroom, RED-style ECN marking, drops for lossy overflow and for headroom
+// exhausted (a lossless violation), and ECMP or per-packet spraying over the
+// equal-cost ports its routing table lists for each destination host.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "sim/switch_config.h"
+#include "sim/transmitter.h"
+
+namespace uroce::sim {
+
+class SwitchNode final : public Node {
+ public:
+  SwitchNode(SimWorld& world, const SwitchConfig& config, std::uint32_t id, std::uint64_t seed);
+
+  // Adds a port whose transmitter uses spec; returns its index.
+  std::uint16_t add_port(const LinkSpec& spec);
+  Transmitter& transmitter(std::uint16_t port) { return *ports_[port].transmitter; }
+  std::size_t port_count() const { return ports_.size(); }
+  std::uint32_t id() const { return id_; }
+
+  // Routing: for each destination host, the equal-cost ports towards it.
+  void set_routes(std::vector<std::uint32_t> group_of_host, std::vector<std::vector<std::uint16_t>> groups);
+
+  // State for deadlock detection and reports.
+  std::uint64_t egress_bytes(std::uint16_t port, std::uint8_t priority) const {
+    return ports_[port].egress[priority].bytes();
+  }
+  bool pausing(std::uint16_t port, std::uint8_t priority) const { return ports_[port].pause_sent[priority]; }
+  std::uint64_t buffer_used() const { return used_; }
+  std::uint64_t peak_buffer_used() const { return peak_used_; }
+
+  void receive(Packet* packet, std::uint16_t port, SimTime now) override;
+  Packet* next_to_send(std::uint16_t port, SimTime now) override;
+
+ private:
+  struct Port {
+    std::unique_ptr<Transmitter> transmitter;
+    PacketQueue egress[kPriorities];
+    std::uint64_t ingress_bytes[kPriorities] = {};  // held here, by the port it came in on
+    bool pause_sent[kPriorities] = {};
+  };
+  bool lossless(std::uint8_t priority) const {
+    return config_.pfc && ((config_.lossless_priorities >> priority) & 1u);
+  }
+  std::uint64_t xoff_threshold() const;
+  std::uint16_t route(const Packet& packet);
+  bool admit(Packet& packet, Port& ingress, const PacketQueue& egress, SimTime now);
+  void mark_if_congested(Packet& packet, const PacketQueue& queue);
+  std::uint64_t next_random();
+
+  SimWorld& world_;
+  SwitchConfig config_;
+  std::uint32_t id_;
+  std::vector<Port> ports_;
+  std::vector<std::uint32_t> group_of_host_;
+  std::vector<std::vector<std::uint16_t>> groups_;
+  std::uint64_t used_ = 0;
+  std::uint64_t peak_used_ = 0;
+  std::uint64_t random_state_;
+  std::uint32_t hash_salt_;
+  std::uint32_t spray_next_ = 0;
+};
+
+}  // namespace uroce::sim

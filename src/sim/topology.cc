@@ -1,0 +1,131 @@
+// Topology builders and their validation.
+#include "sim/topology.h"
+
+#include <fmt/format.h>
+
+#include <vector>
+
+namespace uroce::sim {
+
+namespace {
+
+NodeRef host(std::uint32_t index) { return NodeRef{true, index}; }
+NodeRef switch_node(std::uint32_t index) { return NodeRef{false, index}; }
+
+}  // namespace
+
+Topology dumbbell(std::uint32_t hosts_per_side, LinkSpec host_link, LinkSpec bottleneck) {
+  Topology topology;
+  topology.hosts = 2 * hosts_per_side;
+  topology.switches = 2;
+  for (std::uint32_t i = 0; i < topology.hosts; ++i) {
+    topology.edges.push_back({host(i), switch_node(i < hosts_per_side ? 0 : 1), host_link});
+  }
+  topology.edges.push_back({switch_node(0), switch_node(1), bottleneck});
+  topology.description = fmt::format("dumbbell, {} hosts per side", hosts_per_side);
+  return topology;
+}
+
+Topology star(std::uint32_t hosts, LinkSpec host_link) {
+  Topology topology;
+  topology.hosts = hosts;
+  topology.switches = 1;
+  for (std::uint32_t i = 0; i < hosts; ++i) topology.edges.push_back({host(i), switch_node(0), host_link});
+  topology.description = fmt::format("star, {} hosts", hosts);
+  return topology;
+}
+
+Topology leaf_spine(std::uint32_t leaves, std::uint32_t spines, std::uint32_t hosts_per_leaf, LinkSpec host_link,
+                    LinkSpec uplink) {
+  Topology topology;
+  topology.hosts = leaves * hosts_per_leaf;
+  topology.switches = leaves + spines;  // leaves first, then spines
+  for (std::uint32_t leaf = 0; leaf < leaves; ++leaf) {
+    for (std::uint32_t i = 0; i < hosts_per_leaf; ++i) {
+      topology.edges.push_back({host(leaf * hosts_per_leaf + i), switch_node(leaf), host_link});
+    }
+    for (std::uint32_t spine = 0; spine < spines; ++spine) {
+      topology.edges.push_back({switch_node(leaf), switch_node(leaves + spine), uplink});
+    }
+  }
+  double down = static_cast<double>(hosts_per_leaf) * static_cast<double>(host_link.rate_bps);
+  double up = static_cast<double>(spines) * static_cast<double>(uplink.rate_bps);
+  topology.description = fmt::format("leaf-spine, {} leaves x {} hosts, {} spines, oversubscription {:.2f}:1",
+                                     leaves, hosts_per_leaf, spines, down / up);
+  return topology;
+}
+
+Topology fat_tree(std::uint32_t k, LinkSpec link) {
+  Topology topology;
+  std::uint32_t half = k / 2;
+  topology.hosts = k * half * half;
+  // Switches: edges [0, k*half), aggregations [k*half, 2*k*half), cores after.
+  std::uint32_t first_aggregation = k * half;
+  std::uint32_t first_core = 2 * k * half;
+  topology.switches = first_core + half * half;
+  for (std::uint32_t pod = 0; pod < k; ++pod) {
+    for (std::uint32_t e = 0; e < half; ++e) {
+      std::uint32_t edge = pod * half + e;
+      for (std::uint32_t i = 0; i < half; ++i) topology.edges.push_back({host(edge * half + i), switch_node(edge), link});
+      for (std::uint32_t a = 0; a < half; ++a) {
+        topology.edges.push_back({switch_node(edge), switch_node(first_aggregation + pod * half + a), link});
+      }
+    }
+    for (std::uint32_t a = 0; a < half; ++a) {
+      for (std::uint32_t c = 0; c < half; ++c) {
+        topology.edges.push_back(
+            {switch_node(first_aggregation + pod * half + a), switch_node(first_core + a * half + c), link});
+      }
+    }
+  }
+  topology.description = fmt::format("3-tier fat-tree, k={}, {} hosts, {} switches", k, topology.hosts,
+                                     topology.switches);
+  return topology;
+}
+
+std::optional<std::string> topology_problem(const Topology& topology) {
+  if (topology.hosts == 0) return "no hosts";
+  if (topology.switches == 0) return "no switches";
+  std::vector<std::uint32_t> attachments(topology.hosts, 0);
+  std::vector<std::vector<std::uint32_t>> neighbours(topology.switches);
+  for (const TopologyEdge& edge : topology.edges) {
+    for (const NodeRef& end : {edge.a, edge.b}) {
+      std::uint32_t limit = end.is_host ? topology.hosts : topology.switches;
+      if (end.index >= limit) {
+        return fmt::format("a link names {} {}, but there are only {}", end.is_host ? "host" : "switch", end.index,
+                           limit);
+      }
+    }
+    if (edge.a.is_host && edge.b.is_host) return fmt::format("hosts {} and {} are linked directly", edge.a.index, edge.b.index);
+    if (edge.link.rate_bps == 0) return "a link has no rate";
+    if (edge.link.propagation < 0) return "a link has a negative delay";
+    if (edge.a.is_host) ++attachments[edge.a.index];
+    if (edge.b.is_host) ++attachments[edge.b.index];
+    if (!edge.a.is_host && !edge.b.is_host) {
+      neighbours[edge.a.index].push_back(edge.b.index);
+      neighbours[edge.b.index].push_back(edge.a.index);
+    }
+  }
+  for (std::uint32_t h = 0; h < topology.hosts; ++h) {
+    if (attachments[h] != 1) return fmt::format("host {} has {} links; a host needs exactly one", h, attachments[h]);
+  }
+  std::vector<bool> seen(topology.switches, false);
+  std::vector<std::uint32_t> frontier{0};
+  seen[0] = true;
+  while (!frontier.empty()) {
+    std::uint32_t s = frontier.back();
+    frontier.pop_back();
+    for (std::uint32_t n : neighbours[s]) {
+      if (!seen[n]) {
+        seen[n] = true;
+        frontier.push_back(n);
+      }
+    }
+  }
+  for (std::uint32_t s = 0; s < topology.switches; ++s) {
+    if (!seen[s]) return fmt::format("switch {} is not connected to switch 0", s);
+  }
+  return std::nullopt;
+}
+
+}  // namespace uroce::sim

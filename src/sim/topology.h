@@ -1,0 +1,50 @@
+// Topologies as plain graphs of hosts, switches and links, built from a few
+// parameters (dumbbell, star, leaf-spine, 3-tier fat-tree) or listed edge by
+// edge. Every host hangs off exactly one switch.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <optional>
+#include "sim/transmitter.h"
+
+namespace uroce::sim {
+
+struct NodeRef {
+  bool is_host = false;
+  std::uint32_t index = 0;
+  bool operator==(const NodeRef&) const = default;
+};
+
+struct TopologyEdge {
+  NodeRef a, b;
+  LinkSpec link;  // both directions
+};
+
+struct Topology {
+  std::uint32_t hosts = 0;
+  std::uint32_t switches = 0;
+  std::vector<TopologyEdge> edges;
+  std::string description;
+};
+
+// Two switches joined by one bottleneck link, hosts_per_side hosts on each:
+// hosts [0, n) on the left, [n, 2n) on the right.
+Topology dumbbell(std::uint32_t hosts_per_side, LinkSpec host_link, LinkSpec bottleneck);
+// One switch, every host on it.
+Topology star(std::uint32_t hosts, LinkSpec host_link);
+// Every leaf linked once to every spine; hosts numbered leaf by leaf.
+Topology leaf_spine(std::uint32_t leaves, std::uint32_t spines, std::uint32_t hosts_per_leaf, LinkSpec host_link,
+                    LinkSpec uplink);
+// The 3-tier k-ary fat-tree: k pods of k/2 edge and k/2 aggregation switches,
+// (k/2)^2 cores, k^3/4 hosts (k even).
+Topology fat_tree(std::uint32_t k, LinkSpec link);
+
+// What is wrong with a topology, if anything: indices out of range, a host
+// not attached to exactly one switch, a link between two hosts, switches not
+// all connected.
+std::optional<std::string> topology_problem(const Topology& topology);
+
+}  // namespace uroce::sim

@@ -1,0 +1,68 @@
+// Serialization, propagation and PFC pause state of one link direction.
+#include "sim/transmitter.h"
+
+namespace uroce::sim {
+
+void Transmitter::kick(SimTime now) {
+  if (busy_ || choosing_) return;
+  // Choosing may queue a PFC frame here (the owner releases buffer): that
+  // frame waits for this one rather than starting a second transmission.
+  choosing_ = true;
+  Packet* packet = control_.empty() ? owner_.next_to_send(port_, now) : control_.pop();
+  choosing_ = false;
+  if (packet == nullptr) return;
+  busy_ = true;
+  SimTime serialized = now + serialization_time(packet->wire_bytes, spec_.rate_bps);
+  world_.events.schedule(serialized, this, kSerialized);
+  packet->arrives_at = serialized + spec_.propagation;
+  bool wire_was_empty = on_wire_.empty();
+  on_wire_.push(packet);
+  if (wire_was_empty) world_.events.schedule(packet->arrives_at, this, kArrived);
+}
+
+void Transmitter::send_pfc(std::uint8_t priority, bool pause, SimTime now) {
+  Packet* frame = world_.packets.acquire();
+  frame->kind = PacketKind::pause;
+  frame->priority = priority;
+  frame->pause_on = pause;
+  frame->wire_bytes = kPauseFrameWireBytes;
+  frame->datagram_length = 0;
+  ++(pause ? world_.counters.pause_frames : world_.counters.resume_frames);
+  control_.push(frame);
+  kick(now);
+}
+
+void Transmitter::on_pfc(const Packet& frame, SimTime now) {
+  auto bit = static_cast<std::uint8_t>(1u << frame.priority);
+  if (frame.pause_on) {
+    if ((paused_ & bit) == 0) paused_since_[frame.priority] = now;
+    paused_ |= bit;
+    return;
+  }
+  if ((paused_ & bit) == 0) return;
+  world_.counters.pause_time_total += now - paused_since_[frame.priority];
+  paused_ &= static_cast<std::uint8_t>(~bit);
+  kick(now);
+}
+
+void Transmitter::close_pauses(SimTime now) {
+  for (int priority = 0; priority < kPriorities; ++priority) {
+    if (paused(static_cast<std::uint8_t>(priority))) {
+      world_.counters.pause_time_total += now - paused_since_[priority];
+      paused_since_[priority] = now;
+    }
+  }
+}
+
+void Transmitter::on_event(SimTime now, std::uint32_t tag) {
+  if (tag == kSerialized) {
+    busy_ = false;
+    kick(now);
+    return;
+  }
+  Packet* packet = on_wire_.pop();
+  if (!on_wire_.empty()) world_.events.schedule(on_wire_.front()->arrives_at, this, kArrived);
+  peer_->receive(packet, peer_port_, now);
+}
+
+}  // namespace uroce::sim

@@ -1,0 +1,63 @@
+// One direction of a link: serializes the owner's packets at the link rate,
+// carries them for the propagation delay, and obeys PFC pauses from the far
+// end. It keeps at most two pending events: the end of the frame being
+// serialized and the arrival of the oldest frame on the wire.
+#pragma once
+
+#include <cstdint>
+
+#include "sim/node.h"
+#include "sim/world.h"
+
+namespace uroce::sim {
+
+struct LinkSpec {
+  std::uint64_t rate_bps = 100'000'000'000;
+  SimTime propagation = 1 * kPicosecondsPerUs;
+};
+
+class Transmitter final : public EventHandler {
+ public:
+  Transmitter(SimWorld& world, LinkSpec spec, Node& owner, std::uint16_t port)
+      : world_(world), spec_(spec), owner_(owner), port_(port) {}
+  void connect(Node& peer, std::uint16_t peer_port) {
+    peer_ = &peer;
+    peer_port_ = peer_port;
+  }
+
+  const LinkSpec& spec() const { return spec_; }
+  Node* peer() const { return peer_; }
+  std::uint16_t peer_port() const { return peer_port_; }
+  bool busy() const { return busy_; }
+  bool paused(std::uint8_t priority) const { return (paused_ >> priority) & 1u; }
+  std::uint8_t paused_mask() const { return paused_; }
+
+  // The owner may have something to send: start if idle.
+  void kick(SimTime now);
+  // Queues a PFC frame for priority ahead of every data packet.
+  void send_pfc(std::uint8_t priority, bool pause, SimTime now);
+  // A PFC frame from the far end arrived on this port.
+  void on_pfc(const Packet& frame, SimTime now);
+  // Adds pauses still in force to the counters (the end of a run).
+  void close_pauses(SimTime now);
+
+  void on_event(SimTime now, std::uint32_t tag) override;
+
+ private:
+  enum Tag : std::uint32_t { kSerialized, kArrived };
+
+  SimWorld& world_;
+  LinkSpec spec_;
+  Node& owner_;
+  std::uint16_t port_;
+  Node* peer_ = nullptr;
+  std::uint16_t peer_port_ = 0;
+  bool busy_ = false;
+  bool choosing_ = false;
+  std::uint8_t paused_ = 0;
+  SimTime paused_since_[kPriorities] = {};
+  PacketQueue control_;    // PFC frames waiting for the wire
+  PacketQueue on_wire_;    // serialized, not yet arrived; arrival times ascend
+};
+
+}  // namespace uroce::sim

@@ -1,0 +1,28 @@
+// What every simulated component shares: the event queue, the packet pool
+// and the fabric-wide counters that summary.json reports.
+#pragma once
+
+#include <cstdint>
+
+#include "sim/event_queue.h"
+#include "sim/packet.h"
+
+namespace uroce::sim {
+
+struct FabricCounters {
+  std::uint64_t data_packets = 0;         // RoCE packets with payload that hosts put on the wire
+  std::uint64_t pause_frames = 0;         // PFC XOFF frames sent
+  std::uint64_t resume_frames = 0;        // PFC XON frames sent
+  SimTime pause_time_total = 0;           // summed over every (port, priority) paused
+  std::uint64_t ecn_marked = 0;           // packets a switch marked CE
+  std::uint64_t drops = 0;                // lossy priorities over their limit, and violations below
+  std::uint64_t lossless_violations = 0;  // lossless packets beyond XOFF plus headroom
+};
+
+struct SimWorld {
+  EventQueue events;
+  PacketPool packets;
+  FabricCounters counters;
+};
+
+}  // namespace uroce::sim

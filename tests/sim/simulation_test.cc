@@ -1,0 +1,136 @@
+// The simulator end to end on small fabrics: a lone flow runs at line rate,
+// an incast is held lossless by PFC pauses, a lossy fabric drops and the
+// engine retransmits, ECMP spreads a fat-tree's flows, and a run repeats bit
+// for bit from its seed.
+#include <gtest/gtest.h>
+
+#include "sim/simulation.h"
+
+namespace uroce::sim {
+namespace {
+
+constexpr SimTime kUs = kPicosecondsPerUs;
+constexpr LinkSpec k100G{100'000'000'000, 1 * kUs};
+
+SimTime fct(const FlowResult& flow) { return flow.finish - flow.spec.start; }
+
+Scenario incast(std::uint32_t senders, std::uint64_t bytes) {
+  Scenario scenario;
+  scenario.topology = star(senders + 1, k100G);
+  for (std::uint32_t s = 1; s <= senders; ++s) scenario.flows.push_back({s, 0, bytes, 0});
+  return scenario;
+}
+
+TEST(Simulation, ALoneFlowRunsAtLineRate) {
+  Scenario scenario;
+  scenario.topology = dumbbell(1, k100G, k100G);
+  scenario.flows.push_back({0, 1, 1 << 20, 5 * kUs});
+  SimResult result = run_simulation(scenario);
+  ASSERT_EQ(result.flows.size(), 1u);
+  ASSERT_TRUE(result.flows[0].finished());
+  // 1 MiB is 83.9 us of payload at 100 Gb/s; headers add about 1.7%, three
+  // links 3 us, and the ACK comes back over them.
+  EXPECT_GT(fct(result.flows[0]), 84 * kUs);
+  EXPECT_LT(fct(result.flows[0]), 95 * kUs);
+  EXPECT_EQ(result.fabric.data_packets, 256u);  // 4096-byte MTU
+  EXPECT_EQ(result.fabric.pause_frames, 0u);
+  EXPECT_EQ(result.fabric.drops, 0u);
+  EXPECT_EQ(result.retransmitted_packets, 0u);
+}
+
+TEST(Simulation, PfcKeepsAnIncastLossless) {
+  Scenario scenario = incast(8, 2 << 20);
+  scenario.engine.congestion.reaction_point = false;
+  SimResult result = run_simulation(scenario);
+  for (const FlowResult& flow : result.flows) ASSERT_TRUE(flow.finished());
+  EXPECT_GT(result.fabric.pause_frames, 0u);
+  EXPECT_GT(result.fabric.pause_time_total, 0);
+  EXPECT_EQ(result.fabric.drops, 0u);
+  EXPECT_EQ(result.fabric.lossless_violations, 0u);
+  EXPECT_EQ(result.retransmitted_packets, 0u);
+  // 16 MiB through one 100 Gb/s port: at least 1.34 ms, and not much more.
+  SimTime last = 0;
+  for (const FlowResult& flow : result.flows) last = std::max(last, flow.finish);
+  EXPECT_GT(last, 1342 * kUs);
+  EXPECT_LT(last, 1450 * kUs);
+}
+
+TEST(Simulation, ALossyFabricDropsAndTheEngineRecovers) {
+  Scenario scenario = incast(8, 1 << 20);
+  scenario.switches.pfc = false;
+  scenario.switches.lossy_queue_bytes = 200 << 10;
+  scenario.transport.timeout = 6;  // 262 us
+  SimResult result = run_simulation(scenario);
+  for (const FlowResult& flow : result.flows) EXPECT_TRUE(flow.finished());
+  EXPECT_GT(result.fabric.drops, 0u);
+  EXPECT_EQ(result.fabric.lossless_violations, 0u);
+  EXPECT_EQ(result.fabric.pause_frames, 0u);
+  EXPECT_GT(result.retransmitted_packets, 0u);
+}
+
+TEST(Simulation, EcnMarksTurnIntoCnps) {
+  Scenario scenario = incast(4, 2 << 20);
+  scenario.engine.congestion.reaction_point = true;
+  SimResult result = run_simulation(scenario);
+  for (const FlowResult& flow : result.flows) EXPECT_TRUE(flow.finished());
+  EXPECT_GT(result.fabric.ecn_marked, 0u);
+  EXPECT_GT(result.cnps, 0u);
+}
+
+TEST(Simulation, EcmpSpreadsAPermutationOverAFatTree) {
+  Scenario scenario;
+  scenario.topology = fat_tree(4, k100G);  // 16 hosts
+  for (std::uint32_t h = 0; h < 16; ++h) scenario.flows.push_back({h, (h + 4) % 16, 256 << 10, 0});
+  SimResult result = run_simulation(scenario);
+  for (const FlowResult& flow : result.flows) ASSERT_TRUE(flow.finished());
+  EXPECT_EQ(result.hosts, 16u);
+  EXPECT_EQ(result.switches, 20u);
+  EXPECT_EQ(result.fabric.data_packets, 16u * 64u);
+}
+
+TEST(Simulation, TheSameSeedGivesTheSameRunBitForBit) {
+  Scenario scenario;
+  scenario.topology = fat_tree(4, k100G);
+  scenario.switches.xoff_bytes = 64 << 10;
+  scenario.engine.congestion.reaction_point = true;
+  scenario.seed = 9;
+  for (std::uint32_t h = 1; h < 16; ++h) scenario.flows.push_back({h, 0, 128 << 10, h * kUs});
+  SimResult first = run_simulation(scenario);
+  SimResult second = run_simulation(scenario);
+  ASSERT_EQ(first.flows.size(), second.flows.size());
+  for (std::size_t i = 0; i < first.flows.size(); ++i) EXPECT_EQ(first.flows[i].finish, second.flows[i].finish);
+  EXPECT_EQ(first.events, second.events);
+  EXPECT_EQ(first.sim_time, second.sim_time);
+  EXPECT_EQ(first.fabric.pause_frames, second.fabric.pause_frames);
+  EXPECT_EQ(first.fabric.ecn_marked, second.fabric.ecn_marked);
+  EXPECT_EQ(first.cnps, second.cnps);
+}
+
+TEST(Simulation, RefusesAnInconsistentScenario) {
+  Scenario scenario;
+  scenario.topology = star(2, k100G);
+  scenario.flows.push_back({0, 5, 1000, 0});
+  EXPECT_THROW(run_simulation(scenario), std::invalid_argument);
+  scenario.flows[0] = {1, 1, 1000, 0};
+  EXPECT_THROW(run_simulation(scenario), std::invalid_argument);
+  scenario.flows.clear();
+  scenario.topology.edges.pop_back();  // host 1 attached to nothing
+  EXPECT_THROW(run_simulation(scenario), std::invalid_argument);
+}
+
+TEST(Topology, BuildersGiveTheTextbookSizes) {
+  Topology tree = fat_tree(8, k100G);
+  EXPECT_EQ(tree.hosts, 128u);
+  EXPECT_EQ(tree.switches, 80u);
+  EXPECT_EQ(topology_problem(tree), std::nullopt);
+  Topology fabric = leaf_spine(4, 2, 16, k100G, LinkSpec{400'000'000'000, kUs});
+  EXPECT_EQ(fabric.hosts, 64u);
+  EXPECT_EQ(fabric.switches, 6u);
+  EXPECT_NE(fabric.description.find("2.00:1"), std::string::npos) << fabric.description;
+  Topology broken = star(3, k100G);
+  broken.edges.push_back({NodeRef{true, 0}, NodeRef{true, 1}, k100G});
+  EXPECT_TRUE(topology_problem(broken).has_value());
+}
+
+}  // namespace
+}  // namespace uroce::sim

@@ -39,7 +39,7 @@ void check(const Scenario& scenario) {
 // Starts flows at their times and records their completions.
 class FlowRunner final : public EventHandler {
  public:
-  FlowRunner(const Scenario& scenario, Fabric& fabric, SimWorld& world) : fabric_(fabric), world_(world) {
+  FlowRunner(const Scenario& scenario, Fabric& fabric, SimWorld& world) : fabric_(fabric) {
     flows_.reserve(scenario.flows.size());
     for (std::uint32_t id = 0; id < scenario.flows.size(); ++id) {
       const FlowSpec& spec = scenario.flows[id];
@@ -56,6 +56,7 @@ class FlowRunner final : public EventHandler {
   }
 
   std::uint32_t unfinished() const { return unfinished_; }
+  std::uint32_t failed() const { return failed_; }
   std::vector<FlowResult> results() const {
     std::vector<FlowResult> out;
     out.reserve(flows_.size());
@@ -107,7 +108,6 @@ class FlowRunner final : public EventHandler {
   }
 
   Fabric& fabric_;
-  SimWorld& world_;
   std::vector<Flow> flows_;
   std::uint32_t unfinished_ = 0;
   std::uint32_t failed_ = 0;
@@ -141,6 +141,7 @@ SimResult run_simulation(const Scenario& scenario, const std::function<void(doub
   result.events = events.events_run();
   result.seed = scenario.seed;
   result.flows = flows.results();
+  result.failed_flows = flows.failed();
   fabric.close_pauses(events.now());
   result.fabric = world.counters;
   result.hosts = fabric.host_count();

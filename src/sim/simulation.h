@@ -25,6 +25,7 @@ struct SimResult {
   std::uint64_t events = 0;
   std::uint64_t seed = 0;
   std::vector<FlowResult> flows;
+  std::uint32_t failed_flows = 0;  // completed with an error (retries exhausted...)
   FabricCounters fabric;
   std::uint64_t retransmitted_packets = 0;
   std::uint64_t cnps = 0;

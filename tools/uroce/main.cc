@@ -5,6 +5,7 @@
 #include "tools/uroce/decode_command.h"
 #include "tools/uroce/perf_command.h"
 #include "tools/uroce/run_command.h"
+#include "tools/uroce/sim_command.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"uroce: software RoCEv2 (soft RNIC, wire tools, fabric simulator)"};
@@ -14,6 +15,7 @@ int main(int argc, char** argv) {
   uroce::tools::add_decode_command(app, exit_status);
   uroce::tools::add_perf_command(app, exit_status);
   uroce::tools::add_run_command(app, exit_status);
+  uroce::tools::add_sim_command(app, exit_status);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& error) {

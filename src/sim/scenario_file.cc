@@ -1,0 +1,382 @@
+// Reading scenario files with toml++: each table is checked for unknown keys,
+// each value for its type and range; workloads expand into flows here, from
+// the scenario's seed.
+#include "sim/scenario_file.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <fstream>
+#include <initializer_list>
+#include <numeric>
+#include <sstream>
+#include <stdexcept>
+#include <string_view>
+#include <toml++/toml.h>
+
+#include "sim/mix.h"
+
+namespace uroce::sim {
+
+namespace {
+
+// Thrown inside the loader, turned into the Expected's error at the top.
+struct ScenarioError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+void only_keys(const toml::table& table, std::string_view where, std::initializer_list<std::string_view> allowed) {
+  for (const auto& [key, value] : table) {
+    if (std::find(allowed.begin(), allowed.end(), key.str()) == allowed.end()) {
+      throw ScenarioError(fmt::format("{}: unknown key '{}'", where, key.str()));
+    }
+  }
+}
+
+template <typename T>
+T number(const toml::table& table, std::string_view where, std::string_view key, T fallback, T low, T high) {
+  const toml::node* node = table.get(key);
+  if (node == nullptr) return fallback;
+  double value;
+  if (auto integer = node->value_exact<std::int64_t>()) {
+    value = static_cast<double>(*integer);
+  } else if (auto real = node->value_exact<double>()) {
+    value = *real;
+  } else {
+    throw ScenarioError(fmt::format("{}.{}: expected a number", where, key));
+  }
+  if (value < static_cast<double>(low) || value > static_cast<double>(high)) {
+    throw ScenarioError(fmt::format("{}.{}: {} is outside [{}, {}]", where, key, value, low, high));
+  }
+  return static_cast<T>(value);
+}
+
+bool boolean(const toml::table& table, std::string_view where, std::string_view key, bool fallback) {
+  const toml::node* node = table.get(key);
+  if (node == nullptr) return fallback;
+  auto value = node->value_exact<bool>();
+  if (!value) throw ScenarioError(fmt::format("{}.{}: expected true or false", where, key));
+  return *value;
+}
+
+std::string text(const toml::table& table, std::string_view where, std::string_view key, std::string fallback,
+                 std::initializer_list<std::string_view> choices) {
+  const toml::node* node = table.get(key);
+  if (node == nullptr) return fallback;
+  auto value = node->value_exact<std::string>();
+  if (!value) throw ScenarioError(fmt::format("{}.{}: expected a string", where, key));
+  if (std::find(choices.begin(), choices.end(), *value) == choices.end()) {
+    std::string list;
+    for (std::string_view choice : choices) list += fmt::format("{}'{}'", list.empty() ? "" : ", ", choice);
+    throw ScenarioError(fmt::format("{}.{}: '{}' is not one of {}", where, key, *value, list));
+  }
+  return *value;
+}
+
+const toml::table& table_or_empty(const toml::table& root, std::string_view key) {
+  static const toml::table empty;
+  const toml::node* node = root.get(key);
+  if (node == nullptr) return empty;
+  if (!node->is_table()) throw ScenarioError(fmt::format("[{}] must be a table", key));
+  return *node->as_table();
+}
+
+constexpr double kMaxGbps = 1600;
+constexpr std::int64_t kMaxDelayNs = 1'000'000'000;
+
+LinkSpec link(const toml::table& table, std::string_view where, std::string_view gbps_key, LinkSpec fallback) {
+  double gbps = number<double>(table, where, gbps_key, static_cast<double>(fallback.rate_bps) / 1e9, 0.001, kMaxGbps);
+  auto delay_ns = number<std::int64_t>(table, where, "delay_ns", fallback.propagation / kPicosecondsPerNs, 0,
+                                       kMaxDelayNs);
+  return LinkSpec{static_cast<std::uint64_t>(gbps * 1e9), delay_ns * kPicosecondsPerNs};
+}
+
+NodeRef node_name(const std::string& name, std::string_view where) {
+  if (name.size() >= 2 && (name[0] == 'h' || name[0] == 's') &&
+      std::all_of(name.begin() + 1, name.end(), [](char c) { return c >= '0' && c <= '9'; }) && name.size() < 10) {
+    return NodeRef{name[0] == 'h', static_cast<std::uint32_t>(std::stoul(name.substr(1)))};
+  }
+  throw ScenarioError(fmt::format("{}: '{}' is not a node name (h<N> for a host, s<N> for a switch)", where, name));
+}
+
+Topology topology_from(const toml::table& table) {
+  const char* where = "topology";
+  std::string kind = text(table, where, "kind", "", {"dumbbell", "star", "leaf_spine", "fat_tree", "edges"});
+  if (kind.empty()) throw ScenarioError("topology.kind: missing (dumbbell, star, leaf_spine, fat_tree or edges)");
+  LinkSpec host_link = link(table, where, "link_gbps", LinkSpec{});
+  Topology topology;
+  if (kind == "dumbbell") {
+    only_keys(table, where, {"kind", "hosts_per_side", "link_gbps", "delay_ns", "bottleneck_gbps"});
+    auto per_side = number<std::uint32_t>(table, where, "hosts_per_side", 1, 1, 1 << 16);
+    LinkSpec bottleneck = link(table, where, "bottleneck_gbps", host_link);
+    topology = dumbbell(per_side, host_link, bottleneck);
+  } else if (kind == "star") {
+    only_keys(table, where, {"kind", "hosts", "link_gbps", "delay_ns"});
+    topology = star(number<std::uint32_t>(table, where, "hosts", 2, 2, 1 << 16), host_link);
+  } else if (kind == "leaf_spine") {
+    only_keys(table, where, {"kind", "leaves", "spines", "hosts_per_leaf", "link_gbps", "uplink_gbps", "delay_ns"});
+    topology = leaf_spine(number<std::uint32_t>(table, where, "leaves", 2, 1, 4096),
+                          number<std::uint32_t>(table, where, "spines", 2, 1, 4096),
+                          number<std::uint32_t>(table, where, "hosts_per_leaf", 4, 1, 4096), host_link,
+                          link(table, where, "uplink_gbps", host_link));
+  } else if (kind == "fat_tree") {
+    only_keys(table, where, {"kind", "k", "link_gbps", "delay_ns"});
+    auto k = number<std::uint32_t>(table, where, "k", 4, 2, 64);
+    if (k % 2 != 0) throw ScenarioError("topology.k: a fat-tree needs an even k");
+    topology = fat_tree(k, host_link);
+  } else {
+    only_keys(table, where, {"kind", "hosts", "switches", "links", "link_gbps", "delay_ns"});
+    topology.hosts = number<std::uint32_t>(table, where, "hosts", 0, 1, 1 << 20);
+    topology.switches = number<std::uint32_t>(table, where, "switches", 0, 1, 1 << 20);
+    const toml::array* links = table.get_as<toml::array>("links");
+    if (links == nullptr) throw ScenarioError("topology.links: an array of {a, b[, link_gbps, delay_ns]} is needed");
+    for (std::size_t i = 0; i < links->size(); ++i) {
+      std::string at = fmt::format("topology.links[{}]", i);
+      const toml::table* entry = links->get(i)->as_table();
+      if (entry == nullptr) throw ScenarioError(at + ": expected {a = \"h0\", b = \"s0\"}");
+      only_keys(*entry, at, {"a", "b", "link_gbps", "delay_ns"});
+      auto a = entry->get_as<std::string>("a");
+      auto b = entry->get_as<std::string>("b");
+      if (a == nullptr || b == nullptr) throw ScenarioError(at + ": a and b name the two ends");
+      LinkSpec spec = link(*entry, at, "link_gbps", host_link);
+      topology.edges.push_back({node_name(a->get(), at), node_name(b->get(), at), spec});
+    }
+    topology.description = fmt::format("{} hosts, {} switches, {} links", topology.hosts, topology.switches,
+                                       topology.edges.size());
+  }
+  if (auto problem = topology_problem(topology)) throw ScenarioError("topology: " + *problem);
+  return topology;
+}
+
+SwitchConfig switch_from(const toml::table& table) {
+  const char* where = "switch";
+  only_keys(table, where,
+            {"buffer_kb", "pfc", "lossless_priorities", "xoff_kb", "xon_offset_kb", "headroom_kb", "dynamic_alpha",
+             "ecn", "ecn_kmin_kb", "ecn_kmax_kb", "ecn_pmax", "lossy_queue_kb", "forwarding"});
+  SwitchConfig config;
+  constexpr std::uint64_t kKb = 1024;
+  constexpr std::uint64_t kMaxKb = 1 << 24;
+  auto kilobytes = [&](std::string_view key, std::uint64_t fallback) {
+    return number<std::uint64_t>(table, where, key, fallback / kKb, 0, kMaxKb) * kKb;
+  };
+  config.buffer_bytes = kilobytes("buffer_kb", config.buffer_bytes);
+  config.pfc = boolean(table, where, "pfc", config.pfc);
+  if (const toml::node* node = table.get("lossless_priorities")) {
+    const toml::array* list = node->as_array();
+    if (list == nullptr) throw ScenarioError("switch.lossless_priorities: expected a list such as [3]");
+    config.lossless_priorities = 0;
+    for (const toml::node& entry : *list) {
+      auto priority = entry.value_exact<std::int64_t>();
+      if (!priority || *priority < 0 || *priority > 7) {
+        throw ScenarioError("switch.lossless_priorities: priorities are 0 to 7");
+      }
+      config.lossless_priorities |= static_cast<std::uint8_t>(1u << *priority);
+    }
+  }
+  config.xoff_bytes = kilobytes("xoff_kb", config.xoff_bytes);
+  config.xon_offset_bytes = kilobytes("xon_offset_kb", config.xon_offset_bytes);
+  config.headroom_bytes = kilobytes("headroom_kb", config.headroom_bytes);
+  config.dynamic_alpha = number<double>(table, where, "dynamic_alpha", config.dynamic_alpha, 0, 64);
+  config.ecn = boolean(table, where, "ecn", config.ecn);
+  config.ecn_kmin_bytes = kilobytes("ecn_kmin_kb", config.ecn_kmin_bytes);
+  config.ecn_kmax_bytes = kilobytes("ecn_kmax_kb", config.ecn_kmax_bytes);
+  if (config.ecn_kmax_bytes <= config.ecn_kmin_bytes) throw ScenarioError("switch: ecn_kmax_kb must exceed ecn_kmin_kb");
+  config.ecn_pmax = number<double>(table, where, "ecn_pmax", config.ecn_pmax, 0, 1);
+  config.lossy_queue_bytes = kilobytes("lossy_queue_kb", config.lossy_queue_bytes);
+  config.forwarding = text(table, where, "forwarding", "ecmp", {"ecmp", "spray"}) == "spray" ? Forwarding::spray
+                                                                                               : Forwarding::ecmp;
+  return config;
+}
+
+void transport_from(const toml::table& table, Scenario& scenario) {
+  const char* where = "transport";
+  only_keys(table, where, {"mtu", "recovery", "timeout", "retry_cnt", "data_dscp", "window_packets"});
+  TransportSpec& transport = scenario.transport;
+  auto mtu = number<std::uint32_t>(table, where, "mtu", 4096, 256, 4096);
+  switch (mtu) {
+    case 256: transport.mtu = PathMtu::mtu256; break;
+    case 512: transport.mtu = PathMtu::mtu512; break;
+    case 1024: transport.mtu = PathMtu::mtu1024; break;
+    case 2048: transport.mtu = PathMtu::mtu2048; break;
+    case 4096: transport.mtu = PathMtu::mtu4096; break;
+    default: throw ScenarioError("transport.mtu: one of 256, 512, 1024, 2048, 4096");
+  }
+  transport.recovery = text(table, where, "recovery", "go_back_n", {"go_back_n", "selective_repeat"}) ==
+                               "selective_repeat"
+                           ? LossRecovery::selective_repeat
+                           : LossRecovery::go_back_n;
+  transport.timeout = number<std::uint8_t>(table, where, "timeout", transport.timeout, 1, 31);
+  transport.retry_cnt = number<std::uint8_t>(table, where, "retry_cnt", transport.retry_cnt, 0, 7);
+  transport.data_dscp = number<std::uint8_t>(table, where, "data_dscp", transport.data_dscp, 0, 63);
+  scenario.engine.max_inflight_packets =
+      number<std::uint32_t>(table, where, "window_packets", scenario.engine.max_inflight_packets, 1, 1 << 20);
+}
+
+void dcqcn_from(const toml::table& table, CongestionConfig& congestion) {
+  const char* where = "dcqcn";
+  only_keys(table, where,
+            {"enabled", "notification_point", "cnp_interval_us", "cnp_dscp", "g", "initial_alpha", "rai_mbps",
+             "rhai_mbps", "min_rate_mbps", "alpha_timer_us", "rate_timer_us", "byte_counter_kb",
+             "fast_recovery_steps"});
+  DcqcnParams& p = congestion.dcqcn;
+  congestion.reaction_point = boolean(table, where, "enabled", false);
+  congestion.notification_point = boolean(table, where, "notification_point", congestion.notification_point);
+  auto microseconds = [&](std::string_view key, TimeNs fallback) {
+    return static_cast<TimeNs>(number<double>(table, where, key, static_cast<double>(fallback) / 1000, 0.001, 1e6) *
+                               1000);
+  };
+  congestion.cnp_interval_ns = microseconds("cnp_interval_us", congestion.cnp_interval_ns);
+  congestion.cnp_dscp = number<std::uint8_t>(table, where, "cnp_dscp", congestion.cnp_dscp, 0, 63);
+  p.g = number<double>(table, where, "g", p.g, 0, 1);
+  p.initial_alpha = number<double>(table, where, "initial_alpha", p.initial_alpha, 0, 1);
+  p.additive_increase_bps = number<double>(table, where, "rai_mbps", p.additive_increase_bps / 1e6, 0, 1e6) * 1e6;
+  p.hyper_increase_bps = number<double>(table, where, "rhai_mbps", p.hyper_increase_bps / 1e6, 0, 1e6) * 1e6;
+  p.min_rate_bps = number<double>(table, where, "min_rate_mbps", p.min_rate_bps / 1e6, 0.001, 1e6) * 1e6;
+  p.alpha_timer_ns = microseconds("alpha_timer_us", p.alpha_timer_ns);
+  p.rate_timer_ns = microseconds("rate_timer_us", p.rate_timer_ns);
+  p.byte_counter = number<std::uint64_t>(table, where, "byte_counter_kb", p.byte_counter / 1024, 1, 1 << 30) * 1024;
+  p.fast_recovery_steps = number<std::uint32_t>(table, where, "fast_recovery_steps", p.fast_recovery_steps, 0, 100);
+}
+
+SimTime start_time(const toml::table& table, std::string_view where) {
+  return static_cast<SimTime>(number<double>(table, where, "start_us", 0, 0, 1e9) * kPicosecondsPerUs);
+}
+
+constexpr std::uint64_t kMaxFlowBytes = 64ull << 30;
+
+void flows_from(const toml::array& flows, Scenario& scenario) {
+  for (std::size_t i = 0; i < flows.size(); ++i) {
+    std::string where = fmt::format("flows[{}]", i);
+    const toml::table* entry = flows.get(i)->as_table();
+    if (entry == nullptr) throw ScenarioError(where + ": expected a table");
+    only_keys(*entry, where, {"src", "dst", "bytes", "start_us"});
+    FlowSpec flow;
+    std::uint32_t last_host = scenario.topology.hosts - 1;
+    flow.src = number<std::uint32_t>(*entry, where, "src", UINT32_MAX, 0, last_host);
+    flow.dst = number<std::uint32_t>(*entry, where, "dst", UINT32_MAX, 0, last_host);
+    if (flow.src == UINT32_MAX || flow.dst == UINT32_MAX) throw ScenarioError(where + ": src and dst are required");
+    if (flow.src == flow.dst) throw ScenarioError(where + ": src and dst are the same host");
+    flow.bytes = number<std::uint64_t>(*entry, where, "bytes", 0, 1, kMaxFlowBytes);
+    if (flow.bytes == 0) throw ScenarioError(where + ": bytes is required");
+    flow.start = start_time(*entry, where);
+    scenario.flows.push_back(flow);
+  }
+}
+
+std::vector<std::uint32_t> host_list(const toml::table& table, std::string_view where, std::string_view key,
+                                     std::uint32_t hosts) {
+  std::vector<std::uint32_t> list;
+  const toml::node* node = table.get(key);
+  if (node == nullptr) return list;
+  const toml::array* array = node->as_array();
+  if (array == nullptr) throw ScenarioError(fmt::format("{}.{}: expected a list of host numbers", where, key));
+  for (const toml::node& entry : *array) {
+    auto host = entry.value_exact<std::int64_t>();
+    if (!host || *host < 0 || *host >= hosts) {
+      throw ScenarioError(fmt::format("{}.{}: hosts are numbered 0 to {}", where, key, hosts - 1));
+    }
+    list.push_back(static_cast<std::uint32_t>(*host));
+  }
+  return list;
+}
+
+// incast: senders (a list, or `count` hosts other than the receiver) all to
+// one receiver; permutation: every host to another, a random derangement;
+// all_to_all: every ordered pair.
+void workloads_from(const toml::array& workloads, Scenario& scenario, std::uint64_t& random) {
+  std::uint32_t hosts = scenario.topology.hosts;
+  for (std::size_t i = 0; i < workloads.size(); ++i) {
+    std::string where = fmt::format("workloads[{}]", i);
+    const toml::table* entry = workloads.get(i)->as_table();
+    if (entry == nullptr) throw ScenarioError(where + ": expected a table");
+    std::string kind = text(*entry, where, "kind", "", {"incast", "permutation", "all_to_all"});
+    if (kind.empty()) throw ScenarioError(where + ".kind: incast, permutation or all_to_all");
+    auto bytes = number<std::uint64_t>(*entry, where, "bytes", 0, 1, kMaxFlowBytes);
+    if (bytes == 0) throw ScenarioError(where + ": bytes is required");
+    SimTime start = start_time(*entry, where);
+    if (kind == "incast") {
+      only_keys(*entry, where, {"kind", "bytes", "start_us", "receiver", "senders", "count"});
+      auto receiver = number<std::uint32_t>(*entry, where, "receiver", 0, 0, hosts - 1);
+      std::vector<std::uint32_t> senders = host_list(*entry, where, "senders", hosts);
+      if (senders.empty()) {
+        auto count = number<std::uint32_t>(*entry, where, "count", hosts - 1, 1, hosts - 1);
+        for (std::uint32_t h = 0; senders.size() < count; ++h) {
+          if (h != receiver) senders.push_back(h);
+        }
+      }
+      for (std::uint32_t sender : senders) {
+        if (sender == receiver) throw ScenarioError(where + ": the receiver cannot be a sender");
+        scenario.flows.push_back({sender, receiver, bytes, start});
+      }
+    } else if (kind == "permutation") {
+      only_keys(*entry, where, {"kind", "bytes", "start_us"});
+      if (hosts < 2) throw ScenarioError(where + ": a permutation needs two hosts");
+      std::vector<std::uint32_t> order(hosts);
+      std::iota(order.begin(), order.end(), 0);
+      for (std::uint32_t h = hosts - 1; h > 0; --h) {  // Sattolo: one cycle, so no host sends to itself
+        std::swap(order[h], order[splitmix64(random) % h]);
+      }
+      for (std::uint32_t h = 0; h < hosts; ++h) scenario.flows.push_back({h, order[h], bytes, start});
+    } else {
+      only_keys(*entry, where, {"kind", "bytes", "start_us"});
+      for (std::uint32_t a = 0; a < hosts; ++a) {
+        for (std::uint32_t b = 0; b < hosts; ++b) {
+          if (a != b) scenario.flows.push_back({a, b, bytes, start});
+        }
+      }
+    }
+  }
+}
+
+Scenario scenario_from(const toml::table& root) {
+  only_keys(root, "scenario",
+            {"name", "seed", "time_limit_us", "topology", "switch", "transport", "dcqcn", "flows", "workloads"});
+  Scenario scenario;
+  if (auto name = root.get_as<std::string>("name")) scenario.name = name->get();
+  scenario.seed = number<std::uint64_t>(root, "scenario", "seed", scenario.seed, 0, UINT32_MAX);
+  scenario.time_limit = static_cast<SimTime>(
+      number<double>(root, "scenario", "time_limit_us", 100'000, 1, 1e9) * kPicosecondsPerUs);
+  const toml::node* topology = root.get("topology");
+  if (topology == nullptr || !topology->is_table()) throw ScenarioError("[topology] is required");
+  scenario.topology = topology_from(*topology->as_table());
+  scenario.switches = switch_from(table_or_empty(root, "switch"));
+  transport_from(table_or_empty(root, "transport"), scenario);
+  dcqcn_from(table_or_empty(root, "dcqcn"), scenario.engine.congestion);
+  std::uint64_t random = scenario.seed;
+  if (const toml::node* flows = root.get("flows")) {
+    if (!flows->is_array()) throw ScenarioError("[[flows]] must be an array of tables");
+    flows_from(*flows->as_array(), scenario);
+  }
+  if (const toml::node* workloads = root.get("workloads")) {
+    if (!workloads->is_array()) throw ScenarioError("[[workloads]] must be an array of tables");
+    workloads_from(*workloads->as_array(), scenario, random);
+  }
+  if (scenario.flows.empty()) throw ScenarioError("no [[flows]] or [[workloads]]: nothing to simulate");
+  return scenario;
+}
+
+}  // namespace
+
+Expected<Scenario, std::string> parse_scenario(const std::string& toml_text, const std::string& source_name) {
+  try {
+    toml::table root = toml::parse(toml_text, source_name);
+    return scenario_from(root);
+  } catch (const toml::parse_error& error) {
+    std::ostringstream message;
+    message << source_name << ":" << error.source().begin.line << ":" << error.source().begin.column << ": "
+            << error.description();
+    return unexpected(message.str());
+  } catch (const ScenarioError& error) {
+    return unexpected(source_name + ": " + error.what());
+  }
+}
+
+Expected<Scenario, std::string> load_scenario(const std::string& path) {
+  std::ifstream file(path);
+  if (!file) return unexpected(path + ": cannot read the file");
+  std::stringstream text;
+  text << file.rdbuf();
+  return parse_scenario(text.str(), path);
+}
+
+}  // namespace uroce::sim

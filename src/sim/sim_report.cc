@@ -1,0 +1,100 @@
+// summary.json, flows.csv and the human summary of a run.
+#include "sim/sim_report.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <vector>
+
+namespace uroce::sim {
+
+namespace {
+
+double microseconds(SimTime t) { return static_cast<double>(t) / static_cast<double>(kPicosecondsPerUs); }
+
+// The p-th percentile (nearest rank) of finished flows' completion times.
+double percentile_us(std::vector<double> values, double p) {
+  if (values.empty()) return 0;
+  std::sort(values.begin(), values.end());
+  auto rank = static_cast<std::size_t>(p / 100.0 * static_cast<double>(values.size()) + 0.999999);
+  return values[std::clamp<std::size_t>(rank, 1, values.size()) - 1];
+}
+
+std::vector<double> completion_times_us(const SimResult& result) {
+  std::vector<double> times;
+  for (const FlowResult& flow : result.flows) {
+    if (flow.finished()) times.push_back(microseconds(flow.finish - flow.spec.start));
+  }
+  return times;
+}
+
+}  // namespace
+
+nlohmann::ordered_json summary_json(const Scenario& scenario, const SimResult& result) {
+  nlohmann::ordered_json flows = nlohmann::ordered_json::array();
+  for (const FlowResult& flow : result.flows) {
+    flows.push_back({{"id", flow.id},
+                     {"src", flow.spec.src},
+                     {"dst", flow.spec.dst},
+                     {"bytes", flow.spec.bytes},
+                     {"start_us", microseconds(flow.spec.start)},
+                     {"fct_us", flow.finished() ? nlohmann::ordered_json(microseconds(flow.finish - flow.spec.start))
+                                                : nlohmann::ordered_json(nullptr)}});
+  }
+  std::vector<double> fct = completion_times_us(result);
+  const FabricCounters& c = result.fabric;
+  return {{"scenario", scenario.name},
+          {"topology", scenario.topology.description},
+          {"hosts", result.hosts},
+          {"switches", result.switches},
+          {"sim_time_us", microseconds(result.sim_time)},
+          {"wall_s", result.wall_s},
+          {"events", result.events},
+          {"seed", result.seed},
+          {"flows_finished", fct.size()},
+          {"flows_failed", result.failed_flows},
+          {"fct_us", {{"p50", percentile_us(fct, 50)}, {"p99", percentile_us(fct, 99)}, {"max", percentile_us(fct, 100)}}},
+          {"flows", flows},
+          {"totals",
+           {{"data_packets", c.data_packets},
+            {"pause_frames", c.pause_frames},
+            {"resume_frames", c.resume_frames},
+            {"pause_us_total", microseconds(c.pause_time_total)},
+            {"ecn_marked", c.ecn_marked},
+            {"cnps", result.cnps},
+            {"drops", c.drops},
+            {"lossless_violations", c.lossless_violations},
+            {"retransmitted_packets", result.retransmitted_packets},
+            {"timeouts", result.timeouts},
+            {"peak_switch_buffer_bytes", result.peak_switch_buffer_bytes}}}};
+}
+
+std::string flows_csv(const SimResult& result) {
+  std::string out = "id,src,dst,bytes,start_us,fct_us\n";
+  for (const FlowResult& flow : result.flows) {
+    out += fmt::format("{},{},{},{},{:.3f},{}\n", flow.id, flow.spec.src, flow.spec.dst, flow.spec.bytes,
+                       microseconds(flow.spec.start),
+                       flow.finished() ? fmt::format("{:.3f}", microseconds(flow.finish - flow.spec.start)) : "");
+  }
+  return out;
+}
+
+std::string human_summary(const Scenario& scenario, const SimResult& result) {
+  std::vector<double> fct = completion_times_us(result);
+  const FabricCounters& c = result.fabric;
+  double wall = std::max(result.wall_s, 1e-9);
+  std::string out = fmt::format("{}: {}\n", scenario.name, scenario.topology.description);
+  out += fmt::format("simulated {:.1f} us in {:.2f} s wall ({} events, {:.2f} M events/s, {:.0f} data packets/s)\n",
+                     microseconds(result.sim_time), result.wall_s, result.events,
+                     static_cast<double>(result.events) / wall / 1e6, static_cast<double>(c.data_packets) / wall);
+  out += fmt::format("flows: {} of {} finished; FCT p50 {:.1f} us, p99 {:.1f} us, max {:.1f} us\n", fct.size(),
+                     result.flows.size(), percentile_us(fct, 50), percentile_us(fct, 99), percentile_us(fct, 100));
+  out += fmt::format(
+      "pause frames {} ({:.1f} us paused in all), ECN marked {}, CNPs {}, drops {} (lossless violations {}), "
+      "retransmitted {}\n",
+      c.pause_frames, microseconds(c.pause_time_total), c.ecn_marked, result.cnps, c.drops, c.lossless_violations,
+      result.retransmitted_packets);
+  return out;
+}
+
+}  // namespace uroce::sim

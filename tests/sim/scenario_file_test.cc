@@ -1,0 +1,149 @@
+// Scenario files: every documented table loads into the Scenario, workloads
+// expand into flows, and mistakes (unknown keys, wrong types, impossible
+// values, broken TOML) come back as errors naming the key and the file.
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "sim/scenario_file.h"
+
+namespace uroce::sim {
+namespace {
+
+constexpr const char* kFull = R"(
+name = "all tables"
+seed = 7
+time_limit_us = 500
+
+[topology]
+kind = "leaf_spine"
+leaves = 2
+spines = 2
+hosts_per_leaf = 4
+link_gbps = 100
+uplink_gbps = 400
+delay_ns = 500
+
+[switch]
+buffer_kb = 8192
+pfc = true
+lossless_priorities = [3, 4]
+xoff_kb = 128
+xon_offset_kb = 16
+headroom_kb = 64
+dynamic_alpha = 0.5
+ecn = true
+ecn_kmin_kb = 5
+ecn_kmax_kb = 200
+ecn_pmax = 0.01
+lossy_queue_kb = 512
+forwarding = "spray"
+
+[transport]
+mtu = 1024
+recovery = "selective_repeat"
+timeout = 8
+retry_cnt = 5
+data_dscp = 24
+window_packets = 128
+
+[dcqcn]
+enabled = true
+g = 0.00390625
+rai_mbps = 50
+rate_timer_us = 40
+
+[[flows]]
+src = 0
+dst = 7
+bytes = 1000
+start_us = 3.5
+
+[[workloads]]
+kind = "incast"
+receiver = 1
+senders = [2, 3, 4]
+bytes = 2000
+
+[[workloads]]
+kind = "permutation"
+bytes = 3000
+start_us = 10
+)";
+
+TEST(ScenarioFile, EveryTableLoads) {
+  auto scenario = parse_scenario(kFull, "full.toml");
+  ASSERT_TRUE(scenario) << scenario.error();
+  EXPECT_EQ(scenario->name, "all tables");
+  EXPECT_EQ(scenario->seed, 7u);
+  EXPECT_EQ(scenario->time_limit, 500 * kPicosecondsPerUs);
+  EXPECT_EQ(scenario->topology.hosts, 8u);
+  EXPECT_EQ(scenario->topology.switches, 4u);
+  EXPECT_EQ(scenario->switches.buffer_bytes, 8192u * 1024);
+  EXPECT_EQ(scenario->switches.lossless_priorities, (1u << 3) | (1u << 4));
+  EXPECT_EQ(scenario->switches.forwarding, Forwarding::spray);
+  EXPECT_DOUBLE_EQ(scenario->switches.ecn_pmax, 0.01);
+  EXPECT_EQ(scenario->transport.mtu, PathMtu::mtu1024);
+  EXPECT_EQ(scenario->transport.recovery, LossRecovery::selective_repeat);
+  EXPECT_EQ(scenario->transport.timeout, 8);
+  EXPECT_EQ(scenario->engine.max_inflight_packets, 128u);
+  EXPECT_TRUE(scenario->engine.congestion.reaction_point);
+  EXPECT_DOUBLE_EQ(scenario->engine.congestion.dcqcn.additive_increase_bps, 50e6);
+  EXPECT_EQ(scenario->engine.congestion.dcqcn.rate_timer_ns, 40'000);
+
+  ASSERT_EQ(scenario->flows.size(), 1u + 3u + 8u);
+  EXPECT_EQ(scenario->flows[0].start, 3'500'000);
+  EXPECT_EQ(scenario->flows[1].dst, 1u);
+  std::set<std::uint32_t> destinations;
+  for (std::size_t i = 4; i < 12; ++i) {
+    EXPECT_NE(scenario->flows[i].src, scenario->flows[i].dst);
+    destinations.insert(scenario->flows[i].dst);
+  }
+  EXPECT_EQ(destinations.size(), 8u);  // a permutation: every host receives once
+}
+
+TEST(ScenarioFile, TheSameSeedGivesTheSamePermutation) {
+  auto first = parse_scenario(kFull, "a");
+  auto second = parse_scenario(kFull, "b");
+  ASSERT_TRUE(first && second);
+  for (std::size_t i = 0; i < first->flows.size(); ++i) EXPECT_EQ(first->flows[i].dst, second->flows[i].dst);
+}
+
+struct BadCase {
+  const char* toml;
+  const char* says;
+};
+
+TEST(ScenarioFile, MistakesAreNamed) {
+  const BadCase cases[] = {
+      {"[topology]\nkind = \"star\"\nhosts = 3\nhostz = 4\n[[flows]]\nsrc=0\ndst=1\nbytes=1", "unknown key 'hostz'"},
+      {"[topology]\nkind = \"ring\"\n", "'ring' is not one of"},
+      {"[topology]\nkind = \"star\"\nhosts = \"three\"\n", "topology.hosts: expected a number"},
+      {"[topology]\nkind = \"fat_tree\"\nk = 5\n", "even k"},
+      {"[topology]\nkind = \"star\"\nhosts = 3\n[[flows]]\nsrc = 0\ndst = 9\nbytes = 1\n", "flows[0].dst"},
+      {"[topology]\nkind = \"star\"\nhosts = 3\n", "nothing to simulate"},
+      {"[topology]\nkind = \"star\"\nhosts = 3\n[switch]\necn_kmin_kb = 10\necn_kmax_kb = 5\n", "ecn_kmax_kb"},
+      {"[topology]\nkind = \"edges\"\nhosts = 2\nswitches = 1\nlinks = [{a = \"h0\", b = \"s0\"}, {a = \"h1\", b = "
+       "\"x1\"}]\n",
+       "not a node name"},
+      {"[topology]\nkind = \"edges\"\nhosts = 2\nswitches = 1\nlinks = [{a = \"h0\", b = \"s0\"}]\n",
+       "host 1 has 0 links"},
+      {"[topology\nkind = 1", "bad.toml:1:"},
+      {"seed = 1\n", "[topology] is required"},
+  };
+  for (const BadCase& bad : cases) {
+    auto scenario = parse_scenario(bad.toml, "bad.toml");
+    ASSERT_FALSE(scenario) << bad.toml;
+    EXPECT_NE(scenario.error().find(bad.says), std::string::npos) << scenario.error();
+    EXPECT_EQ(scenario.error().rfind("bad.toml", 0), 0u) << scenario.error();
+  }
+}
+
+TEST(ScenarioFile, AMissingFileIsAnError) {
+  auto scenario = load_scenario("/nonexistent/scenario.toml");
+  ASSERT_FALSE(scenario);
+  EXPECT_NE(scenario.error().find("cannot read"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace uroce::sim

@@ -1,0 +1,83 @@
+// `uroce sim run` as a user runs it: the shipped example writes summary.json
+// with the documented fields and flows.csv; mistakes exit 1 (a bad scenario)
+// or 2 (a bad command line) with a message.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+
+#include "tests/support/run_command.h"
+
+namespace uroce {
+namespace {
+
+using testing::RunResult;
+
+std::string read(const std::filesystem::path& path) {
+  std::ifstream file(path);
+  std::stringstream text;
+  text << file.rdbuf();
+  return text.str();
+}
+
+class SimCli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    out_ = std::filesystem::temp_directory_path() /
+           ("uroce_sim_cli_" + std::to_string(::getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+  }
+  void TearDown() override { std::filesystem::remove_all(out_); }
+  std::filesystem::path out_;
+};
+
+TEST_F(SimCli, TheIncastExampleWritesItsSummary) {
+  RunResult result =
+      testing::run_uroce("sim run " + std::string(UROCE_EXAMPLES_DIR) + "/incast.toml --out " + out_.string());
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_NE(result.output.find("flows: 16 of 16 finished"), std::string::npos) << result.output;
+  auto summary = nlohmann::json::parse(read(out_ / "summary.json"));
+  for (const char* key : {"sim_time_us", "wall_s", "events", "seed", "flows", "totals"}) {
+    EXPECT_TRUE(summary.contains(key)) << key;
+  }
+  for (const char* key : {"data_packets", "pause_frames", "pause_us_total", "ecn_marked", "cnps", "drops",
+                          "lossless_violations", "retransmitted_packets"}) {
+    EXPECT_TRUE(summary["totals"].contains(key)) << key;
+  }
+  ASSERT_EQ(summary["flows"].size(), 16u);
+  for (const char* key : {"id", "src", "dst", "bytes", "start_us", "fct_us"}) {
+    EXPECT_TRUE(summary["flows"][0].contains(key)) << key;
+  }
+  EXPECT_EQ(summary["totals"]["data_packets"], 16 * 1024);
+  EXPECT_EQ(summary["totals"]["lossless_violations"], 0);
+  std::string csv = read(out_ / "flows.csv");
+  EXPECT_EQ(csv.rfind("id,src,dst,bytes,start_us,fct_us\n", 0), 0u);
+  EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 17);
+}
+
+TEST_F(SimCli, SeedOnTheCommandLineWins) {
+  RunResult result = testing::run_uroce("sim run " + std::string(UROCE_EXAMPLES_DIR) + "/incast.toml --seed 99 --out " +
+                                        out_.string());
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_EQ(nlohmann::json::parse(read(out_ / "summary.json"))["seed"], 99);
+}
+
+TEST_F(SimCli, ABadScenarioIsExplained) {
+  std::filesystem::create_directories(out_);
+  std::ofstream(out_ / "bad.toml") << "[topology]\nkind = \"star\"\nhosts = 2\nlink_gbps = -1\n";
+  RunResult result = testing::run_uroce("sim run " + (out_ / "bad.toml").string() + " --out " + out_.string());
+  EXPECT_EQ(result.exit_code, 1);
+  EXPECT_NE(result.output.find("topology.link_gbps"), std::string::npos) << result.output;
+}
+
+TEST_F(SimCli, ABadCommandLineIsAUsageError) {
+  EXPECT_EQ(testing::run_uroce("sim run --out " + out_.string()).exit_code, 2);
+  EXPECT_EQ(testing::run_uroce("sim run /nonexistent.toml --out " + out_.string()).exit_code, 2);
+  EXPECT_EQ(testing::run_uroce("sim walk").exit_code, 2);
+}
+
+}  // namespace
+}  // namespace uroce

@@ -1,0 +1,93 @@
+// The simulator's command line: load and check the scenario, run it with a
+// progress bar on stderr, write the outputs, print the summary.
+#include "tools/uroce/sim_command.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <optional>
+
+#include "sim/scenario_file.h"
+#include "sim/sim_report.h"
+
+namespace uroce::tools {
+
+namespace {
+
+struct SimRunOptions {
+  std::string scenario_path;
+  std::string out_dir;
+  std::optional<std::uint64_t> seed;
+  bool quiet = false;
+};
+
+bool write_file(const std::filesystem::path& path, const std::string& content) {
+  std::ofstream file(path);
+  file << content;
+  return static_cast<bool>(file);
+}
+
+// A one-line bar redrawn in place when stderr is a terminal; silent otherwise.
+void draw_progress(double fraction) {
+  static int last_percent = -1;
+  int percent = static_cast<int>(fraction * 100);
+  if (percent == last_percent) return;
+  last_percent = percent;
+  constexpr int kWidth = 40;
+  int filled = percent * kWidth / 100;
+  std::fprintf(stderr, "\r[%s%s] %3d%%", std::string(static_cast<std::size_t>(filled), '#').c_str(),
+               std::string(static_cast<std::size_t>(kWidth - filled), ' ').c_str(), percent);
+  if (percent >= 100) std::fprintf(stderr, "\n");
+}
+
+int run_sim(const SimRunOptions& options) {
+  auto scenario = sim::load_scenario(options.scenario_path);
+  if (!scenario) {
+    std::fprintf(stderr, "uroce sim: %s\n", scenario.error().c_str());
+    return 1;
+  }
+  if (options.seed) scenario->seed = *options.seed;
+  std::error_code error;
+  std::filesystem::create_directories(options.out_dir, error);
+  if (error) {
+    std::fprintf(stderr, "uroce sim: cannot create %s: %s\n", options.out_dir.c_str(), error.message().c_str());
+    return 1;
+  }
+  bool show_progress = !options.quiet && ::isatty(STDERR_FILENO);
+  sim::SimResult result;
+  try {
+    result = sim::run_simulation(*scenario, show_progress ? draw_progress : std::function<void(double)>{});
+  } catch (const std::exception& failure) {
+    std::fprintf(stderr, "uroce sim: %s: %s\n", options.scenario_path.c_str(), failure.what());
+    return 1;
+  }
+  std::filesystem::path out(options.out_dir);
+  if (!write_file(out / "summary.json", sim::summary_json(*scenario, result).dump(2) + "\n") ||
+      !write_file(out / "flows.csv", sim::flows_csv(result))) {
+    std::fprintf(stderr, "uroce sim: cannot write into %s\n", options.out_dir.c_str());
+    return 1;
+  }
+  std::fputs(sim::human_summary(*scenario, result).c_str(), stdout);
+  std::printf("wrote %s and %s\n", (out / "summary.json").c_str(), (out / "flows.csv").c_str());
+  return 0;
+}
+
+}  // namespace
+
+void add_sim_command(CLI::App& app, int& exit_status) {
+  CLI::App* sim = app.add_subcommand("sim", "Packet-level fabric simulation running the uroce engine");
+  sim->require_subcommand(1);
+  auto options = std::make_shared<SimRunOptions>();
+  CLI::App* run = sim->add_subcommand("run", "Run a scenario file");
+  run->add_option("scenario", options->scenario_path, "Scenario file (TOML)")->required()->check(CLI::ExistingFile);
+  run->add_option("--out", options->out_dir, "Directory for summary.json and flows.csv")->required();
+  run->add_option("--seed", options->seed, "Seed, instead of the scenario's");
+  run->add_flag("--quiet", options->quiet, "No progress bar");
+  run->callback([options, &exit_status] { exit_status = run_sim(*options); });
+}
+
+}  // namespace uroce::tools

@@ -10,7 +10,7 @@ packages=(
   libcli11-dev libfmt-dev nlohmann-json3-dev libtomlplusplus-dev
   libpcap-dev zlib1g-dev libisal-dev iproute2 nftables
   libibverbs-dev ibverbs-utils perftest
-  qemu-system-x86 busybox-static cpio
+  qemu-system-x86 busybox-static cpio time
 )
 
 missing=()

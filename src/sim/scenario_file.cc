@@ -234,7 +234,9 @@ void dcqcn_from(const toml::table& table, CongestionConfig& congestion) {
   p.min_rate_bps = number<double>(table, where, "min_rate_mbps", p.min_rate_bps / 1e6, 0.001, 1e6) * 1e6;
   p.alpha_timer_ns = microseconds("alpha_timer_us", p.alpha_timer_ns);
   p.rate_timer_ns = microseconds("rate_timer_us", p.rate_timer_ns);
-  p.byte_counter = number<std::uint64_t>(table, where, "byte_counter_kb", p.byte_counter / 1024, 1, 1 << 30) * 1024;
+  if (table.contains("byte_counter_kb")) {  // the default, 10^6 x 10 bytes, is not a whole KiB
+    p.byte_counter = number<std::uint64_t>(table, where, "byte_counter_kb", 0, 1, 1 << 30) * 1024;
+  }
   p.fast_recovery_steps = number<std::uint32_t>(table, where, "fast_recovery_steps", p.fast_recovery_steps, 0, 100);
 }
 

@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# Simulator speed on the issue's reference scenario: a 3-tier fat-tree, 100G
+# links, 1 us per hop, MTU 4096, a permutation of 2 MiB flows, PFC on (no
+# DCQCN), for k = 8 (128 hosts) and k = 16 (1024 hosts), and k = 32 (8192
+# hosts) with --large. Prints data packets/s, events/s, wall time and peak
+# memory per size. Usage: bench/sim_fat_tree.sh [--large] [--build DIR]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+build=build/release
+sizes=(8 16)
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --large) sizes+=(32); shift ;;
+    --build) build="$2"; shift 2 ;;
+    *) echo "usage: $0 [--large] [--build DIR]" >&2; exit 2 ;;
+  esac
+done
+uroce="$build/tools/uroce"
+[ -x "$uroce" ] || ./scripts/build.sh release >/dev/null
+
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+printf '| k | hosts | data packets | events | wall s | data packets/s | M events/s | peak RSS MiB |\n'
+printf '|---:|---:|---:|---:|---:|---:|---:|---:|\n'
+for k in "${sizes[@]}"; do
+  cat > "$work/fat_tree_$k.toml" <<TOML
+name = "fat-tree k=$k, permutation of 2 MiB flows"
+seed = 1
+[topology]
+kind = "fat_tree"
+k = $k
+link_gbps = 100
+delay_ns = 1000
+[switch]
+pfc = true
+[transport]
+mtu = 4096
+[[workloads]]
+kind = "permutation"
+bytes = 2097152
+TOML
+  /usr/bin/time -f '%M' -o "$work/rss_$k" "$uroce" sim run "$work/fat_tree_$k.toml" --out "$work/out_$k" --quiet >/dev/null
+  python3 - "$work/out_$k/summary.json" "$work/rss_$k" "$k" <<'PY'
+import json, sys
+summary = json.load(open(sys.argv[1]))
+rss_kib = int(open(sys.argv[2]).read().split()[-1])
+packets = summary["totals"]["data_packets"]
+wall = summary["wall_s"]
+print(f"| {sys.argv[3]} | {summary['hosts']} | {packets} | {summary['events']} | {wall:.2f} | "
+      f"{packets / wall:,.0f} | {summary['events'] / wall / 1e6:.2f} | {rss_kib / 1024:.0f} |")
+PY
+done

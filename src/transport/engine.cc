@@ -784,7 +784,8 @@ TimeNs Engine::next_deadline() const { return state_->earliest_timer(); }
 void Engine::on_timer(TimeNs now) {
   EngineState& s = *state_;
   // Take every due entry first: handling one may re-arm it for now again.
-  std::vector<std::uint32_t> due;
+  std::vector<std::uint32_t>& due = s.due_timers;
+  due.clear();
   while (s.earliest_timer() <= now) {
     std::uint32_t qpn = s.timers.top().qpn;
     s.timers.pop();

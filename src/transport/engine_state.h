@@ -55,6 +55,7 @@ class EngineState {
     bool operator>(const TimerEntry& other) const { return at > other.at; }
   };
   std::priority_queue<TimerEntry, std::vector<TimerEntry>, std::greater<>> timers;
+  std::vector<std::uint32_t> due_timers;  // on_timer's scratch list, kept to spare an allocation per call
   EngineCounters counters;
   std::uint32_t next_pd = 1;
   std::uint32_t next_cq = 1;

@@ -47,7 +47,8 @@ struct PairResult {
   int server_exit = -1;
   int client_exit = -1;
   std::string server_output;
-  std::string client_output;
+  std::string client_output;  // standard output only
+  std::string client_errors;  // standard error
 };
 
 std::string command_on(const Side& side, const std::string& command) {
@@ -68,21 +69,30 @@ PairResult run_pair(const std::string& program, const std::string& options, cons
                        " > $dir/server 2>&1 & pid=$!; "
                        "for i in $(seq 300); do " + listening + " | grep -q ':" + port + " ' && break; sleep 0.1; done; " +
                        command_on(client, program + " -p " + port + " " + options + " " + server_host) +
-                       " > $dir/client 2>&1; client=$?; wait $pid; server=$?; "
-                       "echo \"$server $client\"; cat $dir/server; echo '@@client@@'; cat $dir/client; rm -rf $dir";
+                       " > $dir/client 2> $dir/client_errors; client=$?; wait $pid; server=$?; "
+                       "echo \"$server $client\"; cat $dir/server; echo '@@client@@'; cat $dir/client; "
+                       "echo '@@client errors@@'; cat $dir/client_errors; rm -rf $dir";
   testing::RunResult run = run_shell("bash -c '" + std::regex_replace(script, std::regex("'"), "'\\''") + "'");
   PairResult result;
   std::istringstream(run.output) >> result.server_exit >> result.client_exit;
   std::size_t first_line = run.output.find('\n');
-  std::size_t split = run.output.find("@@client@@\n");
-  if (first_line != std::string::npos && split != std::string::npos) {
-    result.server_output = run.output.substr(first_line + 1, split - first_line - 1);
-    result.client_output = run.output.substr(split + 11);
+  const std::string client_marker = "@@client@@\n";
+  const std::string errors_marker = "@@client errors@@\n";
+  std::size_t client_at = run.output.find(client_marker);
+  std::size_t errors = run.output.find(errors_marker);
+  if (first_line != std::string::npos && client_at != std::string::npos && errors != std::string::npos) {
+    result.server_output = run.output.substr(first_line + 1, client_at - first_line - 1);
+    std::size_t client_start = client_at + client_marker.size();
+    result.client_output = run.output.substr(client_start, errors - client_start);
+    result.client_errors = run.output.substr(errors + errors_marker.size());
   }
   return result;
 }
 
-// perftest's result rows: the message size first, then numbers only.
+// perftest's result rows: the message size first, then numbers only. Read
+// from standard output alone: the latency tests measure the clock again for
+// each size and may warn on standard error, and a warning written into a
+// shared file between two flushes of standard output splits a row.
 int result_rows(const std::string& output) {
   static const std::regex row(R"(^\s*\d+\s+\d+\s+[\d.]+\s+[\d.]+.*$)");
   int rows = 0;
@@ -95,9 +105,14 @@ int result_rows(const std::string& output) {
 
 constexpr int kSweepSizes = 23;  // 2 B, 4 B ... 8 MiB
 
+std::string describe(const PairResult& result) {
+  return "server:\n" + result.server_output + "\nclient:\n" + result.client_output + "\nclient's standard error:\n" +
+         result.client_errors;
+}
+
 void expect_both_succeed(const PairResult& result) {
-  EXPECT_EQ(result.server_exit, 0) << "server:\n" << result.server_output << "\nclient:\n" << result.client_output;
-  EXPECT_EQ(result.client_exit, 0) << "server:\n" << result.server_output << "\nclient:\n" << result.client_output;
+  EXPECT_EQ(result.server_exit, 0) << describe(result);
+  EXPECT_EQ(result.client_exit, 0) << describe(result);
 }
 
 void expect_pingpong(const PairResult& result) {
@@ -108,7 +123,7 @@ void expect_pingpong(const PairResult& result) {
 
 void expect_perftest(const PairResult& result, int rows) {
   expect_both_succeed(result);
-  EXPECT_EQ(result_rows(result.client_output), rows) << result.client_output;
+  EXPECT_EQ(result_rows(result.client_output), rows) << describe(result);
 }
 
 // Each test gets its own addresses and TCP port: ctest runs them in parallel.

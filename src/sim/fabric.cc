@@ -38,6 +38,10 @@ Fabric::Fabric(SimWorld& world, const Topology& topology, const SwitchConfig& sw
     Node& b_node = edge.b.is_host ? static_cast<Node&>(*hosts_[edge.b.index]) : *switches_[edge.b.index];
     a_side->connect(b_node, b_port);
     b_side->connect(a_node, a_port);
+    if (edge.link.loss > 0) {
+      a_side->seed_losses(splitmix64(seeds));
+      b_side->seed_losses(splitmix64(seeds));
+    }
   }
   build_routes(topology);
 }
@@ -45,6 +49,7 @@ Fabric::Fabric(SimWorld& world, const Topology& topology, const SwitchConfig& sw
 // Shortest paths by hop count. Hosts under the same switch share every other
 // switch's distances, so one breadth-first search runs per switch that has
 // hosts, and each switch interns its distinct sets of equal-cost ports.
+// Static routes then replace the entries they name.
 void Fabric::build_routes(const Topology& topology) {
   std::uint32_t switches = topology.switches;
   std::vector<std::uint32_t> attached_to(topology.hosts);
@@ -99,9 +104,31 @@ void Fabric::build_routes(const Topology& topology) {
       for (std::uint32_t h : hosts_under[target]) group_of_host[s][h] = group;
     }
   }
+  for (const StaticRoute& route : topology.routes) {
+    std::vector<std::uint16_t> ports;
+    for (const Neighbour& n : switch_ports_[route.at_switch]) {
+      if (!n.node.is_host && n.node.index == route.via_switch) ports.push_back(n.port);
+    }
+    group_of_host[route.at_switch][route.to_host] = intern(route.at_switch, std::move(ports));
+  }
   for (std::uint32_t s = 0; s < switches; ++s) {
     switches_[s]->set_routes(std::move(group_of_host[s]), std::move(groups[s]));
   }
+}
+
+Transmitter* Fabric::transmitter_between(NodeRef from, NodeRef to) {
+  if (from.is_host) {
+    if (from.index >= hosts_.size() || to.is_host) return nullptr;
+    for (const Neighbour& n : switch_ports_[to.index]) {
+      if (n.node == from) return &hosts_[from.index]->transmitter();
+    }
+    return nullptr;
+  }
+  if (from.index >= switches_.size()) return nullptr;
+  for (const Neighbour& n : switch_ports_[from.index]) {
+    if (n.node == to) return &switches_[from.index]->transmitter(n.port);
+  }
+  return nullptr;
 }
 
 void Fabric::close_pauses(SimTime now) {

@@ -23,6 +23,14 @@ class Fabric {
   std::uint32_t switch_count() const { return static_cast<std::uint32_t>(switches_.size()); }
   HostNode& host(std::uint32_t index) { return *hosts_[index]; }
   SwitchNode& switch_at(std::uint32_t index) { return *switches_[index]; }
+  const SwitchNode& switch_at(std::uint32_t index) const { return *switches_[index]; }
+  // What a switch's port is linked to.
+  NodeRef neighbour(std::uint32_t switch_index, std::uint16_t port) const {
+    return switch_ports_[switch_index][port].node;
+  }
+  // The transmitter that sends from one node to a neighbour, or nullptr when
+  // they are not linked (the first of parallel links).
+  Transmitter* transmitter_between(NodeRef from, NodeRef to);
   // Ends every pause still in force in the counters (the end of a run).
   void close_pauses(SimTime now);
 

@@ -38,6 +38,8 @@ struct Scenario {
   TransportSpec transport;
   EngineConfig engine;  // congestion control and window; the address and seed are per host
   std::vector<FlowSpec> flows;
+  // PFC deadlock checks, this often (0: never); a run stops at a deadlock.
+  SimTime deadlock_check = 200 * kPicosecondsPerUs;
 };
 
 }  // namespace uroce::sim

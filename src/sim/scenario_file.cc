@@ -106,26 +106,26 @@ Topology topology_from(const toml::table& table) {
   LinkSpec host_link = link(table, where, "link_gbps", LinkSpec{});
   Topology topology;
   if (kind == "dumbbell") {
-    only_keys(table, where, {"kind", "hosts_per_side", "link_gbps", "delay_ns", "bottleneck_gbps"});
+    only_keys(table, where, {"kind", "hosts_per_side", "link_gbps", "delay_ns", "bottleneck_gbps", "loss"});
     auto per_side = number<std::uint32_t>(table, where, "hosts_per_side", 1, 1, 1 << 16);
     LinkSpec bottleneck = link(table, where, "bottleneck_gbps", host_link);
     topology = dumbbell(per_side, host_link, bottleneck);
   } else if (kind == "star") {
-    only_keys(table, where, {"kind", "hosts", "link_gbps", "delay_ns"});
+    only_keys(table, where, {"kind", "hosts", "link_gbps", "delay_ns", "loss"});
     topology = star(number<std::uint32_t>(table, where, "hosts", 2, 2, 1 << 16), host_link);
   } else if (kind == "leaf_spine") {
-    only_keys(table, where, {"kind", "leaves", "spines", "hosts_per_leaf", "link_gbps", "uplink_gbps", "delay_ns"});
+    only_keys(table, where, {"kind", "leaves", "spines", "hosts_per_leaf", "link_gbps", "uplink_gbps", "delay_ns", "loss"});
     topology = leaf_spine(number<std::uint32_t>(table, where, "leaves", 2, 1, 4096),
                           number<std::uint32_t>(table, where, "spines", 2, 1, 4096),
                           number<std::uint32_t>(table, where, "hosts_per_leaf", 4, 1, 4096), host_link,
                           link(table, where, "uplink_gbps", host_link));
   } else if (kind == "fat_tree") {
-    only_keys(table, where, {"kind", "k", "link_gbps", "delay_ns"});
+    only_keys(table, where, {"kind", "k", "link_gbps", "delay_ns", "loss"});
     auto k = number<std::uint32_t>(table, where, "k", 4, 2, 64);
     if (k % 2 != 0) throw ScenarioError("topology.k: a fat-tree needs an even k");
     topology = fat_tree(k, host_link);
   } else {
-    only_keys(table, where, {"kind", "hosts", "switches", "links", "link_gbps", "delay_ns"});
+    only_keys(table, where, {"kind", "hosts", "switches", "links", "link_gbps", "delay_ns", "loss", "routes"});
     topology.hosts = number<std::uint32_t>(table, where, "hosts", 0, 1, 1 << 20);
     topology.switches = number<std::uint32_t>(table, where, "switches", 0, 1, 1 << 20);
     const toml::array* links = table.get_as<toml::array>("links");
@@ -141,9 +141,34 @@ Topology topology_from(const toml::table& table) {
       LinkSpec spec = link(*entry, at, "link_gbps", host_link);
       topology.edges.push_back({node_name(a->get(), at), node_name(b->get(), at), spec});
     }
+    if (const toml::node* routes = table.get("routes")) {
+      const toml::array* list = routes->as_array();
+      if (list == nullptr) throw ScenarioError("topology.routes: an array of {at, to, via} is needed");
+      for (std::size_t i = 0; i < list->size(); ++i) {
+        std::string at = fmt::format("topology.routes[{}]", i);
+        const toml::table* entry = list->get(i)->as_table();
+        if (entry == nullptr) throw ScenarioError(at + ": expected {at = \"s0\", to = \"h2\", via = \"s1\"}");
+        only_keys(*entry, at, {"at", "to", "via"});
+        auto at_switch = entry->get_as<std::string>("at");
+        auto to_host = entry->get_as<std::string>("to");
+        auto via_switch = entry->get_as<std::string>("via");
+        if (at_switch == nullptr || to_host == nullptr || via_switch == nullptr) {
+          throw ScenarioError(at + ": at (a switch), to (a host) and via (a switch) are all needed");
+        }
+        NodeRef from = node_name(at_switch->get(), at);
+        NodeRef target = node_name(to_host->get(), at);
+        NodeRef via = node_name(via_switch->get(), at);
+        if (from.is_host || via.is_host || !target.is_host) {
+          throw ScenarioError(at + ": at and via name switches (s<N>), to names a host (h<N>)");
+        }
+        topology.routes.push_back({from.index, target.index, via.index});
+      }
+    }
     topology.description = fmt::format("{} hosts, {} switches, {} links", topology.hosts, topology.switches,
                                        topology.edges.size());
   }
+  double loss = number<double>(table, where, "loss", 0, 0, 0.5);
+  for (TopologyEdge& edge : topology.edges) edge.link.loss = loss;
   if (auto problem = topology_problem(topology)) throw ScenarioError("topology: " + *problem);
   return topology;
 }
@@ -332,12 +357,15 @@ void workloads_from(const toml::array& workloads, Scenario& scenario, std::uint6
 
 Scenario scenario_from(const toml::table& root) {
   only_keys(root, "scenario",
-            {"name", "seed", "time_limit_us", "topology", "switch", "transport", "dcqcn", "flows", "workloads"});
+            {"name", "seed", "time_limit_us", "deadlock_check_us", "topology", "switch", "transport", "dcqcn", "flows",
+             "workloads"});
   Scenario scenario;
   if (auto name = root.get_as<std::string>("name")) scenario.name = name->get();
   scenario.seed = number<std::uint64_t>(root, "scenario", "seed", scenario.seed, 0, UINT32_MAX);
   scenario.time_limit = static_cast<SimTime>(
       number<double>(root, "scenario", "time_limit_us", 100'000, 1, 1e9) * kPicosecondsPerUs);
+  scenario.deadlock_check = static_cast<SimTime>(
+      number<double>(root, "scenario", "deadlock_check_us", 200, 0, 1e9) * kPicosecondsPerUs);
   const toml::node* topology = root.get("topology");
   if (topology == nullptr || !topology->is_table()) throw ScenarioError("[topology] is required");
   scenario.topology = topology_from(*topology->as_table());

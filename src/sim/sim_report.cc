@@ -28,6 +28,24 @@ std::vector<double> completion_times_us(const SimResult& result) {
   return times;
 }
 
+std::string node_name(NodeRef node) { return fmt::format("{}{}", node.is_host ? 'h' : 's', node.index); }
+
+// "s0->s1" for each hop of the cycle, in wait-for order.
+std::vector<std::string> cycle_links(const Deadlock& deadlock) {
+  std::vector<std::string> links;
+  for (const PausedHop& hop : deadlock.cycle) {
+    links.push_back(fmt::format("s{}->{}", hop.switch_index, node_name(hop.next)));
+  }
+  return links;
+}
+
+nlohmann::ordered_json deadlock_json(const SimResult& result) {
+  if (!result.deadlock) return nullptr;
+  return {{"detected_at_us", microseconds(result.deadlock->detected_at)},
+          {"priority", result.deadlock->cycle.front().priority},
+          {"cycle", cycle_links(*result.deadlock)}};
+}
+
 }  // namespace
 
 nlohmann::ordered_json summary_json(const Scenario& scenario, const SimResult& result) {
@@ -54,6 +72,7 @@ nlohmann::ordered_json summary_json(const Scenario& scenario, const SimResult& r
           {"flows_finished", fct.size()},
           {"flows_failed", result.failed_flows},
           {"fct_us", {{"p50", percentile_us(fct, 50)}, {"p99", percentile_us(fct, 99)}, {"max", percentile_us(fct, 100)}}},
+          {"deadlock", deadlock_json(result)},
           {"flows", flows},
           {"totals",
            {{"data_packets", c.data_packets},
@@ -64,6 +83,7 @@ nlohmann::ordered_json summary_json(const Scenario& scenario, const SimResult& r
             {"cnps", result.cnps},
             {"drops", c.drops},
             {"lossless_violations", c.lossless_violations},
+            {"link_losses", c.link_losses},
             {"retransmitted_packets", result.retransmitted_packets},
             {"timeouts", result.timeouts},
             {"peak_switch_buffer_bytes", result.peak_switch_buffer_bytes}}}};
@@ -91,9 +111,15 @@ std::string human_summary(const Scenario& scenario, const SimResult& result) {
                      result.flows.size(), percentile_us(fct, 50), percentile_us(fct, 99), percentile_us(fct, 100));
   out += fmt::format(
       "pause frames {} ({:.1f} us paused in all), ECN marked {}, CNPs {}, drops {} (lossless violations {}), "
-      "retransmitted {}\n",
+      "lost on links {}, retransmitted {}\n",
       c.pause_frames, microseconds(c.pause_time_total), c.ecn_marked, result.cnps, c.drops, c.lossless_violations,
-      result.retransmitted_packets);
+      c.link_losses, result.retransmitted_packets);
+  if (result.deadlock) {
+    std::string cycle;
+    for (const std::string& link : cycle_links(*result.deadlock)) cycle += link + " ";
+    out += fmt::format("PFC DEADLOCK detected at {:.1f} us (priority {}): {}waits on itself; the run stopped there\n",
+                       microseconds(result.deadlock->detected_at), result.deadlock->cycle.front().priority, cycle);
+  }
   return out;
 }
 

@@ -122,10 +122,13 @@ SimResult run_simulation(const Scenario& scenario, const std::function<void(doub
   Fabric fabric(world, scenario.topology, scenario.switches, scenario.engine, scenario.seed);
   FlowRunner flows(scenario, fabric, world);
   std::size_t total_flows = scenario.flows.size();
+  DeadlockDetector deadlocks(world, fabric, scenario.deadlock_check);
+  if (scenario.switches.pfc && scenario.deadlock_check > 0) deadlocks.start(0);
 
   EventQueue& events = world.events;
   std::uint64_t next_report = kEventsPerProgressReport;
-  while (flows.unfinished() > 0 && !events.empty() && events.next_time() <= scenario.time_limit) {
+  while (flows.unfinished() > 0 && !deadlocks.found() && !events.empty() &&
+         events.next_time() <= scenario.time_limit) {
     events.run_next();
     if (progress && events.events_run() >= next_report) {
       next_report += kEventsPerProgressReport;
@@ -142,6 +145,7 @@ SimResult run_simulation(const Scenario& scenario, const std::function<void(doub
   result.seed = scenario.seed;
   result.flows = flows.results();
   result.failed_flows = flows.failed();
+  result.deadlock = deadlocks.found();
   fabric.close_pauses(events.now());
   result.fabric = world.counters;
   result.hosts = fabric.host_count();

@@ -5,8 +5,10 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <vector>
 
+#include "sim/deadlock_detector.h"
 #include "sim/scenario.h"
 #include "sim/world.h"
 
@@ -33,6 +35,7 @@ struct SimResult {
   std::uint64_t peak_switch_buffer_bytes = 0;
   std::uint32_t hosts = 0;
   std::uint32_t switches = 0;
+  std::optional<Deadlock> deadlock;  // the run stopped here
 };
 
 // progress(fraction of sim time or flows done, whichever is further) is

@@ -32,6 +32,13 @@ std::uint64_t SwitchNode::xoff_threshold() const {
   return std::min(config_.xoff_bytes, static_cast<std::uint64_t>(config_.dynamic_alpha * static_cast<double>(free)));
 }
 
+bool SwitchNode::holds_from(std::uint16_t port, std::uint8_t priority, std::uint16_t ingress_port) const {
+  for (const Packet* packet = ports_[port].egress[priority].front(); packet != nullptr; packet = packet->next) {
+    if (packet->ingress_port == ingress_port) return true;
+  }
+  return false;
+}
+
 std::uint64_t SwitchNode::next_random() { return splitmix64(random_state_); }
 
 std::uint16_t SwitchNode::route(const Packet& packet) {

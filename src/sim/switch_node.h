@@ -32,6 +32,10 @@ class SwitchNode final : public Node {
     return ports_[port].egress[priority].bytes();
   }
   bool pausing(std::uint16_t port, std::uint8_t priority) const { return ports_[port].pause_sent[priority]; }
+  // Whether the egress queue (port, priority) holds a packet that came in on
+  // ingress_port (a scan: for the deadlock detector, not the hot path).
+  bool holds_from(std::uint16_t port, std::uint8_t priority, std::uint16_t ingress_port) const;
+  const Transmitter& transmitter(std::uint16_t port) const { return *ports_[port].transmitter; }
   std::uint64_t buffer_used() const { return used_; }
   std::uint64_t peak_buffer_used() const { return peak_used_; }
 

@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <vector>
 
 namespace uroce::sim {
@@ -124,6 +125,20 @@ std::optional<std::string> topology_problem(const Topology& topology) {
   }
   for (std::uint32_t s = 0; s < topology.switches; ++s) {
     if (!seen[s]) return fmt::format("switch {} is not connected to switch 0", s);
+  }
+  for (const StaticRoute& route : topology.routes) {
+    if (route.at_switch >= topology.switches || route.via_switch >= topology.switches) {
+      return fmt::format("a route names switch {}, but there are only {}", std::max(route.at_switch, route.via_switch),
+                         topology.switches);
+    }
+    if (route.to_host >= topology.hosts) {
+      return fmt::format("a route names host {}, but there are only {}", route.to_host, topology.hosts);
+    }
+    const std::vector<std::uint32_t>& next = neighbours[route.at_switch];
+    if (std::find(next.begin(), next.end(), route.via_switch) == next.end()) {
+      return fmt::format("a route leads from switch {} to switch {}, which are not linked", route.at_switch,
+                         route.via_switch);
+    }
   }
   return std::nullopt;
 }

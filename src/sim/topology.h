@@ -4,10 +4,10 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
-#include <optional>
 #include "sim/transmitter.h"
 
 namespace uroce::sim {
@@ -23,10 +23,20 @@ struct TopologyEdge {
   LinkSpec link;  // both directions
 };
 
+// Overrides shortest-path routing at one switch for one destination host:
+// packets for to_host leave at_switch towards via_switch. Routing loops and
+// detours (a failed link's reroute) are built from these.
+struct StaticRoute {
+  std::uint32_t at_switch = 0;
+  std::uint32_t to_host = 0;
+  std::uint32_t via_switch = 0;
+};
+
 struct Topology {
   std::uint32_t hosts = 0;
   std::uint32_t switches = 0;
   std::vector<TopologyEdge> edges;
+  std::vector<StaticRoute> routes;
   std::string description;
 };
 
@@ -44,7 +54,7 @@ Topology fat_tree(std::uint32_t k, LinkSpec link);
 
 // What is wrong with a topology, if anything: indices out of range, a host
 // not attached to exactly one switch, a link between two hosts, switches not
-// all connected.
+// all connected, a static route over a link that does not exist.
 std::optional<std::string> topology_problem(const Topology& topology);
 
 }  // namespace uroce::sim

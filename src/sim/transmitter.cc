@@ -1,6 +1,8 @@
 // Serialization, propagation and PFC pause state of one link direction.
 #include "sim/transmitter.h"
 
+#include "sim/mix.h"
+
 namespace uroce::sim {
 
 void Transmitter::kick(SimTime now) {
@@ -62,6 +64,11 @@ void Transmitter::on_event(SimTime now, std::uint32_t tag) {
   }
   Packet* packet = on_wire_.pop();
   if (!on_wire_.empty()) world_.events.schedule(on_wire_.front()->arrives_at, this, kArrived);
+  if (spec_.loss > 0 && packet->kind == PacketKind::roce && unit_interval(loss_state_) < spec_.loss) {
+    ++world_.counters.link_losses;
+    world_.packets.release(packet);
+    return;
+  }
   peer_->receive(packet, peer_port_, now);
 }
 

@@ -14,6 +14,7 @@ namespace uroce::sim {
 struct LinkSpec {
   std::uint64_t rate_bps = 100'000'000'000;
   SimTime propagation = 1 * kPicosecondsPerUs;
+  double loss = 0;  // chance that a RoCE packet is lost on the way (PFC frames never are)
 };
 
 class Transmitter final : public EventHandler {
@@ -24,6 +25,8 @@ class Transmitter final : public EventHandler {
     peer_ = &peer;
     peer_port_ = peer_port;
   }
+  // Seeds the draws that decide which packets spec.loss takes.
+  void seed_losses(std::uint64_t seed) { loss_state_ = seed; }
 
   const LinkSpec& spec() const { return spec_; }
   Node* peer() const { return peer_; }
@@ -31,6 +34,8 @@ class Transmitter final : public EventHandler {
   bool busy() const { return busy_; }
   bool paused(std::uint8_t priority) const { return (paused_ >> priority) & 1u; }
   std::uint8_t paused_mask() const { return paused_; }
+  // When the current pause of priority began (meaningful while paused).
+  SimTime paused_since(std::uint8_t priority) const { return paused_since_[priority]; }
 
   // The owner may have something to send: start if idle.
   void kick(SimTime now);
@@ -56,6 +61,7 @@ class Transmitter final : public EventHandler {
   bool choosing_ = false;
   std::uint8_t paused_ = 0;
   SimTime paused_since_[kPriorities] = {};
+  std::uint64_t loss_state_ = 0;
   PacketQueue control_;    // PFC frames waiting for the wire
   PacketQueue on_wire_;    // serialized, not yet arrived; arrival times ascend
 };

@@ -17,6 +17,7 @@ struct FabricCounters {
   std::uint64_t ecn_marked = 0;           // packets a switch marked CE
   std::uint64_t drops = 0;                // lossy priorities over their limit, and violations below
   std::uint64_t lossless_violations = 0;  // lossless packets beyond XOFF plus headroom
+  std::uint64_t link_losses = 0;          // RoCE packets a lossy link took (LinkSpec::loss)
 };
 
 struct SimWorld {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,22 @@ struct FlowSpec {
   std::uint32_t dst = 0;
   std::uint64_t bytes = 0;
   SimTime start = 0;
+};
+
+// A ring all-reduce: each iteration is a reduce-scatter and an all-gather,
+// 2 (n - 1) steps in which every member WRITEs one chunk (bytes / n) to the
+// next member of the ring. A member starts a step once its own previous WRITE
+// and its predecessor's (the data it reduces or forwards) have completed, and
+// after step_compute (plus straggler_delay on the straggler). The next
+// iteration starts when every member has finished the last step.
+struct AllreduceSpec {
+  std::vector<std::uint32_t> hosts;  // ring order
+  std::uint64_t bytes = 0;           // each member's buffer
+  std::uint32_t iterations = 1;
+  SimTime start = 0;
+  SimTime step_compute = 0;
+  std::optional<std::uint32_t> straggler;  // a host of the ring
+  SimTime straggler_delay = 0;
 };
 
 // How every flow's QPs are set up.
@@ -38,6 +55,7 @@ struct Scenario {
   TransportSpec transport;
   EngineConfig engine;  // congestion control and window; the address and seed are per host
   std::vector<FlowSpec> flows;
+  std::optional<AllreduceSpec> allreduce;
   // PFC deadlock checks, this often (0: never); a run stops at a deadlock.
   SimTime deadlock_check = 200 * kPicosecondsPerUs;
 };

@@ -1,85 +1,23 @@
-// Reading scenario files with toml++: each table is checked for unknown keys,
-// each value for its type and range; workloads expand into flows here, from
-// the scenario's seed.
+// Reading scenario files with toml++: the scenario's own keys and its
+// topology, switch, transport and dcqcn tables (flows and workloads are read
+// in workload_file).
 #include "sim/scenario_file.h"
 
 #include <fmt/format.h>
 
-#include <algorithm>
-#include <fstream>
-#include <initializer_list>
-#include <numeric>
-#include <sstream>
-#include <stdexcept>
-#include <string_view>
 #include <toml++/toml.h>
 
-#include "sim/mix.h"
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+#include <string_view>
+
+#include "sim/toml_fields.h"
+#include "sim/workload_file.h"
 
 namespace uroce::sim {
 
 namespace {
-
-// Thrown inside the loader, turned into the Expected's error at the top.
-struct ScenarioError : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
-
-void only_keys(const toml::table& table, std::string_view where, std::initializer_list<std::string_view> allowed) {
-  for (const auto& [key, value] : table) {
-    if (std::find(allowed.begin(), allowed.end(), key.str()) == allowed.end()) {
-      throw ScenarioError(fmt::format("{}: unknown key '{}'", where, key.str()));
-    }
-  }
-}
-
-template <typename T>
-T number(const toml::table& table, std::string_view where, std::string_view key, T fallback, T low, T high) {
-  const toml::node* node = table.get(key);
-  if (node == nullptr) return fallback;
-  double value;
-  if (auto integer = node->value_exact<std::int64_t>()) {
-    value = static_cast<double>(*integer);
-  } else if (auto real = node->value_exact<double>()) {
-    value = *real;
-  } else {
-    throw ScenarioError(fmt::format("{}.{}: expected a number", where, key));
-  }
-  if (value < static_cast<double>(low) || value > static_cast<double>(high)) {
-    throw ScenarioError(fmt::format("{}.{}: {} is outside [{}, {}]", where, key, value, low, high));
-  }
-  return static_cast<T>(value);
-}
-
-bool boolean(const toml::table& table, std::string_view where, std::string_view key, bool fallback) {
-  const toml::node* node = table.get(key);
-  if (node == nullptr) return fallback;
-  auto value = node->value_exact<bool>();
-  if (!value) throw ScenarioError(fmt::format("{}.{}: expected true or false", where, key));
-  return *value;
-}
-
-std::string text(const toml::table& table, std::string_view where, std::string_view key, std::string fallback,
-                 std::initializer_list<std::string_view> choices) {
-  const toml::node* node = table.get(key);
-  if (node == nullptr) return fallback;
-  auto value = node->value_exact<std::string>();
-  if (!value) throw ScenarioError(fmt::format("{}.{}: expected a string", where, key));
-  if (std::find(choices.begin(), choices.end(), *value) == choices.end()) {
-    std::string list;
-    for (std::string_view choice : choices) list += fmt::format("{}'{}'", list.empty() ? "" : ", ", choice);
-    throw ScenarioError(fmt::format("{}.{}: '{}' is not one of {}", where, key, *value, list));
-  }
-  return *value;
-}
-
-const toml::table& table_or_empty(const toml::table& root, std::string_view key) {
-  static const toml::table empty;
-  const toml::node* node = root.get(key);
-  if (node == nullptr) return empty;
-  if (!node->is_table()) throw ScenarioError(fmt::format("[{}] must be a table", key));
-  return *node->as_table();
-}
 
 constexpr double kMaxGbps = 1600;
 constexpr std::int64_t kMaxDelayNs = 1'000'000'000;
@@ -265,96 +203,6 @@ void dcqcn_from(const toml::table& table, CongestionConfig& congestion) {
   p.fast_recovery_steps = number<std::uint32_t>(table, where, "fast_recovery_steps", p.fast_recovery_steps, 0, 100);
 }
 
-SimTime start_time(const toml::table& table, std::string_view where) {
-  return static_cast<SimTime>(number<double>(table, where, "start_us", 0, 0, 1e9) * kPicosecondsPerUs);
-}
-
-constexpr std::uint64_t kMaxFlowBytes = 64ull << 30;
-
-void flows_from(const toml::array& flows, Scenario& scenario) {
-  for (std::size_t i = 0; i < flows.size(); ++i) {
-    std::string where = fmt::format("flows[{}]", i);
-    const toml::table* entry = flows.get(i)->as_table();
-    if (entry == nullptr) throw ScenarioError(where + ": expected a table");
-    only_keys(*entry, where, {"src", "dst", "bytes", "start_us"});
-    FlowSpec flow;
-    std::uint32_t last_host = scenario.topology.hosts - 1;
-    flow.src = number<std::uint32_t>(*entry, where, "src", UINT32_MAX, 0, last_host);
-    flow.dst = number<std::uint32_t>(*entry, where, "dst", UINT32_MAX, 0, last_host);
-    if (flow.src == UINT32_MAX || flow.dst == UINT32_MAX) throw ScenarioError(where + ": src and dst are required");
-    if (flow.src == flow.dst) throw ScenarioError(where + ": src and dst are the same host");
-    flow.bytes = number<std::uint64_t>(*entry, where, "bytes", 0, 1, kMaxFlowBytes);
-    if (flow.bytes == 0) throw ScenarioError(where + ": bytes is required");
-    flow.start = start_time(*entry, where);
-    scenario.flows.push_back(flow);
-  }
-}
-
-std::vector<std::uint32_t> host_list(const toml::table& table, std::string_view where, std::string_view key,
-                                     std::uint32_t hosts) {
-  std::vector<std::uint32_t> list;
-  const toml::node* node = table.get(key);
-  if (node == nullptr) return list;
-  const toml::array* array = node->as_array();
-  if (array == nullptr) throw ScenarioError(fmt::format("{}.{}: expected a list of host numbers", where, key));
-  for (const toml::node& entry : *array) {
-    auto host = entry.value_exact<std::int64_t>();
-    if (!host || *host < 0 || *host >= hosts) {
-      throw ScenarioError(fmt::format("{}.{}: hosts are numbered 0 to {}", where, key, hosts - 1));
-    }
-    list.push_back(static_cast<std::uint32_t>(*host));
-  }
-  return list;
-}
-
-// incast: senders (a list, or `count` hosts other than the receiver) all to
-// one receiver; permutation: every host to another, a random derangement;
-// all_to_all: every ordered pair.
-void workloads_from(const toml::array& workloads, Scenario& scenario, std::uint64_t& random) {
-  std::uint32_t hosts = scenario.topology.hosts;
-  for (std::size_t i = 0; i < workloads.size(); ++i) {
-    std::string where = fmt::format("workloads[{}]", i);
-    const toml::table* entry = workloads.get(i)->as_table();
-    if (entry == nullptr) throw ScenarioError(where + ": expected a table");
-    std::string kind = text(*entry, where, "kind", "", {"incast", "permutation", "all_to_all"});
-    if (kind.empty()) throw ScenarioError(where + ".kind: incast, permutation or all_to_all");
-    auto bytes = number<std::uint64_t>(*entry, where, "bytes", 0, 1, kMaxFlowBytes);
-    if (bytes == 0) throw ScenarioError(where + ": bytes is required");
-    SimTime start = start_time(*entry, where);
-    if (kind == "incast") {
-      only_keys(*entry, where, {"kind", "bytes", "start_us", "receiver", "senders", "count"});
-      auto receiver = number<std::uint32_t>(*entry, where, "receiver", 0, 0, hosts - 1);
-      std::vector<std::uint32_t> senders = host_list(*entry, where, "senders", hosts);
-      if (senders.empty()) {
-        auto count = number<std::uint32_t>(*entry, where, "count", hosts - 1, 1, hosts - 1);
-        for (std::uint32_t h = 0; senders.size() < count; ++h) {
-          if (h != receiver) senders.push_back(h);
-        }
-      }
-      for (std::uint32_t sender : senders) {
-        if (sender == receiver) throw ScenarioError(where + ": the receiver cannot be a sender");
-        scenario.flows.push_back({sender, receiver, bytes, start});
-      }
-    } else if (kind == "permutation") {
-      only_keys(*entry, where, {"kind", "bytes", "start_us"});
-      if (hosts < 2) throw ScenarioError(where + ": a permutation needs two hosts");
-      std::vector<std::uint32_t> order(hosts);
-      std::iota(order.begin(), order.end(), 0);
-      for (std::uint32_t h = hosts - 1; h > 0; --h) {  // Sattolo: one cycle, so no host sends to itself
-        std::swap(order[h], order[splitmix64(random) % h]);
-      }
-      for (std::uint32_t h = 0; h < hosts; ++h) scenario.flows.push_back({h, order[h], bytes, start});
-    } else {
-      only_keys(*entry, where, {"kind", "bytes", "start_us"});
-      for (std::uint32_t a = 0; a < hosts; ++a) {
-        for (std::uint32_t b = 0; b < hosts; ++b) {
-          if (a != b) scenario.flows.push_back({a, b, bytes, start});
-        }
-      }
-    }
-  }
-}
-
 Scenario scenario_from(const toml::table& root) {
   only_keys(root, "scenario",
             {"name", "seed", "time_limit_us", "deadlock_check_us", "topology", "switch", "transport", "dcqcn", "flows",
@@ -381,7 +229,9 @@ Scenario scenario_from(const toml::table& root) {
     if (!workloads->is_array()) throw ScenarioError("[[workloads]] must be an array of tables");
     workloads_from(*workloads->as_array(), scenario, random);
   }
-  if (scenario.flows.empty()) throw ScenarioError("no [[flows]] or [[workloads]]: nothing to simulate");
+  if (scenario.flows.empty() && !scenario.allreduce) {
+    throw ScenarioError("no [[flows]] or [[workloads]]: nothing to simulate");
+  }
   return scenario;
 }
 

@@ -46,6 +46,13 @@ nlohmann::ordered_json deadlock_json(const SimResult& result) {
           {"cycle", cycle_links(*result.deadlock)}};
 }
 
+nlohmann::ordered_json allreduce_json(const SimResult& result) {
+  nlohmann::ordered_json times = nlohmann::ordered_json::array();
+  for (SimTime t : result.allreduce_iterations) times.push_back(microseconds(t));
+  return {{"iterations", result.allreduce_iterations.size()}, {"failed", result.allreduce_failed},
+          {"iteration_us", times}};
+}
+
 }  // namespace
 
 nlohmann::ordered_json summary_json(const Scenario& scenario, const SimResult& result) {
@@ -61,7 +68,7 @@ nlohmann::ordered_json summary_json(const Scenario& scenario, const SimResult& r
   }
   std::vector<double> fct = completion_times_us(result);
   const FabricCounters& c = result.fabric;
-  return {{"scenario", scenario.name},
+  nlohmann::ordered_json summary = {{"scenario", scenario.name},
           {"topology", scenario.topology.description},
           {"hosts", result.hosts},
           {"switches", result.switches},
@@ -87,6 +94,8 @@ nlohmann::ordered_json summary_json(const Scenario& scenario, const SimResult& r
             {"retransmitted_packets", result.retransmitted_packets},
             {"timeouts", result.timeouts},
             {"peak_switch_buffer_bytes", result.peak_switch_buffer_bytes}}}};
+  if (scenario.allreduce) summary["allreduce"] = allreduce_json(result);
+  return summary;
 }
 
 std::string flows_csv(const SimResult& result) {
@@ -114,6 +123,15 @@ std::string human_summary(const Scenario& scenario, const SimResult& result) {
       "lost on links {}, retransmitted {}\n",
       c.pause_frames, microseconds(c.pause_time_total), c.ecn_marked, result.cnps, c.drops, c.lossless_violations,
       c.link_losses, result.retransmitted_packets);
+  if (scenario.allreduce) {
+    const std::vector<SimTime>& times = result.allreduce_iterations;
+    SimTime total = 0;
+    for (SimTime t : times) total += t;
+    out += fmt::format("all-reduce: {} of {} iterations{}, mean {:.1f} us, slowest {:.1f} us\n", times.size(),
+                       scenario.allreduce->iterations, result.allreduce_failed ? " (failed)" : "",
+                       times.empty() ? 0.0 : microseconds(total) / static_cast<double>(times.size()),
+                       times.empty() ? 0.0 : microseconds(*std::max_element(times.begin(), times.end())));
+  }
   if (result.deadlock) {
     std::string cycle;
     for (const std::string& link : cycle_links(*result.deadlock)) cycle += link + " ";

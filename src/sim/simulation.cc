@@ -8,6 +8,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "sim/allreduce_runner.h"
 #include "sim/fabric.h"
 #include "sim/qp_setup.h"
 
@@ -34,6 +35,22 @@ void check(const Scenario& scenario) {
     }
     if (flow.start < 0) throw std::invalid_argument(name + " starts before time 0");
   }
+  if (const auto& ring = scenario.allreduce) {
+    if (ring->hosts.size() < 2) throw std::invalid_argument("all-reduce: a ring needs at least two hosts");
+    std::vector<bool> member(scenario.topology.hosts, false);
+    for (std::uint32_t host : ring->hosts) {
+      if (host >= scenario.topology.hosts) throw std::invalid_argument("all-reduce: no host " + std::to_string(host));
+      if (member[host]) throw std::invalid_argument("all-reduce: host " + std::to_string(host) + " is listed twice");
+      member[host] = true;
+    }
+    if (ring->bytes < ring->hosts.size() || ring->bytes / ring->hosts.size() > kLargestWrite) {
+      throw std::invalid_argument("all-reduce: bytes must give every member a chunk of 1 byte to 1 GiB");
+    }
+    if (ring->iterations == 0) throw std::invalid_argument("all-reduce: iterations must be at least 1");
+    if (ring->straggler && !member[*ring->straggler]) {
+      throw std::invalid_argument("all-reduce: the straggler is not a member of the ring");
+    }
+  }
 }
 
 // Starts flows at their times and records their completions.
@@ -45,14 +62,10 @@ class FlowRunner final : public EventHandler {
       const FlowSpec& spec = scenario.flows[id];
       auto [src_qpn, dst_qpn] = connect_rc_pair(fabric.host(spec.src), fabric.host(spec.dst), scenario.transport,
                                                 kLargestFlowWrites);
-      flows_.push_back(Flow{FlowResult{id, spec, kSimNever}, src_qpn});
+      flows_.push_back(Flow{FlowResult{id, spec, kSimNever}, src_qpn, false});
       world.events.schedule(spec.start, this, id);
     }
     unfinished_ = static_cast<std::uint32_t>(flows_.size());
-    for (std::uint32_t h = 0; h < fabric.host_count(); ++h) {
-      fabric.host(h).on_completion(
-          [this](std::uint32_t host, const WorkCompletion& completion, SimTime now) { completed(host, completion, now); });
-    }
   }
 
   std::uint32_t unfinished() const { return unfinished_; }
@@ -62,6 +75,20 @@ class FlowRunner final : public EventHandler {
     out.reserve(flows_.size());
     for (const Flow& flow : flows_) out.push_back(flow.result);
     return out;
+  }
+
+  void completed(const WorkCompletion& completion, SimTime now) {
+    if (completion.wr_id >= flows_.size()) return;
+    Flow& flow = flows_[completion.wr_id];
+    if (flow.result.finished() || flow.failed) return;
+    if (completion.status != WcStatus::success) {  // the first error; flushes of later WRITEs follow it
+      flow.failed = true;
+      ++failed_;
+      --unfinished_;
+      return;
+    }
+    flow.result.finish = now;
+    --unfinished_;
   }
 
   void on_event(SimTime now, std::uint32_t id) override {
@@ -92,20 +119,8 @@ class FlowRunner final : public EventHandler {
   struct Flow {
     FlowResult result;
     std::uint32_t src_qpn;
+    bool failed = false;
   };
-
-  void completed(std::uint32_t, const WorkCompletion& completion, SimTime now) {
-    if (completion.wr_id >= flows_.size()) return;
-    Flow& flow = flows_[completion.wr_id];
-    if (flow.result.finished()) return;
-    if (completion.status != WcStatus::success) {
-      ++failed_;
-      --unfinished_;
-      return;
-    }
-    flow.result.finish = now;
-    --unfinished_;
-  }
 
   Fabric& fabric_;
   std::vector<Flow> flows_;
@@ -121,13 +136,25 @@ SimResult run_simulation(const Scenario& scenario, const std::function<void(doub
   SimWorld world;
   Fabric fabric(world, scenario.topology, scenario.switches, scenario.engine, scenario.seed);
   FlowRunner flows(scenario, fabric, world);
-  std::size_t total_flows = scenario.flows.size();
+  std::optional<AllreduceRunner> allreduce;
+  if (scenario.allreduce) allreduce.emplace(*scenario.allreduce, scenario.transport, fabric, world);
+  for (std::uint32_t h = 0; h < fabric.host_count(); ++h) {
+    fabric.host(h).on_completion([&](std::uint32_t, const WorkCompletion& completion, SimTime now) {
+      if ((completion.wr_id & kAllreduceWork) != 0) {
+        if (allreduce) allreduce->completed(completion, now);
+      } else {
+        flows.completed(completion, now);
+      }
+    });
+  }
+  auto work_left = [&] { return flows.unfinished() > 0 || (allreduce && allreduce->running()); };
+  std::size_t total_flows = std::max<std::size_t>(scenario.flows.size(), 1);
   DeadlockDetector deadlocks(world, fabric, scenario.deadlock_check);
   if (scenario.switches.pfc && scenario.deadlock_check > 0) deadlocks.start(0);
 
   EventQueue& events = world.events;
   std::uint64_t next_report = kEventsPerProgressReport;
-  while (flows.unfinished() > 0 && !deadlocks.found() && !events.empty() &&
+  while (work_left() && !deadlocks.found() && !events.empty() &&
          events.next_time() <= scenario.time_limit) {
     events.run_next();
     if (progress && events.events_run() >= next_report) {
@@ -146,6 +173,10 @@ SimResult run_simulation(const Scenario& scenario, const std::function<void(doub
   result.flows = flows.results();
   result.failed_flows = flows.failed();
   result.deadlock = deadlocks.found();
+  if (allreduce) {
+    result.allreduce_iterations = allreduce->iteration_times();
+    result.allreduce_failed = allreduce->failed();
+  }
   fabric.close_pauses(events.now());
   result.fabric = world.counters;
   result.hosts = fabric.host_count();

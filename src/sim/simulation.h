@@ -36,6 +36,8 @@ struct SimResult {
   std::uint32_t hosts = 0;
   std::uint32_t switches = 0;
   std::optional<Deadlock> deadlock;  // the run stopped here
+  std::vector<SimTime> allreduce_iterations;  // each finished iteration's duration
+  bool allreduce_failed = false;
 };
 
 // progress(fraction of sim time or flows done, whichever is further) is

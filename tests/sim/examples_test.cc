@@ -45,5 +45,33 @@ TEST(Examples, ACyclicBufferDependencyDeadlocksAndIsReported) {
   EXPECT_EQ(finished(shortest), 4u);
 }
 
+SimTime mean(const std::vector<SimTime>& times) {
+  SimTime total = 0;
+  for (SimTime t : times) total += t;
+  return times.empty() ? 0 : total / static_cast<SimTime>(times.size());
+}
+
+TEST(Examples, AStragglerSlowsTheWholeRing) {
+  Scenario scenario = example("allreduce_straggler.toml");
+  SimResult slow = run_simulation(scenario);
+  ASSERT_EQ(slow.allreduce_iterations.size(), 5u);
+  EXPECT_FALSE(slow.allreduce_failed);
+
+  scenario = example("allreduce_straggler.toml");
+  scenario.allreduce->straggler.reset();
+  for (TopologyEdge& edge : scenario.topology.edges) edge.link.rate_bps = 100'000'000'000;
+  SimResult even = run_simulation(scenario);
+  ASSERT_EQ(even.allreduce_iterations.size(), 5u);
+  // Without the straggler: 14 steps of 2 MiB at 100 Gb/s (168 us each) plus
+  // headers, hops, ACKs and 5 us of compute per step.
+  for (SimTime t : even.allreduce_iterations) {
+    EXPECT_GT(t, 14 * 168 * kPicosecondsPerUs);
+    EXPECT_LT(t, 14 * 200 * kPicosecondsPerUs);
+  }
+  // A 25 Gb/s member makes every step take at least its 671 us.
+  EXPECT_GT(mean(slow.allreduce_iterations), 3 * mean(even.allreduce_iterations));
+  for (SimTime t : slow.allreduce_iterations) EXPECT_GT(t, 14 * 671 * kPicosecondsPerUs);
+}
+
 }  // namespace
 }  // namespace uroce::sim

@@ -1,0 +1,126 @@
+// Reading [[flows]] and [[workloads]].
+#include "sim/workload_file.h"
+
+#include <fmt/format.h>
+
+#include <numeric>
+
+#include "sim/mix.h"
+#include "sim/toml_fields.h"
+
+namespace uroce::sim {
+
+namespace {
+
+constexpr std::uint64_t kMaxFlowBytes = 64ull << 30;
+
+// The ring all-reduce: hosts (a list in ring order, or the first `count`),
+// iterations, per-step compute, and a straggler that is slow to compute
+// (straggler_delay_us per step) or sits behind a slow link
+// (straggler_link_gbps replaces its link's rate).
+void allreduce_from(const toml::table& entry, const std::string& where, std::uint64_t bytes, SimTime start,
+                    Scenario& scenario) {
+  only_keys(entry, where,
+            {"kind", "bytes", "start_us", "hosts", "count", "iterations", "step_compute_us", "straggler",
+             "straggler_delay_us", "straggler_link_gbps"});
+  if (scenario.allreduce) throw ScenarioError(where + ": a scenario has one all-reduce at most");
+  std::uint32_t hosts = scenario.topology.hosts;
+  AllreduceSpec ring;
+  ring.hosts = host_list(entry, where, "hosts", hosts);
+  if (ring.hosts.empty()) {
+    auto count = number<std::uint32_t>(entry, where, "count", hosts, 2, hosts);
+    for (std::uint32_t h = 0; h < count; ++h) ring.hosts.push_back(h);
+  }
+  ring.bytes = bytes;
+  ring.start = start;
+  ring.iterations = number<std::uint32_t>(entry, where, "iterations", 1, 1, 1'000'000);
+  ring.step_compute = microseconds_field(entry, where, "step_compute_us", 0, 1e6);
+  if (entry.contains("straggler")) {
+    ring.straggler = number<std::uint32_t>(entry, where, "straggler", 0, 0, hosts - 1);
+    ring.straggler_delay = microseconds_field(entry, where, "straggler_delay_us", 0, 1e6);
+    if (entry.contains("straggler_link_gbps")) {
+      double gbps = number<double>(entry, where, "straggler_link_gbps", 0, 0.001, 1600);
+      for (TopologyEdge& edge : scenario.topology.edges) {
+        bool attached = (edge.a.is_host && edge.a.index == *ring.straggler) ||
+                        (edge.b.is_host && edge.b.index == *ring.straggler);
+        if (attached) edge.link.rate_bps = static_cast<std::uint64_t>(gbps * 1e9);
+      }
+    }
+  } else if (entry.contains("straggler_delay_us") || entry.contains("straggler_link_gbps")) {
+    throw ScenarioError(where + ": straggler_delay_us and straggler_link_gbps need a straggler (a host number)");
+  }
+  scenario.allreduce = std::move(ring);
+}
+
+}  // namespace
+
+void flows_from(const toml::array& flows, Scenario& scenario) {
+  for (std::size_t i = 0; i < flows.size(); ++i) {
+    std::string where = fmt::format("flows[{}]", i);
+    const toml::table* entry = flows.get(i)->as_table();
+    if (entry == nullptr) throw ScenarioError(where + ": expected a table");
+    only_keys(*entry, where, {"src", "dst", "bytes", "start_us"});
+    FlowSpec flow;
+    std::uint32_t last_host = scenario.topology.hosts - 1;
+    flow.src = number<std::uint32_t>(*entry, where, "src", UINT32_MAX, 0, last_host);
+    flow.dst = number<std::uint32_t>(*entry, where, "dst", UINT32_MAX, 0, last_host);
+    if (flow.src == UINT32_MAX || flow.dst == UINT32_MAX) throw ScenarioError(where + ": src and dst are required");
+    if (flow.src == flow.dst) throw ScenarioError(where + ": src and dst are the same host");
+    flow.bytes = number<std::uint64_t>(*entry, where, "bytes", 0, 1, kMaxFlowBytes);
+    if (flow.bytes == 0) throw ScenarioError(where + ": bytes is required");
+    flow.start = start_time(*entry, where);
+    scenario.flows.push_back(flow);
+  }
+}
+
+// incast: senders (a list, or `count` hosts other than the receiver) all to
+// one receiver; permutation: every host to another, a random derangement;
+// all_to_all: every ordered pair; allreduce: the ring above.
+void workloads_from(const toml::array& workloads, Scenario& scenario, std::uint64_t& random) {
+  std::uint32_t hosts = scenario.topology.hosts;
+  for (std::size_t i = 0; i < workloads.size(); ++i) {
+    std::string where = fmt::format("workloads[{}]", i);
+    const toml::table* entry = workloads.get(i)->as_table();
+    if (entry == nullptr) throw ScenarioError(where + ": expected a table");
+    std::string kind = text(*entry, where, "kind", "", {"incast", "permutation", "all_to_all", "allreduce"});
+    if (kind.empty()) throw ScenarioError(where + ".kind: incast, permutation, all_to_all or allreduce");
+    auto bytes = number<std::uint64_t>(*entry, where, "bytes", 0, 1, kMaxFlowBytes);
+    if (bytes == 0) throw ScenarioError(where + ": bytes is required");
+    SimTime start = start_time(*entry, where);
+    if (kind == "allreduce") {
+      allreduce_from(*entry, where, bytes, start, scenario);
+    } else if (kind == "incast") {
+      only_keys(*entry, where, {"kind", "bytes", "start_us", "receiver", "senders", "count"});
+      auto receiver = number<std::uint32_t>(*entry, where, "receiver", 0, 0, hosts - 1);
+      std::vector<std::uint32_t> senders = host_list(*entry, where, "senders", hosts);
+      if (senders.empty()) {
+        auto count = number<std::uint32_t>(*entry, where, "count", hosts - 1, 1, hosts - 1);
+        for (std::uint32_t h = 0; senders.size() < count; ++h) {
+          if (h != receiver) senders.push_back(h);
+        }
+      }
+      for (std::uint32_t sender : senders) {
+        if (sender == receiver) throw ScenarioError(where + ": the receiver cannot be a sender");
+        scenario.flows.push_back({sender, receiver, bytes, start});
+      }
+    } else if (kind == "permutation") {
+      only_keys(*entry, where, {"kind", "bytes", "start_us"});
+      if (hosts < 2) throw ScenarioError(where + ": a permutation needs two hosts");
+      std::vector<std::uint32_t> order(hosts);
+      std::iota(order.begin(), order.end(), 0);
+      for (std::uint32_t h = hosts - 1; h > 0; --h) {  // Sattolo: one cycle, so no host sends to itself
+        std::swap(order[h], order[splitmix64(random) % h]);
+      }
+      for (std::uint32_t h = 0; h < hosts; ++h) scenario.flows.push_back({h, order[h], bytes, start});
+    } else {
+      only_keys(*entry, where, {"kind", "bytes", "start_us"});
+      for (std::uint32_t a = 0; a < hosts; ++a) {
+        for (std::uint32_t b = 0; b < hosts; ++b) {
+          if (a != b) scenario.flows.push_back({a, b, bytes, start});
+        }
+      }
+    }
+  }
+}
+
+}  // namespace uroce::sim

@@ -58,6 +58,10 @@ struct Scenario {
   std::optional<AllreduceSpec> allreduce;
   // PFC deadlock checks, this often (0: never); a run stops at a deadlock.
   SimTime deadlock_check = 200 * kPicosecondsPerUs;
+  // Time series: a sample this often (0: none); each flow's delivery is
+  // sampled too when there are at most series_flow_limit flows.
+  SimTime sample_interval = 10 * kPicosecondsPerUs;
+  std::uint32_t series_flow_limit = 64;
 };
 
 }  // namespace uroce::sim

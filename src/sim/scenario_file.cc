@@ -203,10 +203,20 @@ void dcqcn_from(const toml::table& table, CongestionConfig& congestion) {
   p.fast_recovery_steps = number<std::uint32_t>(table, where, "fast_recovery_steps", p.fast_recovery_steps, 0, 100);
 }
 
+// [output]: how often the time series samples, and up to how many flows
+// have their delivery rates sampled.
+void output_from(const toml::table& table, Scenario& scenario) {
+  const char* where = "output";
+  only_keys(table, where, {"sample_us", "series_flow_limit"});
+  scenario.sample_interval = microseconds_field(table, where, "sample_us", 10, 1e6);
+  scenario.series_flow_limit =
+      number<std::uint32_t>(table, where, "series_flow_limit", scenario.series_flow_limit, 0, 4096);
+}
+
 Scenario scenario_from(const toml::table& root) {
   only_keys(root, "scenario",
             {"name", "seed", "time_limit_us", "deadlock_check_us", "topology", "switch", "transport", "dcqcn", "flows",
-             "workloads"});
+             "workloads", "output"});
   Scenario scenario;
   if (auto name = root.get_as<std::string>("name")) scenario.name = name->get();
   scenario.seed = number<std::uint64_t>(root, "scenario", "seed", scenario.seed, 0, UINT32_MAX);
@@ -220,6 +230,7 @@ Scenario scenario_from(const toml::table& root) {
   scenario.switches = switch_from(table_or_empty(root, "switch"));
   transport_from(table_or_empty(root, "transport"), scenario);
   dcqcn_from(table_or_empty(root, "dcqcn"), scenario.engine.congestion);
+  output_from(table_or_empty(root, "output"), scenario);
   std::uint64_t random = scenario.seed;
   if (const toml::node* flows = root.get("flows")) {
     if (!flows->is_array()) throw ScenarioError("[[flows]] must be an array of tables");

@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <vector>
 
+#include "sim/fairness.h"
+
 namespace uroce::sim {
 
 namespace {
@@ -95,6 +97,11 @@ nlohmann::ordered_json summary_json(const Scenario& scenario, const SimResult& r
             {"timeouts", result.timeouts},
             {"peak_switch_buffer_bytes", result.peak_switch_buffer_bytes}}}};
   if (scenario.allreduce) summary["allreduce"] = allreduce_json(result);
+  if (auto shares = fairness(result)) {
+    summary["fairness"] = {{"jain_index", shares->jain},
+                           {"window_us", {microseconds(shares->window_start), microseconds(shares->window_end)}},
+                           {"flow_gbps", shares->flow_gbps}};
+  }
   return summary;
 }
 
@@ -123,6 +130,11 @@ std::string human_summary(const Scenario& scenario, const SimResult& result) {
       "lost on links {}, retransmitted {}\n",
       c.pause_frames, microseconds(c.pause_time_total), c.ecn_marked, result.cnps, c.drops, c.lossless_violations,
       c.link_losses, result.retransmitted_packets);
+  if (auto shares = fairness(result)) {
+    out += fmt::format("fairness while all {} flows ran ({:.0f} to {:.0f} us): Jain index {:.3f}\n",
+                       shares->flow_gbps.size(), microseconds(shares->window_start), microseconds(shares->window_end),
+                       shares->jain);
+  }
   if (scenario.allreduce) {
     const std::vector<SimTime>& times = result.allreduce_iterations;
     SimTime total = 0;

@@ -9,6 +9,7 @@ namespace uroce::sim {
 using SimTime = std::int64_t;
 inline constexpr SimTime kPicosecondsPerNs = 1000;
 inline constexpr SimTime kPicosecondsPerUs = 1'000'000;
+inline constexpr SimTime kPicosecondsPerSecond = 1'000'000'000'000;
 inline constexpr SimTime kSimNever = INT64_MAX;
 
 // Time to put bytes on a wire of rate_bps, rounded up to a picosecond.

@@ -62,13 +62,18 @@ class FlowRunner final : public EventHandler {
       const FlowSpec& spec = scenario.flows[id];
       auto [src_qpn, dst_qpn] = connect_rc_pair(fabric.host(spec.src), fabric.host(spec.dst), scenario.transport,
                                                 kLargestFlowWrites);
-      flows_.push_back(Flow{FlowResult{id, spec, kSimNever}, src_qpn, false});
+      flows_.push_back(Flow{FlowResult{id, spec, kSimNever}, src_qpn, dst_qpn, false});
       world.events.schedule(spec.start, this, id);
     }
     unfinished_ = static_cast<std::uint32_t>(flows_.size());
   }
 
   std::uint32_t unfinished() const { return unfinished_; }
+  std::vector<FlowProbe> probes(std::uint32_t mtu_bytes) const {
+    std::vector<FlowProbe> out;
+    for (const Flow& flow : flows_) out.push_back({flow.result.spec.dst, flow.dst_qpn, mtu_bytes, flow.result.spec.bytes});
+    return out;
+  }
   std::uint32_t failed() const { return failed_; }
   std::vector<FlowResult> results() const {
     std::vector<FlowResult> out;
@@ -119,6 +124,7 @@ class FlowRunner final : public EventHandler {
   struct Flow {
     FlowResult result;
     std::uint32_t src_qpn;
+    std::uint32_t dst_qpn;
     bool failed = false;
   };
 
@@ -151,6 +157,10 @@ SimResult run_simulation(const Scenario& scenario, const std::function<void(doub
   std::size_t total_flows = std::max<std::size_t>(scenario.flows.size(), 1);
   DeadlockDetector deadlocks(world, fabric, scenario.deadlock_check);
   if (scenario.switches.pfc && scenario.deadlock_check > 0) deadlocks.start(0);
+  bool sample_flows = scenario.flows.size() <= scenario.series_flow_limit;
+  TimeSeries series(world, fabric, scenario.sample_interval,
+                    sample_flows ? flows.probes(mtu_bytes(scenario.transport.mtu)) : std::vector<FlowProbe>{});
+  if (scenario.sample_interval > 0) series.start(0);
 
   EventQueue& events = world.events;
   std::uint64_t next_report = kEventsPerProgressReport;
@@ -173,6 +183,11 @@ SimResult run_simulation(const Scenario& scenario, const std::function<void(doub
   result.flows = flows.results();
   result.failed_flows = flows.failed();
   result.deadlock = deadlocks.found();
+  if (scenario.sample_interval > 0) {
+    result.sample_interval = scenario.sample_interval;
+    result.samples = series.samples();
+    if (sample_flows) result.flow_delivered = series.delivered();
+  }
   if (allreduce) {
     result.allreduce_iterations = allreduce->iteration_times();
     result.allreduce_failed = allreduce->failed();

@@ -10,6 +10,7 @@
 
 #include "sim/deadlock_detector.h"
 #include "sim/scenario.h"
+#include "sim/time_series.h"
 #include "sim/world.h"
 
 namespace uroce::sim {
@@ -38,6 +39,9 @@ struct SimResult {
   std::optional<Deadlock> deadlock;  // the run stopped here
   std::vector<SimTime> allreduce_iterations;  // each finished iteration's duration
   bool allreduce_failed = false;
+  SimTime sample_interval = 0;
+  std::vector<FabricSample> samples;
+  std::vector<std::vector<std::uint64_t>> flow_delivered;  // [sample][flow], when flows were sampled
 };
 
 // progress(fraction of sim time or flows done, whichever is further) is

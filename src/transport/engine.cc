@@ -513,6 +513,8 @@ Expected<QpAttr, std::errc> Engine::query_qp(std::uint32_t qpn) const {
   QpAttr attr = qp.attr;
   attr.qp_state = attr.cur_qp_state = qp.state;
   attr.cap = qp.cap;
+  attr.sq_psn = qp.next_psn;       // live, as Soft-RoCE reports them
+  attr.rq_psn = qp.expected_psn;
   attr.sq_draining = qp.state == QpState::sqd &&
                      std::any_of(qp.send_queue.begin(), qp.send_queue.end(),
                                  [](const transport::SendWqe& wqe) { return wqe.started && !wqe.done; });

@@ -3,8 +3,10 @@
 // direction of the difference the example exists to show.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 
+#include "sim/fairness.h"
 #include "sim/scenario_file.h"
 #include "sim/simulation.h"
 
@@ -15,6 +17,18 @@ Scenario example(const std::string& name) {
   auto scenario = load_scenario(std::string(UROCE_EXAMPLES_DIR) + "/" + name);
   if (!scenario) throw std::runtime_error(scenario.error());
   return *scenario;
+}
+
+SimTime fct(const FlowResult& flow) { return flow.finish - flow.spec.start; }
+
+// The 99th percentile flow completion time (nearest rank) of finished flows.
+SimTime p99(const SimResult& result) {
+  std::vector<SimTime> times;
+  for (const FlowResult& flow : result.flows) {
+    if (flow.finished()) times.push_back(fct(flow));
+  }
+  std::sort(times.begin(), times.end());
+  return times.empty() ? 0 : times[(times.size() * 99 + 99) / 100 - 1];
 }
 
 std::uint32_t finished(const SimResult& result) {
@@ -43,6 +57,62 @@ TEST(Examples, ACyclicBufferDependencyDeadlocksAndIsReported) {
   SimResult shortest = run_simulation(scenario);
   EXPECT_FALSE(shortest.deadlock.has_value());
   EXPECT_EQ(finished(shortest), 4u);
+}
+
+TEST(Examples, PfcSplitsAParkingLotByPortAndDcqcnByFlow) {
+  Scenario scenario = example("parking_lot.toml");
+  SimResult dcqcn = run_simulation(scenario);
+  scenario.engine.congestion.reaction_point = false;
+  SimResult pfc = run_simulation(scenario);
+  auto with_dcqcn = fairness(dcqcn);
+  auto pfc_alone = fairness(pfc);
+  ASSERT_TRUE(with_dcqcn.has_value());
+  ASSERT_TRUE(pfc_alone.has_value());
+  // PFC alone: each merge point halves what is behind it: 1/8, 1/8, 1/4, 1/2.
+  EXPECT_LT(pfc_alone->jain, 0.8);
+  EXPECT_GT(pfc_alone->flow_gbps[3], 3 * pfc_alone->flow_gbps[0]);
+  EXPECT_GT(with_dcqcn->jain, 0.95);
+  EXPECT_GT(pfc.fabric.pause_frames, 10 * dcqcn.fabric.pause_frames);
+}
+
+TEST(Examples, DcqcnSparesTheVictimOfAnIncast) {
+  Scenario scenario = example("victim_flow.toml");
+  SimResult dcqcn = run_simulation(scenario);
+  scenario.engine.congestion.reaction_point = false;
+  SimResult pfc = run_simulation(scenario);
+  const FlowResult& victim_dcqcn = dcqcn.flows[0];  // h4 -> h6, the [[flows]] entry
+  const FlowResult& victim_pfc = pfc.flows[0];
+  ASSERT_EQ(victim_dcqcn.spec.src, 4u);
+  ASSERT_TRUE(victim_dcqcn.finished());
+  ASSERT_TRUE(victim_pfc.finished());
+  // 16 MiB at 100 Gb/s is 1.34 ms.
+  EXPECT_LT(fct(victim_dcqcn), 2000 * kPicosecondsPerUs);
+  EXPECT_GT(fct(victim_pfc), 3 * fct(victim_dcqcn));
+  EXPECT_GT(pfc.fabric.pause_frames, 10 * dcqcn.fabric.pause_frames);
+}
+
+TEST(Examples, DcqcnCutsTheIncastsPauses) {
+  Scenario scenario = example("incast.toml");
+  SimResult dcqcn = run_simulation(scenario);
+  scenario.engine.congestion.reaction_point = false;
+  SimResult pfc = run_simulation(scenario);
+  EXPECT_EQ(finished(dcqcn), 16u);
+  EXPECT_EQ(finished(pfc), 16u);
+  EXPECT_GT(pfc.fabric.pause_frames, 2 * dcqcn.fabric.pause_frames);
+  EXPECT_GT(pfc.fabric.pause_time_total, 2 * dcqcn.fabric.pause_time_total);
+  EXPECT_EQ(pfc.fabric.drops + dcqcn.fabric.drops, 0u);
+}
+
+TEST(Examples, SelectiveRepeatShortensTheLossyTail) {
+  Scenario scenario = example("lossy_recovery.toml");
+  SimResult selective = run_simulation(scenario);
+  scenario.transport.recovery = LossRecovery::go_back_n;
+  SimResult go_back_n = run_simulation(scenario);
+  ASSERT_EQ(finished(selective), 32u);
+  ASSERT_EQ(finished(go_back_n), 32u);
+  EXPECT_GT(selective.fabric.link_losses, 0u);
+  EXPECT_LT(p99(selective), p99(go_back_n) * 4 / 5);
+  EXPECT_LT(selective.retransmitted_packets * 5, go_back_n.retransmitted_packets);
 }
 
 SimTime mean(const std::vector<SimTime>& times) {

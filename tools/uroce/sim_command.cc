@@ -10,8 +10,10 @@
 #include <fstream>
 #include <memory>
 #include <optional>
+#include <vector>
 
 #include "sim/scenario_file.h"
+#include "sim/series_report.h"
 #include "sim/sim_report.h"
 
 namespace uroce::tools {
@@ -66,13 +68,19 @@ int run_sim(const SimRunOptions& options) {
     return 1;
   }
   std::filesystem::path out(options.out_dir);
-  if (!write_file(out / "summary.json", sim::summary_json(*scenario, result).dump(2) + "\n") ||
-      !write_file(out / "flows.csv", sim::flows_csv(result))) {
-    std::fprintf(stderr, "uroce sim: cannot write into %s\n", options.out_dir.c_str());
-    return 1;
+  std::vector<sim::OutputFile> files = {{"summary.json", sim::summary_json(*scenario, result).dump(2) + "\n"},
+                                        {"flows.csv", sim::flows_csv(result)}};
+  for (sim::OutputFile& file : sim::series_files(*scenario, result)) files.push_back(std::move(file));
+  std::string written;
+  for (const sim::OutputFile& file : files) {
+    if (!write_file(out / file.name, file.content)) {
+      std::fprintf(stderr, "uroce sim: cannot write %s\n", (out / file.name).c_str());
+      return 1;
+    }
+    written += (written.empty() ? "" : " ") + file.name;
   }
   std::fputs(sim::human_summary(*scenario, result).c_str(), stdout);
-  std::printf("wrote %s and %s\n", (out / "summary.json").c_str(), (out / "flows.csv").c_str());
+  std::printf("wrote into %s: %s\n", options.out_dir.c_str(), written.c_str());
   return 0;
 }
 

@@ -1,0 +1,102 @@
+// Writing the samples as CSV and as charts.
+#include "sim/series_report.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "sim/fairness.h"
+#include "sim/svg_chart.h"
+
+namespace uroce::sim {
+
+namespace {
+
+double microseconds(SimTime t) { return static_cast<double>(t) / static_cast<double>(kPicosecondsPerUs); }
+
+std::string timeseries_csv(const SimResult& result) {
+  std::string out =
+      "time_us,switch_buffer_bytes,deepest_queue_bytes,paused_queues,data_packets,pause_frames,ecn_marked,drops\n";
+  for (const FabricSample& s : result.samples) {
+    out += fmt::format("{:.3f},{},{},{},{},{},{},{}\n", microseconds(s.at), s.buffer_bytes, s.deepest_queue_bytes,
+                       s.paused_queues, s.counters.data_packets, s.counters.pause_frames, s.counters.ecn_marked,
+                       s.counters.drops);
+  }
+  return out;
+}
+
+std::string flow_rates_csv(const SimResult& result) {
+  std::string out = "time_us";
+  for (const FlowResult& flow : result.flows) out += fmt::format(",flow_{}_gbps", flow.id);
+  out += "\n";
+  for (std::size_t i = 1; i < result.samples.size(); ++i) {
+    out += fmt::format("{:.3f}", microseconds(result.samples[i].at));
+    for (std::size_t f = 0; f < result.flows.size(); ++f) out += fmt::format(",{:.3f}", sampled_gbps(result, i, f));
+    out += "\n";
+  }
+  return out;
+}
+
+Chart queue_chart(const Scenario& scenario, const SimResult& result) {
+  Chart chart{scenario.name + ": switch buffers", "time (us)", "KiB", {}, false};
+  ChartSeries buffer{"all switch buffers", {}, {}};
+  ChartSeries deepest{"deepest egress queue", {}, {}};
+  for (const FabricSample& s : result.samples) {
+    buffer.x.push_back(microseconds(s.at));
+    buffer.y.push_back(static_cast<double>(s.buffer_bytes) / 1024);
+    deepest.x.push_back(microseconds(s.at));
+    deepest.y.push_back(static_cast<double>(s.deepest_queue_bytes) / 1024);
+  }
+  chart.series = {buffer, deepest};
+  return chart;
+}
+
+Chart flow_rate_chart(const Scenario& scenario, const SimResult& result) {
+  Chart chart{scenario.name + ": delivery rate per flow", "time (us)", "Gb/s", {}, false};
+  for (std::size_t f = 0; f < result.flows.size(); ++f) {
+    const FlowResult& flow = result.flows[f];
+    ChartSeries series{fmt::format("flow {} (h{}->h{})", flow.id, flow.spec.src, flow.spec.dst), {}, {}};
+    for (std::size_t i = 1; i < result.samples.size(); ++i) {
+      series.x.push_back(microseconds(result.samples[i].at));
+      series.y.push_back(sampled_gbps(result, i, f));
+    }
+    chart.series.push_back(std::move(series));
+  }
+  return chart;
+}
+
+Chart fct_cdf_chart(const Scenario& scenario, const std::vector<double>& fct_us) {
+  Chart chart{scenario.name + ": flow completion times", "FCT (us)", "fraction of flows", {}, true};
+  ChartSeries cdf{"finished flows", {0}, {0}};
+  for (std::size_t i = 0; i < fct_us.size(); ++i) {
+    cdf.x.push_back(fct_us[i]);
+    cdf.y.push_back(static_cast<double>(i + 1) / static_cast<double>(fct_us.size()));
+  }
+  chart.series = {cdf};
+  return chart;
+}
+
+}  // namespace
+
+std::vector<OutputFile> series_files(const Scenario& scenario, const SimResult& result) {
+  std::vector<OutputFile> files;
+  if (!result.samples.empty()) {
+    files.push_back({"timeseries.csv", timeseries_csv(result)});
+    files.push_back({"queues.svg", svg_line_chart(queue_chart(scenario, result))});
+  }
+  if (!result.flow_delivered.empty() && !result.flows.empty()) {
+    files.push_back({"flow_rates.csv", flow_rates_csv(result)});
+    files.push_back({"flow_rates.svg", svg_line_chart(flow_rate_chart(scenario, result))});
+  }
+  std::vector<double> fct_us;
+  for (const FlowResult& flow : result.flows) {
+    if (flow.finished()) fct_us.push_back(microseconds(flow.finish - flow.spec.start));
+  }
+  if (fct_us.size() >= 2) {
+    std::sort(fct_us.begin(), fct_us.end());
+    files.push_back({"fct_cdf.svg", svg_line_chart(fct_cdf_chart(scenario, fct_us))});
+  }
+  return files;
+}
+
+}  // namespace uroce::sim

@@ -1,0 +1,56 @@
+// Taking one sample of the fabric and of the tracked flows.
+#include "sim/time_series.h"
+
+#include <algorithm>
+#include <bit>
+
+namespace uroce::sim {
+
+namespace {
+
+constexpr std::uint32_t kPsnMask = 0x00FF'FFFF;
+
+}  // namespace
+
+TimeSeries::TimeSeries(SimWorld& world, Fabric& fabric, SimTime interval, std::vector<FlowProbe> flows)
+    : world_(world), fabric_(fabric), interval_(interval) {
+  for (const FlowProbe& probe : flows) {
+    auto attr = fabric_.host(probe.receiver).engine().query_qp(probe.qpn);
+    flows_.push_back(Tracked{probe, attr ? attr->rq_psn : 0, 0});
+  }
+}
+
+void TimeSeries::on_event(SimTime now, std::uint32_t) {
+  FabricSample sample;
+  sample.at = now;
+  sample.counters = world_.counters;
+  for (std::uint32_t s = 0; s < fabric_.switch_count(); ++s) {
+    const SwitchNode& node = fabric_.switch_at(s);
+    sample.buffer_bytes += node.buffer_used();
+    for (std::uint16_t port = 0; port < node.port_count(); ++port) {
+      sample.paused_queues += static_cast<std::uint32_t>(std::popcount(node.transmitter(port).paused_mask()));
+      for (std::uint8_t priority = 0; priority < kPriorities; ++priority) {
+        sample.deepest_queue_bytes = std::max(sample.deepest_queue_bytes, node.egress_bytes(port, priority));
+      }
+    }
+  }
+  for (std::uint32_t h = 0; h < fabric_.host_count(); ++h) {
+    sample.paused_queues += static_cast<std::uint32_t>(std::popcount(fabric_.host(h).transmitter().paused_mask()));
+  }
+  samples_.push_back(sample);
+
+  std::vector<std::uint64_t> delivered;
+  delivered.reserve(flows_.size());
+  for (Tracked& flow : flows_) {
+    auto attr = fabric_.host(flow.probe.receiver).engine().query_qp(flow.probe.qpn);
+    if (attr) {
+      flow.packets += (attr->rq_psn - flow.last_psn) & kPsnMask;
+      flow.last_psn = attr->rq_psn;
+    }
+    delivered.push_back(std::min(flow.packets * flow.probe.mtu_bytes, flow.probe.bytes));
+  }
+  delivered_.push_back(std::move(delivered));
+  world_.events.schedule(now + interval_, this, 0);
+}
+
+}  // namespace uroce::sim

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "sim/switch_config.h"
@@ -62,6 +63,10 @@ struct Scenario {
   // sampled too when there are at most series_flow_limit flows.
   SimTime sample_interval = 10 * kPicosecondsPerUs;
   std::uint32_t series_flow_limit = 64;
+  // Link directions to record as pcap files (capture_<from>-<to>.pcap), up
+  // to capture_frames frames each.
+  std::vector<std::pair<NodeRef, NodeRef>> captures;
+  std::uint64_t capture_frames = 100'000;
 };
 
 }  // namespace uroce::sim

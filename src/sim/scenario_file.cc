@@ -207,10 +207,24 @@ void dcqcn_from(const toml::table& table, CongestionConfig& congestion) {
 // have their delivery rates sampled.
 void output_from(const toml::table& table, Scenario& scenario) {
   const char* where = "output";
-  only_keys(table, where, {"sample_us", "series_flow_limit"});
+  only_keys(table, where, {"sample_us", "series_flow_limit", "capture", "capture_frames"});
   scenario.sample_interval = microseconds_field(table, where, "sample_us", 10, 1e6);
   scenario.series_flow_limit =
       number<std::uint32_t>(table, where, "series_flow_limit", scenario.series_flow_limit, 0, 4096);
+  scenario.capture_frames = number<std::uint64_t>(table, where, "capture_frames", scenario.capture_frames, 1, 1e9);
+  if (const toml::node* node = table.get("capture")) {
+    const toml::array* links = node->as_array();
+    if (links == nullptr) throw ScenarioError("output.capture: expected a list such as [\"s0->h1\"]");
+    for (const toml::node& entry : *links) {
+      auto link = entry.value_exact<std::string>();
+      std::size_t arrow = link ? link->find("->") : std::string::npos;
+      if (arrow == std::string::npos) {
+        throw ScenarioError("output.capture: each entry names a link direction, such as \"s0->h1\"");
+      }
+      scenario.captures.emplace_back(node_name(link->substr(0, arrow), "output.capture"),
+                                     node_name(link->substr(arrow + 2), "output.capture"));
+    }
+  }
 }
 
 Scenario scenario_from(const toml::table& root) {

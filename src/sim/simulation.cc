@@ -3,13 +3,17 @@
 // completed or the time limit, then add up the counters.
 #include "sim/simulation.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <chrono>
+#include <memory>
 #include <stdexcept>
 #include <string>
 
 #include "sim/allreduce_runner.h"
 #include "sim/fabric.h"
+#include "sim/link_capture.h"
 #include "sim/qp_setup.h"
 
 namespace uroce::sim {
@@ -136,11 +140,30 @@ class FlowRunner final : public EventHandler {
 
 }  // namespace
 
-SimResult run_simulation(const Scenario& scenario, const std::function<void(double)>& progress) {
+std::string capture_file_name(NodeRef from, NodeRef to) {
+  return fmt::format("capture_{}{}-{}{}.pcap", from.is_host ? 'h' : 's', from.index, to.is_host ? 'h' : 's',
+                     to.index);
+}
+
+SimResult run_simulation(const Scenario& scenario, const std::function<void(double)>& progress,
+                         const std::string& capture_dir) {
   check(scenario);
   auto wall_start = std::chrono::steady_clock::now();
   SimWorld world;
   Fabric fabric(world, scenario.topology, scenario.switches, scenario.engine, scenario.seed);
+  std::vector<std::unique_ptr<LinkCapture>> captures;
+  for (const auto& [from, to] : scenario.captures) {
+    Transmitter* transmitter = fabric.transmitter_between(from, to);
+    if (transmitter == nullptr) {
+      throw std::invalid_argument("capture: " + capture_file_name(from, to) + " names a link that does not exist");
+    }
+    if (capture_dir.empty()) continue;
+    auto capture = LinkCapture::create(capture_dir + "/" + capture_file_name(from, to), from, to,
+                                       scenario.capture_frames);
+    if (!capture) throw std::runtime_error("capture: " + capture.error());
+    transmitter->set_tap(capture->get());
+    captures.push_back(std::move(*capture));
+  }
   FlowRunner flows(scenario, fabric, world);
   std::optional<AllreduceRunner> allreduce;
   if (scenario.allreduce) allreduce.emplace(*scenario.allreduce, scenario.transport, fabric, world);
@@ -205,6 +228,7 @@ SimResult run_simulation(const Scenario& scenario, const std::function<void(doub
   for (std::uint32_t s = 0; s < fabric.switch_count(); ++s) {
     result.peak_switch_buffer_bytes = std::max(result.peak_switch_buffer_bytes, fabric.switch_at(s).peak_buffer_used());
   }
+  for (auto& capture : captures) capture->flush();
   result.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
   return result;
 }

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "sim/deadlock_detector.h"
@@ -45,8 +46,15 @@ struct SimResult {
 };
 
 // progress(fraction of sim time or flows done, whichever is further) is
-// called now and then; it may be empty. Throws std::invalid_argument when
-// the scenario is inconsistent (a flow to a host that does not exist...).
-SimResult run_simulation(const Scenario& scenario, const std::function<void(double)>& progress = {});
+// called now and then; it may be empty. The scenario's captures are written
+// into capture_dir (none when it is empty). Throws std::invalid_argument
+// when the scenario is inconsistent (a flow to a host that does not exist, a
+// capture of a link that does not exist...), std::runtime_error when a
+// capture file cannot be created.
+SimResult run_simulation(const Scenario& scenario, const std::function<void(double)>& progress = {},
+                         const std::string& capture_dir = {});
+
+// capture_<from>-<to>.pcap
+std::string capture_file_name(NodeRef from, NodeRef to);
 
 }  // namespace uroce::sim

@@ -13,6 +13,7 @@ void Transmitter::kick(SimTime now) {
   Packet* packet = control_.empty() ? owner_.next_to_send(port_, now) : control_.pop();
   choosing_ = false;
   if (packet == nullptr) return;
+  if (tap_ != nullptr) tap_->on_transmit(*packet, now);
   busy_ = true;
   SimTime serialized = now + serialization_time(packet->wire_bytes, spec_.rate_bps);
   world_.events.schedule(serialized, this, kSerialized);

@@ -17,6 +17,13 @@ struct LinkSpec {
   double loss = 0;  // chance that a RoCE packet is lost on the way (PFC frames never are)
 };
 
+// Sees every frame a transmitter starts to send (a capture of that link).
+class PacketTap {
+ public:
+  virtual ~PacketTap() = default;
+  virtual void on_transmit(const Packet& packet, SimTime now) = 0;
+};
+
 class Transmitter final : public EventHandler {
  public:
   Transmitter(SimWorld& world, LinkSpec spec, Node& owner, std::uint16_t port)
@@ -27,6 +34,7 @@ class Transmitter final : public EventHandler {
   }
   // Seeds the draws that decide which packets spec.loss takes.
   void seed_losses(std::uint64_t seed) { loss_state_ = seed; }
+  void set_tap(PacketTap* tap) { tap_ = tap; }
 
   const LinkSpec& spec() const { return spec_; }
   Node* peer() const { return peer_; }
@@ -62,6 +70,7 @@ class Transmitter final : public EventHandler {
   std::uint8_t paused_ = 0;
   SimTime paused_since_[kPriorities] = {};
   std::uint64_t loss_state_ = 0;
+  PacketTap* tap_ = nullptr;
   PacketQueue control_;    // PFC frames waiting for the wire
   PacketQueue on_wire_;    // serialized, not yet arrived; arrival times ascend
 };

@@ -62,7 +62,8 @@ int run_sim(const SimRunOptions& options) {
   bool show_progress = !options.quiet && ::isatty(STDERR_FILENO);
   sim::SimResult result;
   try {
-    result = sim::run_simulation(*scenario, show_progress ? draw_progress : std::function<void(double)>{});
+    result = sim::run_simulation(*scenario, show_progress ? draw_progress : std::function<void(double)>{},
+                                 options.out_dir);
   } catch (const std::exception& failure) {
     std::fprintf(stderr, "uroce sim: %s: %s\n", options.scenario_path.c_str(), failure.what());
     return 1;
@@ -79,6 +80,7 @@ int run_sim(const SimRunOptions& options) {
     }
     written += (written.empty() ? "" : " ") + file.name;
   }
+  for (const auto& [from, to] : scenario->captures) written += " " + sim::capture_file_name(from, to);
   std::fputs(sim::human_summary(*scenario, result).c_str(), stdout);
   std::printf("wrote into %s: %s\n", options.out_dir.c_str(), written.c_str());
   return 0;

@@ -8,6 +8,7 @@
 #include <toml++/toml.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string_view>
@@ -227,7 +228,7 @@ void output_from(const toml::table& table, Scenario& scenario) {
   }
 }
 
-Scenario scenario_from(const toml::table& root) {
+Scenario scenario_from(const toml::table& root, const std::filesystem::path& base_dir) {
   only_keys(root, "scenario",
             {"name", "seed", "time_limit_us", "deadlock_check_us", "topology", "switch", "transport", "dcqcn", "flows",
              "workloads", "output"});
@@ -252,7 +253,7 @@ Scenario scenario_from(const toml::table& root) {
   }
   if (const toml::node* workloads = root.get("workloads")) {
     if (!workloads->is_array()) throw ScenarioError("[[workloads]] must be an array of tables");
-    workloads_from(*workloads->as_array(), scenario, random);
+    workloads_from(*workloads->as_array(), scenario, random, base_dir);
   }
   if (scenario.flows.empty() && !scenario.allreduce) {
     throw ScenarioError("no [[flows]] or [[workloads]]: nothing to simulate");
@@ -265,7 +266,7 @@ Scenario scenario_from(const toml::table& root) {
 Expected<Scenario, std::string> parse_scenario(const std::string& toml_text, const std::string& source_name) {
   try {
     toml::table root = toml::parse(toml_text, source_name);
-    return scenario_from(root);
+    return scenario_from(root, std::filesystem::path(source_name).parent_path());
   } catch (const toml::parse_error& error) {
     std::ostringstream message;
     message << source_name << ":" << error.source().begin.line << ":" << error.source().begin.column << ": "

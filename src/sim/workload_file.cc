@@ -3,8 +3,13 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
+#include <fstream>
 #include <numeric>
+#include <optional>
+#include <sstream>
 
+#include "sim/flow_size_cdf.h"
 #include "sim/mix.h"
 #include "sim/toml_fields.h"
 
@@ -13,6 +18,7 @@ namespace uroce::sim {
 namespace {
 
 constexpr std::uint64_t kMaxFlowBytes = 64ull << 30;
+constexpr std::size_t kMaxGeneratedFlows = 2'000'000;
 
 // The ring all-reduce: hosts (a list in ring order, or the first `count`),
 // iterations, per-step compute, and a straggler that is slow to compute
@@ -52,6 +58,57 @@ void allreduce_from(const toml::table& entry, const std::string& where, std::uin
   scenario.allreduce = std::move(ring);
 }
 
+// Poisson arrivals at every listed host (all by default) for duration_us,
+// at a rate that loads its link to `load` with sizes from the CDF, each to
+// another listed host chosen uniformly.
+void cdf_flows_from(const toml::table& entry, const std::string& where, Scenario& scenario, std::uint64_t& random,
+                    const std::filesystem::path& base_dir) {
+  only_keys(entry, where, {"kind", "cdf", "cdf_file", "load", "duration_us", "start_us", "hosts"});
+  std::optional<FlowSizeCdf> cdf;
+  if (auto file = entry.get_as<std::string>("cdf_file")) {
+    std::filesystem::path path = base_dir / file->get();
+    std::ifstream in(path);
+    if (!in) throw ScenarioError(fmt::format("{}.cdf_file: cannot read {}", where, path.string()));
+    std::stringstream text;
+    text << in.rdbuf();
+    auto parsed = FlowSizeCdf::parse_csv(text.str());
+    if (!parsed) throw ScenarioError(fmt::format("{}.cdf_file: {}: {}", where, path.string(), parsed.error()));
+    cdf = std::move(*parsed);
+  } else {
+    cdf = FlowSizeCdf::builtin(text(entry, where, "cdf", "", {"web_search", "hadoop"}));
+    if (!cdf) throw ScenarioError(where + ": cdf (web_search or hadoop) or cdf_file is required");
+  }
+  double load = number<double>(entry, where, "load", 0, 0.001, 1);
+  SimTime duration = microseconds_field(entry, where, "duration_us", 0, 1e7);
+  if (load == 0 || duration == 0) throw ScenarioError(where + ": load and duration_us are required");
+  SimTime start = start_time(entry, where);
+  std::vector<std::uint32_t> members = host_list(entry, where, "hosts", scenario.topology.hosts);
+  if (members.empty()) {
+    for (std::uint32_t h = 0; h < scenario.topology.hosts; ++h) members.push_back(h);
+  }
+  if (members.size() < 2) throw ScenarioError(where + ": a CDF workload needs two hosts");
+  std::vector<double> link_bps(scenario.topology.hosts, 0);
+  for (const TopologyEdge& edge : scenario.topology.edges) {
+    if (edge.a.is_host) link_bps[edge.a.index] = static_cast<double>(edge.link.rate_bps);
+    if (edge.b.is_host) link_bps[edge.b.index] = static_cast<double>(edge.link.rate_bps);
+  }
+  for (std::uint32_t src : members) {
+    double flows_per_ps = load * link_bps[src] / 8 / cdf->mean_bytes() / static_cast<double>(kPicosecondsPerSecond);
+    double at = static_cast<double>(start);
+    for (;;) {
+      at += -std::log(1 - unit_interval(random)) / flows_per_ps;
+      if (at >= static_cast<double>(start + duration)) break;
+      std::uint32_t dst = src;
+      while (dst == src) dst = members[splitmix64(random) % members.size()];
+      scenario.flows.push_back({src, dst, cdf->sample(unit_interval(random)), static_cast<SimTime>(at)});
+      if (scenario.flows.size() > kMaxGeneratedFlows) {
+        throw ScenarioError(fmt::format("{}: more than {} flows; shorten duration_us or lower load", where,
+                                        kMaxGeneratedFlows));
+      }
+    }
+  }
+}
+
 }  // namespace
 
 void flows_from(const toml::array& flows, Scenario& scenario) {
@@ -75,15 +132,21 @@ void flows_from(const toml::array& flows, Scenario& scenario) {
 
 // incast: senders (a list, or `count` hosts other than the receiver) all to
 // one receiver; permutation: every host to another, a random derangement;
-// all_to_all: every ordered pair; allreduce: the ring above.
-void workloads_from(const toml::array& workloads, Scenario& scenario, std::uint64_t& random) {
+// all_to_all: every ordered pair; allreduce: the ring above; cdf: Poisson
+// arrivals of sizes from a CDF at a target load.
+void workloads_from(const toml::array& workloads, Scenario& scenario, std::uint64_t& random,
+                    const std::filesystem::path& base_dir) {
   std::uint32_t hosts = scenario.topology.hosts;
   for (std::size_t i = 0; i < workloads.size(); ++i) {
     std::string where = fmt::format("workloads[{}]", i);
     const toml::table* entry = workloads.get(i)->as_table();
     if (entry == nullptr) throw ScenarioError(where + ": expected a table");
-    std::string kind = text(*entry, where, "kind", "", {"incast", "permutation", "all_to_all", "allreduce"});
-    if (kind.empty()) throw ScenarioError(where + ".kind: incast, permutation, all_to_all or allreduce");
+    std::string kind = text(*entry, where, "kind", "", {"incast", "permutation", "all_to_all", "allreduce", "cdf"});
+    if (kind.empty()) throw ScenarioError(where + ".kind: incast, permutation, all_to_all, allreduce or cdf");
+    if (kind == "cdf") {
+      cdf_flows_from(*entry, where, scenario, random, base_dir);
+      continue;
+    }
     auto bytes = number<std::uint64_t>(*entry, where, "bytes", 0, 1, kMaxFlowBytes);
     if (bytes == 0) throw ScenarioError(where + ": bytes is required");
     SimTime start = start_time(*entry, where);

@@ -16,10 +16,16 @@
 namespace uroce::sim {
 
 struct FlowSpec {
+  FlowSpec() = default;
+  FlowSpec(std::uint32_t from, std::uint32_t to, std::uint64_t size, SimTime at,
+           std::optional<std::uint8_t> traffic_class = std::nullopt)
+      : src(from), dst(to), bytes(size), start(at), dscp(traffic_class) {}
+
   std::uint32_t src = 0;
   std::uint32_t dst = 0;
   std::uint64_t bytes = 0;
   SimTime start = 0;
+  std::optional<std::uint8_t> dscp;  // instead of TransportSpec::data_dscp
 };
 
 // A ring all-reduce: each iteration is a reduce-scatter and an all-gather,

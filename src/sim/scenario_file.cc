@@ -112,11 +112,29 @@ Topology topology_from(const toml::table& table) {
   return topology;
 }
 
+// A list of priorities such as [3, 4] as a bit mask; fallback when absent.
+std::uint8_t priority_mask(const toml::table& table, std::string_view key, std::uint8_t fallback) {
+  const toml::node* node = table.get(key);
+  if (node == nullptr) return fallback;
+  const toml::array* list = node->as_array();
+  if (list == nullptr) throw ScenarioError(fmt::format("switch.{}: expected a list such as [3]", key));
+  std::uint8_t mask = 0;
+  for (const toml::node& entry : *list) {
+    auto priority = entry.value_exact<std::int64_t>();
+    if (!priority || *priority < 0 || *priority > 7) {
+      throw ScenarioError(fmt::format("switch.{}: priorities are 0 to 7", key));
+    }
+    mask |= static_cast<std::uint8_t>(1u << *priority);
+  }
+  return mask;
+}
+
 SwitchConfig switch_from(const toml::table& table) {
   const char* where = "switch";
   only_keys(table, where,
             {"buffer_kb", "pfc", "lossless_priorities", "xoff_kb", "xon_offset_kb", "headroom_kb", "dynamic_alpha",
-             "ecn", "ecn_kmin_kb", "ecn_kmax_kb", "ecn_pmax", "lossy_queue_kb", "forwarding"});
+             "ecn", "ecn_kmin_kb", "ecn_kmax_kb", "ecn_pmax", "lossy_queue_kb", "forwarding", "scheduler",
+             "dwrr_weights", "strict_priorities"});
   SwitchConfig config;
   constexpr std::uint64_t kKb = 1024;
   constexpr std::uint64_t kMaxKb = 1 << 24;
@@ -125,16 +143,19 @@ SwitchConfig switch_from(const toml::table& table) {
   };
   config.buffer_bytes = kilobytes("buffer_kb", config.buffer_bytes);
   config.pfc = boolean(table, where, "pfc", config.pfc);
-  if (const toml::node* node = table.get("lossless_priorities")) {
+  config.lossless_priorities = priority_mask(table, "lossless_priorities", config.lossless_priorities);
+  config.strict_priorities = priority_mask(table, "strict_priorities", config.strict_priorities);
+  config.scheduler = text(table, where, "scheduler", "strict", {"strict", "dwrr"}) == "dwrr" ? Scheduler::dwrr
+                                                                                             : Scheduler::strict;
+  if (const toml::node* node = table.get("dwrr_weights")) {
     const toml::array* list = node->as_array();
-    if (list == nullptr) throw ScenarioError("switch.lossless_priorities: expected a list such as [3]");
-    config.lossless_priorities = 0;
-    for (const toml::node& entry : *list) {
-      auto priority = entry.value_exact<std::int64_t>();
-      if (!priority || *priority < 0 || *priority > 7) {
-        throw ScenarioError("switch.lossless_priorities: priorities are 0 to 7");
-      }
-      config.lossless_priorities |= static_cast<std::uint8_t>(1u << *priority);
+    if (list == nullptr || list->size() != kPriorities) {
+      throw ScenarioError("switch.dwrr_weights: a list of 8 weights, priority 0 first");
+    }
+    for (std::size_t p = 0; p < list->size(); ++p) {
+      auto weight = list->get(p)->value_exact<std::int64_t>();
+      if (!weight || *weight < 1 || *weight > 1000) throw ScenarioError("switch.dwrr_weights: weights are 1 to 1000");
+      config.dwrr_weights[p] = static_cast<std::uint32_t>(*weight);
     }
   }
   config.xoff_bytes = kilobytes("xoff_kb", config.xoff_bytes);

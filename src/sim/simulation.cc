@@ -64,7 +64,9 @@ class FlowRunner final : public EventHandler {
     flows_.reserve(scenario.flows.size());
     for (std::uint32_t id = 0; id < scenario.flows.size(); ++id) {
       const FlowSpec& spec = scenario.flows[id];
-      auto [src_qpn, dst_qpn] = connect_rc_pair(fabric.host(spec.src), fabric.host(spec.dst), scenario.transport,
+      TransportSpec transport = scenario.transport;
+      if (spec.dscp) transport.data_dscp = *spec.dscp;
+      auto [src_qpn, dst_qpn] = connect_rc_pair(fabric.host(spec.src), fabric.host(spec.dst), transport,
                                                 kLargestFlowWrites);
       flows_.push_back(Flow{FlowResult{id, spec, kSimNever}, src_qpn, dst_qpn, false});
       world.events.schedule(spec.start, this, id);

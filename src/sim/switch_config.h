@@ -2,6 +2,7 @@
 // [switch] table). Sizes in bytes of wire time (frames with their overheads).
 #pragma once
 
+#include <array>
 #include <cstdint>
 
 namespace uroce::sim {
@@ -9,6 +10,11 @@ namespace uroce::sim {
 enum class Forwarding : std::uint8_t {
   ecmp,   // one path per flow: a hash of the 5-tuple (the UDP source port is the entropy)
   spray,  // every packet picks a path of its own (round robin per switch)
+};
+
+enum class Scheduler : std::uint8_t {
+  strict,  // the highest priority with a packet goes first
+  dwrr,    // deficit-weighted round robin, except strict_priorities (served first)
 };
 
 struct SwitchConfig {
@@ -30,6 +36,12 @@ struct SwitchConfig {
   // A lossy priority's egress queue drops beyond this many bytes.
   std::uint64_t lossy_queue_bytes = 1 << 20;
   Forwarding forwarding = Forwarding::ecmp;
+  // Egress scheduling between priorities. Under DWRR each priority's share
+  // of a busy port follows its weight (a quantum of weight x 4200 bytes per
+  // round); strict_priorities (CNPs' 6 and 7 by default) still go first.
+  Scheduler scheduler = Scheduler::strict;
+  std::array<std::uint32_t, 8> dwrr_weights = {1, 1, 1, 1, 1, 1, 1, 1};
+  std::uint8_t strict_priorities = 0xC0;
 };
 
 }  // namespace uroce::sim

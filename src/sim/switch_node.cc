@@ -116,24 +116,60 @@ void SwitchNode::receive(Packet* packet, std::uint16_t port, SimTime now) {
 
 Packet* SwitchNode::next_to_send(std::uint16_t port, SimTime now) {
   Port& egress = ports_[port];
+  bool dwrr = config_.scheduler == Scheduler::dwrr;
   for (int priority = kPriorities - 1; priority >= 0; --priority) {
-    PacketQueue& queue = egress.egress[priority];
-    if (queue.empty() || egress.transmitter->paused(static_cast<std::uint8_t>(priority))) continue;
-    Packet* packet = queue.pop();
-    Port& ingress = ports_[packet->ingress_port];
-    std::uint64_t& held = ingress.ingress_bytes[priority];
-    held -= packet->wire_bytes;
-    used_ -= packet->wire_bytes;
-    if (ingress.pause_sent[priority]) {
-      std::uint64_t xoff = xoff_threshold();
-      if (held + config_.xon_offset_bytes <= xoff || held == 0) {
-        ingress.pause_sent[priority] = false;
-        ingress.transmitter->send_pfc(static_cast<std::uint8_t>(priority), false, now);
-      }
-    }
-    return packet;
+    bool strict = !dwrr || ((config_.strict_priorities >> priority) & 1u);
+    if (strict && sendable(egress, priority)) return take(egress, priority, now);
   }
-  return nullptr;
+  if (!dwrr) return nullptr;
+  int priority = dwrr_pick(egress);
+  return priority < 0 ? nullptr : take(egress, priority, now);
+}
+
+// Deficit round robin over the non-strict priorities, one packet per call: a
+// priority's turn adds its quantum once, and it sends while the deficit
+// covers its next packet. A queue with nothing to send loses its credit; a
+// paused one keeps it. Two rounds always find a sendable queue if any.
+int SwitchNode::dwrr_pick(Port& port) {
+  constexpr std::uint64_t kQuantumUnit = 4200;  // one 4096-byte-MTU frame with its headers
+  for (int visit = 0; visit <= 2 * kPriorities; ++visit) {
+    int priority = port.dwrr_turn;
+    bool strict = (config_.strict_priorities >> priority) & 1u;
+    if (!strict && sendable(port, priority)) {
+      if (!port.turn_credited) {
+        port.deficit[priority] += std::uint64_t{config_.dwrr_weights[static_cast<std::size_t>(priority)]} * kQuantumUnit;
+        port.turn_credited = true;
+      }
+      std::uint32_t size = port.egress[priority].front()->wire_bytes;
+      if (port.deficit[priority] >= size) {
+        port.deficit[priority] -= size;
+        return priority;
+      }
+    } else if (port.egress[priority].empty()) {
+      port.deficit[priority] = 0;
+    }
+    port.dwrr_turn = static_cast<std::uint8_t>((priority + 1) % kPriorities);
+    port.turn_credited = false;
+  }
+  return -1;
+}
+
+// Dequeues priority's head packet and releases its buffer, resuming the
+// ingress it came from once that falls below XON.
+Packet* SwitchNode::take(Port& egress, int priority, SimTime now) {
+  Packet* packet = egress.egress[priority].pop();
+  Port& ingress = ports_[packet->ingress_port];
+  std::uint64_t& held = ingress.ingress_bytes[priority];
+  held -= packet->wire_bytes;
+  used_ -= packet->wire_bytes;
+  if (ingress.pause_sent[priority]) {
+    std::uint64_t xoff = xoff_threshold();
+    if (held + config_.xon_offset_bytes <= xoff || held == 0) {
+      ingress.pause_sent[priority] = false;
+      ingress.transmitter->send_pfc(static_cast<std::uint8_t>(priority), false, now);
+    }
+  }
+  return packet;
 }
 
 }  // namespace uroce::sim

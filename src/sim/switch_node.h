@@ -1,6 +1,6 @@
 // A shared-buffer Ethernet switch: per-priority egress queues served in strict
-// priority order, per-ingress (port, priority) accounting with PFC XOFF/XON and
-// headroom, RED-style ECN marking, drops for lossy overflow and for headroom
+// priority order or by deficit-weighted round robin, per-ingress (port,
+// priority) accounting with PFC XOFF/XON and headroom, RED-style ECN marking, drops for lossy overflow and for headroom
 // exhausted (a lossless violation), and ECMP or per-packet spraying over the
 // equal-cost ports its routing table lists for each destination host.
 #pragma once
@@ -48,7 +48,15 @@ class SwitchNode final : public Node {
     PacketQueue egress[kPriorities];
     std::uint64_t ingress_bytes[kPriorities] = {};  // held here, by the port it came in on
     bool pause_sent[kPriorities] = {};
+    std::uint64_t deficit[kPriorities] = {};  // DWRR credit, bytes
+    std::uint8_t dwrr_turn = 0;               // the priority whose turn it is
+    bool turn_credited = false;               // its quantum was added this turn
   };
+  bool sendable(const Port& port, int priority) const {
+    return !port.egress[priority].empty() && !port.transmitter->paused(static_cast<std::uint8_t>(priority));
+  }
+  int dwrr_pick(Port& port);
+  Packet* take(Port& egress, int priority, SimTime now);
   bool lossless(std::uint8_t priority) const {
     return config_.pfc && ((config_.lossless_priorities >> priority) & 1u);
   }

@@ -116,7 +116,7 @@ void flows_from(const toml::array& flows, Scenario& scenario) {
     std::string where = fmt::format("flows[{}]", i);
     const toml::table* entry = flows.get(i)->as_table();
     if (entry == nullptr) throw ScenarioError(where + ": expected a table");
-    only_keys(*entry, where, {"src", "dst", "bytes", "start_us"});
+    only_keys(*entry, where, {"src", "dst", "bytes", "start_us", "dscp"});
     FlowSpec flow;
     std::uint32_t last_host = scenario.topology.hosts - 1;
     flow.src = number<std::uint32_t>(*entry, where, "src", UINT32_MAX, 0, last_host);
@@ -126,6 +126,7 @@ void flows_from(const toml::array& flows, Scenario& scenario) {
     flow.bytes = number<std::uint64_t>(*entry, where, "bytes", 0, 1, kMaxFlowBytes);
     if (flow.bytes == 0) throw ScenarioError(where + ": bytes is required");
     flow.start = start_time(*entry, where);
+    if (entry->contains("dscp")) flow.dscp = number<std::uint8_t>(*entry, where, "dscp", 0, 0, 63);
     scenario.flows.push_back(flow);
   }
 }

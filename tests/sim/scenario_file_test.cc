@@ -129,6 +129,19 @@ TEST(ScenarioFile, MistakesAreNamed) {
       {"[topology]\nkind = \"edges\"\nhosts = 2\nswitches = 1\nlinks = [{a = \"h0\", b = \"s0\"}]\n",
        "host 1 has 0 links"},
       {"[topology\nkind = 1", "bad.toml:1:"},
+      {"[topology]\nkind = \"edges\"\nhosts = 2\nswitches = 2\nlinks = [{a = \"h0\", b = \"s0\"}, {a = \"h1\", b = "
+       "\"s1\"}, {a = \"s0\", b = \"s1\"}]\nroutes = [{at = \"s0\", to = \"h1\", via = \"s0\"}]\n",
+       "not linked"},
+      {"[topology]\nkind = \"star\"\nhosts = 3\nloss = 0.9\n", "topology.loss"},
+      {"[topology]\nkind = \"star\"\nhosts = 3\n[switch]\nscheduler = \"wfq\"\n", "'wfq' is not one of"},
+      {"[topology]\nkind = \"star\"\nhosts = 3\n[switch]\ndwrr_weights = [1, 2]\n", "a list of 8 weights"},
+      {"[topology]\nkind = \"star\"\nhosts = 3\n[output]\ncapture = [\"s0-h1\"]\n", "output.capture"},
+      {"[topology]\nkind = \"star\"\nhosts = 3\n[[workloads]]\nkind = \"allreduce\"\nbytes = 100\n"
+       "straggler_delay_us = 5\n",
+       "need a straggler"},
+      {"[topology]\nkind = \"star\"\nhosts = 3\n[[workloads]]\nkind = \"cdf\"\ncdf_file = \"missing.csv\"\nload = 0.5\n"
+       "duration_us = 10\n",
+       "cannot read"},
       {"seed = 1\n", "[topology] is required"},
   };
   for (const BadCase& bad : cases) {
@@ -137,6 +150,61 @@ TEST(ScenarioFile, MistakesAreNamed) {
     EXPECT_NE(scenario.error().find(bad.says), std::string::npos) << scenario.error();
     EXPECT_EQ(scenario.error().rfind("bad.toml", 0), 0u) << scenario.error();
   }
+}
+
+TEST(ScenarioFile, FabricExtrasLoad) {
+  auto scenario = parse_scenario(R"(
+deadlock_check_us = 50
+[topology]
+kind = "edges"
+hosts = 3
+switches = 2
+loss = 0.001
+links = [{a = "h0", b = "s0"}, {a = "h1", b = "s1"}, {a = "h2", b = "s1"}, {a = "s0", b = "s1"}]
+routes = [{at = "s1", to = "h0", via = "s0"}]
+[switch]
+scheduler = "dwrr"
+dwrr_weights = [1, 2, 3, 4, 5, 6, 7, 8]
+strict_priorities = [7]
+[output]
+sample_us = 5
+capture = ["s0->s1", "h2->s1"]
+capture_frames = 10
+[[flows]]
+src = 0
+dst = 1
+bytes = 100
+dscp = 8
+[[workloads]]
+kind = "allreduce"
+hosts = [2, 0, 1]
+bytes = 3000
+iterations = 4
+step_compute_us = 2
+straggler = 0
+straggler_delay_us = 7
+straggler_link_gbps = 25
+)",
+                                 "extras.toml");
+  ASSERT_TRUE(scenario) << scenario.error();
+  EXPECT_EQ(scenario->deadlock_check, 50 * kPicosecondsPerUs);
+  ASSERT_EQ(scenario->topology.routes.size(), 1u);
+  EXPECT_EQ(scenario->topology.routes[0].to_host, 0u);
+  EXPECT_DOUBLE_EQ(scenario->topology.edges[3].link.loss, 0.001);
+  EXPECT_EQ(scenario->switches.scheduler, Scheduler::dwrr);
+  EXPECT_EQ(scenario->switches.dwrr_weights[7], 8u);
+  EXPECT_EQ(scenario->switches.strict_priorities, 0x80);
+  EXPECT_EQ(scenario->sample_interval, 5 * kPicosecondsPerUs);
+  ASSERT_EQ(scenario->captures.size(), 2u);
+  EXPECT_TRUE(scenario->captures[1].first.is_host);
+  EXPECT_EQ(scenario->capture_frames, 10u);
+  EXPECT_EQ(scenario->flows[0].dscp, std::optional<std::uint8_t>(8));
+  ASSERT_TRUE(scenario->allreduce.has_value());
+  EXPECT_EQ(scenario->allreduce->hosts, (std::vector<std::uint32_t>{2, 0, 1}));
+  EXPECT_EQ(scenario->allreduce->iterations, 4u);
+  EXPECT_EQ(scenario->allreduce->straggler, std::optional<std::uint32_t>(0));
+  EXPECT_EQ(scenario->allreduce->straggler_delay, 7 * kPicosecondsPerUs);
+  EXPECT_EQ(scenario->topology.edges[0].link.rate_bps, 25'000'000'000u);  // h0's link
 }
 
 TEST(ScenarioFile, AMissingFileIsAnError) {

@@ -4,6 +4,7 @@
 // for bit from its seed.
 #include <gtest/gtest.h>
 
+#include "sim/fairness.h"
 #include "sim/simulation.h"
 
 namespace uroce::sim {
@@ -104,6 +105,51 @@ TEST(Simulation, TheSameSeedGivesTheSameRunBitForBit) {
   EXPECT_EQ(first.fabric.pause_frames, second.fabric.pause_frames);
   EXPECT_EQ(first.fabric.ecn_marked, second.fabric.ecn_marked);
   EXPECT_EQ(first.cnps, second.cnps);
+}
+
+// Two senders into one port, priority 3 and priority 1 (both lossless).
+Scenario two_priorities(Scheduler scheduler) {
+  Scenario scenario = incast(2, 8 << 20);
+  scenario.engine.congestion.reaction_point = false;
+  scenario.switches.lossless_priorities = (1u << 1) | (1u << 3);
+  scenario.switches.scheduler = scheduler;
+  scenario.switches.dwrr_weights = {1, 3, 1, 1, 1, 1, 1, 1};
+  scenario.flows[0].dscp = 26;  // priority 3, weight 1
+  scenario.flows[1].dscp = 8;   // priority 1, weight 3
+  return scenario;
+}
+
+TEST(Simulation, DwrrSharesAPortByWeightWhereStrictPriorityStarves) {
+  SimResult strict = run_simulation(two_priorities(Scheduler::strict));
+  SimResult dwrr = run_simulation(two_priorities(Scheduler::dwrr));
+  for (const SimResult* result : {&strict, &dwrr}) {
+    for (const FlowResult& flow : result->flows) ASSERT_TRUE(flow.finished());
+    EXPECT_EQ(result->fabric.drops, 0u);
+  }
+  // Strict: priority 3 first, so its flow finishes in about half the time.
+  EXPECT_LT(fct(strict.flows[0]) * 3, fct(strict.flows[1]) * 2);
+  auto shares = fairness(dwrr);
+  ASSERT_TRUE(shares.has_value());
+  double ratio = shares->flow_gbps[1] / shares->flow_gbps[0];
+  EXPECT_GT(ratio, 2.7);
+  EXPECT_LT(ratio, 3.3);
+}
+
+TEST(Simulation, ASlowHostDelaysEveryStepOfTheRing) {
+  Scenario scenario;
+  scenario.topology = star(4, k100G);
+  scenario.allreduce = AllreduceSpec{{0, 1, 2, 3}, 4 << 20, 2, 0, 0, std::nullopt, 0};
+  SimResult even = run_simulation(scenario);
+  scenario.allreduce->straggler = 2;
+  scenario.allreduce->straggler_delay = 50 * kUs;
+  SimResult slow = run_simulation(scenario);
+  ASSERT_EQ(even.allreduce_iterations.size(), 2u);
+  ASSERT_EQ(slow.allreduce_iterations.size(), 2u);
+  // 6 steps, each waiting for the straggler's 50 us somewhere in the ring.
+  for (std::size_t i = 0; i < 2; ++i) {
+    EXPECT_GE(slow.allreduce_iterations[i], even.allreduce_iterations[i] + 6 * 50 * kUs);
+    EXPECT_LT(slow.allreduce_iterations[i], even.allreduce_iterations[i] + 6 * 50 * kUs + 100 * kUs);
+  }
 }
 
 TEST(Simulation, RefusesAnInconsistentScenario) {

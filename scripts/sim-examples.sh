@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Runs the six example scenarios of the README's simulator section, each as
+# shipped and with the one setting it is about changed, and prints each run's
+# summary: the figures the README quotes come from this script.
+# Usage: scripts/sim-examples.sh [--build DIR] [--out DIR]
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+build=build/release
+out=$(mktemp -d)
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --build) build="$2"; shift 2 ;;
+    --out) out="$2"; shift 2 ;;
+    *) echo "usage: $0 [--build DIR] [--out DIR]" >&2; exit 2 ;;
+  esac
+done
+uroce="$build/tools/uroce"
+mkdir -p "$out"
+[[ -x "$uroce" ]] || { echo "$uroce is missing: build first (scripts/test.sh builds it)" >&2; exit 1; }
+
+# run NAME FILE [SED-EXPRESSION]: the example, changed by the sed expression.
+run() {
+  local name="$1" file="examples/$2" change="${3:-}"
+  local scenario="$out/$name.toml"
+  if [[ -n "$change" ]]; then sed -e "$change" "$file" > "$scenario"; else cp "$file" "$scenario"; fi
+  echo "== $name ($2${change:+, $change})"
+  "$uroce" sim run "$scenario" --out "$out/$name" --quiet | grep -v '^wrote'
+  echo
+}
+
+run parking-lot-dcqcn parking_lot.toml
+run parking-lot-pfc parking_lot.toml 's/^enabled = true/enabled = false/'
+run victim-dcqcn victim_flow.toml
+run victim-pfc victim_flow.toml 's/^enabled = true/enabled = false/'
+run deadlock pfc_deadlock.toml
+run incast-dcqcn incast.toml
+run incast-pfc incast.toml 's/^enabled = true/enabled = false/'
+run lossy-selective-repeat lossy_recovery.toml
+run lossy-go-back-n lossy_recovery.toml 's/recovery = "selective_repeat"/recovery = "go_back_n"/'
+run allreduce-straggler allreduce_straggler.toml
+run allreduce-even allreduce_straggler.toml '/^straggler/d'
+run web-search web_search_load.toml
+echo "outputs in $out"

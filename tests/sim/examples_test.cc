@@ -59,11 +59,22 @@ TEST(Examples, ACyclicBufferDependencyDeadlocksAndIsReported) {
   EXPECT_EQ(finished(shortest), 4u);
 }
 
-TEST(Examples, PfcSplitsAParkingLotByPortAndDcqcnByFlow) {
-  Scenario scenario = example("parking_lot.toml");
+// An example as shipped (DCQCN on) and with PFC alone.
+struct DcqcnAndPfc {
+  SimResult dcqcn;
+  SimResult pfc;
+};
+
+DcqcnAndPfc with_and_without_dcqcn(const std::string& name) {
+  Scenario scenario = example(name);
+  EXPECT_TRUE(scenario.engine.congestion.reaction_point) << name;
   SimResult dcqcn = run_simulation(scenario);
   scenario.engine.congestion.reaction_point = false;
-  SimResult pfc = run_simulation(scenario);
+  return {std::move(dcqcn), run_simulation(scenario)};
+}
+
+TEST(Examples, PfcSplitsAParkingLotByPortAndDcqcnByFlow) {
+  auto [dcqcn, pfc] = with_and_without_dcqcn("parking_lot.toml");
   auto with_dcqcn = fairness(dcqcn);
   auto pfc_alone = fairness(pfc);
   ASSERT_TRUE(with_dcqcn.has_value());
@@ -76,10 +87,7 @@ TEST(Examples, PfcSplitsAParkingLotByPortAndDcqcnByFlow) {
 }
 
 TEST(Examples, DcqcnSparesTheVictimOfAnIncast) {
-  Scenario scenario = example("victim_flow.toml");
-  SimResult dcqcn = run_simulation(scenario);
-  scenario.engine.congestion.reaction_point = false;
-  SimResult pfc = run_simulation(scenario);
+  auto [dcqcn, pfc] = with_and_without_dcqcn("victim_flow.toml");
   const FlowResult& victim_dcqcn = dcqcn.flows[0];  // h4 -> h6, the [[flows]] entry
   const FlowResult& victim_pfc = pfc.flows[0];
   ASSERT_EQ(victim_dcqcn.spec.src, 4u);
@@ -92,10 +100,7 @@ TEST(Examples, DcqcnSparesTheVictimOfAnIncast) {
 }
 
 TEST(Examples, DcqcnCutsTheIncastsPauses) {
-  Scenario scenario = example("incast.toml");
-  SimResult dcqcn = run_simulation(scenario);
-  scenario.engine.congestion.reaction_point = false;
-  SimResult pfc = run_simulation(scenario);
+  auto [dcqcn, pfc] = with_and_without_dcqcn("incast.toml");
   EXPECT_EQ(finished(dcqcn), 16u);
   EXPECT_EQ(finished(pfc), 16u);
   EXPECT_GT(pfc.fabric.pause_frames, 2 * dcqcn.fabric.pause_frames);

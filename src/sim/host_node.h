@@ -40,6 +40,8 @@ class HostNode final : public Node, public EventHandler {
 
   void receive(Packet* packet, std::uint16_t port, SimTime now) override;
   Packet* next_to_send(std::uint16_t port, SimTime now) override;
+  // The engine decides what it has only when asked: always perhaps.
+  bool may_have_more(std::uint16_t) const override { return true; }
   void on_event(SimTime now, std::uint32_t tag) override;
 
  private:

@@ -17,6 +17,9 @@ class Node {
   // Port's transmitter is idle: the next packet to put on its wire, or null.
   // PFC pauses are the transmitter's to check (Transmitter::paused).
   virtual Packet* next_to_send(std::uint16_t port, SimTime now) = 0;
+  // Whether port may have another packet when its wire frees: if not, the
+  // transmitter schedules no event for that moment and waits to be kicked.
+  virtual bool may_have_more(std::uint16_t port) const = 0;
 };
 
 }  // namespace uroce::sim

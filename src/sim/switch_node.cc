@@ -126,6 +126,13 @@ Packet* SwitchNode::next_to_send(std::uint16_t port, SimTime now) {
   return priority < 0 ? nullptr : take(egress, priority, now);
 }
 
+bool SwitchNode::may_have_more(std::uint16_t port) const {
+  for (const PacketQueue& queue : ports_[port].egress) {
+    if (!queue.empty()) return true;
+  }
+  return false;
+}
+
 // Deficit round robin over the non-strict priorities, one packet per call: a
 // priority's turn adds its quantum once, and it sends while the deficit
 // covers its next packet. A queue with nothing to send loses its credit; a

@@ -41,6 +41,7 @@ class SwitchNode final : public Node {
 
   void receive(Packet* packet, std::uint16_t port, SimTime now) override;
   Packet* next_to_send(std::uint16_t port, SimTime now) override;
+  bool may_have_more(std::uint16_t port) const override;
 
  private:
   struct Port {

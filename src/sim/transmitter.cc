@@ -6,7 +6,11 @@
 namespace uroce::sim {
 
 void Transmitter::kick(SimTime now) {
-  if (busy_ || choosing_) return;
+  if (choosing_) return;
+  if (now < busy_until_) {
+    wake_at(busy_until_);
+    return;
+  }
   // Choosing may queue a PFC frame here (the owner releases buffer): that
   // frame waits for this one rather than starting a second transmission.
   choosing_ = true;
@@ -14,13 +18,18 @@ void Transmitter::kick(SimTime now) {
   choosing_ = false;
   if (packet == nullptr) return;
   if (tap_ != nullptr) tap_->on_transmit(*packet, now);
-  busy_ = true;
-  SimTime serialized = now + serialization_time(packet->wire_bytes, spec_.rate_bps);
-  world_.events.schedule(serialized, this, kSerialized);
-  packet->arrives_at = serialized + spec_.propagation;
+  busy_until_ = now + serialization_time(packet->wire_bytes, spec_.rate_bps);
+  if (!control_.empty() || owner_.may_have_more(port_)) wake_at(busy_until_);
+  packet->arrives_at = busy_until_ + spec_.propagation;
   bool wire_was_empty = on_wire_.empty();
   on_wire_.push(packet);
   if (wire_was_empty) world_.events.schedule(packet->arrives_at, this, kArrived);
+}
+
+void Transmitter::wake_at(SimTime at) {
+  if (wake_at_ == at) return;
+  wake_at_ = at;
+  world_.events.schedule(at, this, kSerialized);
 }
 
 void Transmitter::send_pfc(std::uint8_t priority, bool pause, SimTime now) {
@@ -59,7 +68,8 @@ void Transmitter::close_pauses(SimTime now) {
 
 void Transmitter::on_event(SimTime now, std::uint32_t tag) {
   if (tag == kSerialized) {
-    busy_ = false;
+    if (now != wake_at_) return;  // superseded: a kick at that moment already sent, and asked for a later wake
+    wake_at_ = kSimNever;
     kick(now);
     return;
   }

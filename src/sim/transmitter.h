@@ -1,7 +1,8 @@
 // One direction of a link: serializes the owner's packets at the link rate,
 // carries them for the propagation delay, and obeys PFC pauses from the far
 // end. It keeps at most two pending events: the end of the frame being
-// serialized and the arrival of the oldest frame on the wire.
+// serialized (only when the owner may have another packet by then) and the
+// arrival of the oldest frame on the wire.
 #pragma once
 
 #include <cstdint>
@@ -39,7 +40,6 @@ class Transmitter final : public EventHandler {
   const LinkSpec& spec() const { return spec_; }
   Node* peer() const { return peer_; }
   std::uint16_t peer_port() const { return peer_port_; }
-  bool busy() const { return busy_; }
   bool paused(std::uint8_t priority) const { return (paused_ >> priority) & 1u; }
   std::uint8_t paused_mask() const { return paused_; }
   // When the current pause of priority began (meaningful while paused).
@@ -58,6 +58,8 @@ class Transmitter final : public EventHandler {
 
  private:
   enum Tag : std::uint32_t { kSerialized, kArrived };
+  // Asks for a kick when the wire frees at `at` (once per moment).
+  void wake_at(SimTime at);
 
   SimWorld& world_;
   LinkSpec spec_;
@@ -65,7 +67,8 @@ class Transmitter final : public EventHandler {
   std::uint16_t port_;
   Node* peer_ = nullptr;
   std::uint16_t peer_port_ = 0;
-  bool busy_ = false;
+  SimTime busy_until_ = 0;     // the current frame's last bit leaves then
+  SimTime wake_at_ = kSimNever;  // the kSerialized event that counts, if any
   bool choosing_ = false;
   std::uint8_t paused_ = 0;
   SimTime paused_since_[kPriorities] = {};

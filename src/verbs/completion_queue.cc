@@ -4,13 +4,22 @@
 namespace uroce::verbs {
 
 bool CompletionQueue::push(const WorkCompletion& completion) {
-  if (count_ == ring_.size()) {
+  if (count_ == capacity_) {
     overflowed_ = true;
     return false;
   }
+  if (count_ == ring_.size()) grow();
   ring_[(head_ + count_) % ring_.size()] = completion;
   ++count_;
   return true;
+}
+
+// Doubles the storage (within capacity), oldest completion first.
+void CompletionQueue::grow() {
+  std::vector<WorkCompletion> larger(std::min(capacity_, std::max<std::size_t>(1, ring_.size() * 2)));
+  for (std::size_t i = 0; i < count_; ++i) larger[i] = ring_[(head_ + i) % ring_.size()];
+  ring_ = std::move(larger);
+  head_ = 0;
 }
 
 bool CompletionQueue::fires(bool solicited, bool unsuccessful) {

@@ -3,6 +3,7 @@
 // the engine raises an error event (as a hardware CQ overrun does).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <span>
 #include <vector>
@@ -13,7 +14,10 @@ namespace uroce::verbs {
 
 class CompletionQueue {
  public:
-  explicit CompletionQueue(std::uint32_t capacity) : ring_(capacity) {}
+  // Storage grows with use, up to capacity: a deep queue that is drained
+  // often (thousands of them in a simulation) stays small.
+  explicit CompletionQueue(std::uint32_t capacity)
+      : ring_(std::min<std::size_t>(capacity, kInitialStorage)), capacity_(capacity) {}
 
   // False (and overflowed() from then on) when the queue is full.
   bool push(const WorkCompletion& completion);
@@ -21,7 +25,7 @@ class CompletionQueue {
   std::size_t poll(std::span<WorkCompletion> out);
 
   std::size_t size() const { return count_; }
-  std::size_t capacity() const { return ring_.size(); }
+  std::size_t capacity() const { return capacity_; }
   bool overflowed() const { return overflowed_; }
   bool empty() const { return count_ == 0; }
 
@@ -33,7 +37,11 @@ class CompletionQueue {
   bool fires(bool solicited, bool unsuccessful);
 
  private:
+  static constexpr std::size_t kInitialStorage = 16;
+  void grow();
+
   std::vector<WorkCompletion> ring_;
+  std::size_t capacity_;
   std::size_t head_ = 0;
   std::size_t count_ = 0;
   bool overflowed_ = false;

@@ -2,6 +2,7 @@
 #include "sim/fabric.h"
 
 #include <map>
+#include <memory>
 
 #include "sim/mix.h"
 
@@ -48,8 +49,9 @@ Fabric::Fabric(SimWorld& world, const Topology& topology, const SwitchConfig& sw
 
 // Shortest paths by hop count. Hosts under the same switch share every other
 // switch's distances, so one breadth-first search runs per switch that has
-// hosts, and each switch interns its distinct sets of equal-cost ports.
-// Static routes then replace the entries they name.
+// hosts, and each switch interns its distinct sets of equal-cost ports and
+// keeps one entry per such target switch. A switch's own hosts and static
+// routes are per-host overrides.
 void Fabric::build_routes(const Topology& topology) {
   std::uint32_t switches = topology.switches;
   std::vector<std::uint32_t> attached_to(topology.hosts);
@@ -63,12 +65,16 @@ void Fabric::build_routes(const Topology& topology) {
       hosts_under[s].push_back(n.node.index);
     }
   }
-  std::vector<std::vector<std::uint32_t>> group_of_host(switches, std::vector<std::uint32_t>(topology.hosts));
-  std::vector<std::vector<std::vector<std::uint16_t>>> groups(switches);
+  auto switch_of_host = std::make_shared<const std::vector<std::uint32_t>>(attached_to);
+  std::vector<SwitchNode::Routes> routes(switches);
+  for (SwitchNode::Routes& table : routes) {
+    table.switch_of_host = switch_of_host;
+    table.group_of_switch.assign(switches, 0);
+  }
   std::vector<std::map<std::vector<std::uint16_t>, std::uint32_t>> interned(switches);
   auto intern = [&](std::uint32_t s, std::vector<std::uint16_t> ports) {
-    auto [it, fresh] = interned[s].try_emplace(ports, static_cast<std::uint32_t>(groups[s].size()));
-    if (fresh) groups[s].push_back(std::move(ports));
+    auto [it, fresh] = interned[s].try_emplace(ports, static_cast<std::uint32_t>(routes[s].groups.size()));
+    if (fresh) routes[s].groups.push_back(std::move(ports));
     return it->second;
   };
 
@@ -93,15 +99,14 @@ void Fabric::build_routes(const Topology& topology) {
     }
     for (std::uint32_t s = 0; s < switches; ++s) {
       if (s == target) {
-        for (std::uint32_t h : hosts_under[s]) group_of_host[s][h] = intern(s, {attached_port[h]});
+        for (std::uint32_t h : hosts_under[s]) routes[s].host_overrides[h] = intern(s, {attached_port[h]});
         continue;
       }
       std::vector<std::uint16_t> ports;
       for (const Neighbour& n : switch_ports_[s]) {
         if (!n.node.is_host && distance[n.node.index] + 1 == distance[s]) ports.push_back(n.port);
       }
-      std::uint32_t group = intern(s, std::move(ports));
-      for (std::uint32_t h : hosts_under[target]) group_of_host[s][h] = group;
+      routes[s].group_of_switch[target] = intern(s, std::move(ports));
     }
   }
   for (const StaticRoute& route : topology.routes) {
@@ -109,11 +114,9 @@ void Fabric::build_routes(const Topology& topology) {
     for (const Neighbour& n : switch_ports_[route.at_switch]) {
       if (!n.node.is_host && n.node.index == route.via_switch) ports.push_back(n.port);
     }
-    group_of_host[route.at_switch][route.to_host] = intern(route.at_switch, std::move(ports));
+    routes[route.at_switch].host_overrides[route.to_host] = intern(route.at_switch, std::move(ports));
   }
-  for (std::uint32_t s = 0; s < switches; ++s) {
-    switches_[s]->set_routes(std::move(group_of_host[s]), std::move(groups[s]));
-  }
+  for (std::uint32_t s = 0; s < switches; ++s) switches_[s]->set_routes(std::move(routes[s]));
 }
 
 Transmitter* Fabric::transmitter_between(NodeRef from, NodeRef to) {

@@ -21,11 +21,6 @@ std::uint16_t SwitchNode::add_port(const LinkSpec& spec) {
   return index;
 }
 
-void SwitchNode::set_routes(std::vector<std::uint32_t> group_of_host, std::vector<std::vector<std::uint16_t>> groups) {
-  group_of_host_ = std::move(group_of_host);
-  groups_ = std::move(groups);
-}
-
 std::uint64_t SwitchNode::xoff_threshold() const {
   if (config_.dynamic_alpha <= 0) return config_.xoff_bytes;
   std::uint64_t free = config_.buffer_bytes > used_ ? config_.buffer_bytes - used_ : 0;
@@ -42,7 +37,13 @@ bool SwitchNode::holds_from(std::uint16_t port, std::uint8_t priority, std::uint
 std::uint64_t SwitchNode::next_random() { return splitmix64(random_state_); }
 
 std::uint16_t SwitchNode::route(const Packet& packet) {
-  const std::vector<std::uint16_t>& ports = groups_[group_of_host_[packet.dst_host]];
+  std::uint32_t target = (*routes_.switch_of_host)[packet.dst_host];
+  std::uint32_t group = routes_.group_of_switch[target];
+  if (target == id_ || !routes_.host_overrides.empty()) {
+    auto found = routes_.host_overrides.find(packet.dst_host);
+    if (found != routes_.host_overrides.end()) group = found->second;
+  }
+  const std::vector<std::uint16_t>& ports = routes_.groups[group];
   if (ports.size() == 1) return ports[0];
   if (config_.forwarding == Forwarding::spray) return ports[spray_next_++ % ports.size()];
   return ports[mix32(packet.flow_hash ^ hash_salt_) % ports.size()];
@@ -97,7 +98,7 @@ void SwitchNode::receive(Packet* packet, std::uint16_t port, SimTime now) {
     world_.packets.release(packet);
     return;
   }
-  if (packet->dst_host >= group_of_host_.size()) {
+  if (packet->dst_host >= routes_.switch_of_host->size()) {
     ++world_.counters.drops;
     world_.packets.release(packet);
     return;

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <unordered_map>
 #include <vector>
 
 #include "sim/switch_config.h"
@@ -24,8 +25,17 @@ class SwitchNode final : public Node {
   std::size_t port_count() const { return ports_.size(); }
   std::uint32_t id() const { return id_; }
 
-  // Routing: for each destination host, the equal-cost ports towards it.
-  void set_routes(std::vector<std::uint32_t> group_of_host, std::vector<std::vector<std::uint16_t>> groups);
+  // Routing. Hosts sit under one switch each (switch_of_host, shared by all
+  // switches); group_of_switch gives, for every other switch with hosts, the
+  // index in groups of the equal-cost ports towards it. host_overrides
+  // names the group for this switch's own hosts and for static routes.
+  struct Routes {
+    std::shared_ptr<const std::vector<std::uint32_t>> switch_of_host;
+    std::vector<std::uint32_t> group_of_switch;
+    std::unordered_map<std::uint32_t, std::uint32_t> host_overrides;
+    std::vector<std::vector<std::uint16_t>> groups;
+  };
+  void set_routes(Routes routes) { routes_ = std::move(routes); }
 
   // State for deadlock detection and reports.
   std::uint64_t egress_bytes(std::uint16_t port, std::uint8_t priority) const {
@@ -71,8 +81,7 @@ class SwitchNode final : public Node {
   SwitchConfig config_;
   std::uint32_t id_;
   std::vector<Port> ports_;
-  std::vector<std::uint32_t> group_of_host_;
-  std::vector<std::vector<std::uint16_t>> groups_;
+  Routes routes_;
   std::uint64_t used_ = 0;
   std::uint64_t peak_used_ = 0;
   std::uint64_t random_state_;

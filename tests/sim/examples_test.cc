@@ -116,7 +116,8 @@ TEST(Examples, SelectiveRepeatShortensTheLossyTail) {
   ASSERT_EQ(finished(selective), 32u);
   ASSERT_EQ(finished(go_back_n), 32u);
   EXPECT_GT(selective.fabric.link_losses, 0u);
-  EXPECT_LT(p99(selective), p99(go_back_n) * 4 / 5);
+  // Seeds 1 to 5 give p99 ratios of 0.62 to 0.78 (README); 0.9 leaves room.
+  EXPECT_LT(p99(selective), p99(go_back_n) * 9 / 10);
   EXPECT_LT(selective.retransmitted_packets * 5, go_back_n.retransmitted_packets);
 }
 

@@ -121,7 +121,7 @@ void Fabric::build_routes(const Topology& topology) {
 
 Transmitter* Fabric::transmitter_between(NodeRef from, NodeRef to) {
   if (from.is_host) {
-    if (from.index >= hosts_.size() || to.is_host) return nullptr;
+    if (from.index >= hosts_.size() || to.is_host || to.index >= switches_.size()) return nullptr;
     for (const Neighbour& n : switch_ports_[to.index]) {
       if (n.node == from) return &hosts_[from.index]->transmitter();
     }

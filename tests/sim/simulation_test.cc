@@ -159,6 +159,12 @@ TEST(Simulation, RefusesAnInconsistentScenario) {
   EXPECT_THROW(run_simulation(scenario), std::invalid_argument);
   scenario.flows[0] = {1, 1, 1000, 0};
   EXPECT_THROW(run_simulation(scenario), std::invalid_argument);
+  scenario.flows[0] = {0, 1, 1000, 0};
+  scenario.captures = {{NodeRef{true, 0}, NodeRef{false, 7}}};  // no switch 7
+  EXPECT_THROW(run_simulation(scenario), std::invalid_argument);
+  scenario.captures = {{NodeRef{true, 0}, NodeRef{true, 1}}};  // hosts are never linked directly
+  EXPECT_THROW(run_simulation(scenario), std::invalid_argument);
+  scenario.captures.clear();
   scenario.flows.clear();
   scenario.topology.edges.pop_back();  // host 1 attached to nothing
   EXPECT_THROW(run_simulation(scenario), std::invalid_argument);

@@ -56,6 +56,28 @@ TEST_F(SimCli, TheIncastExampleWritesItsSummary) {
   std::string csv = read(out_ / "flows.csv");
   EXPECT_EQ(csv.rfind("id,src,dst,bytes,start_us,fct_us\n", 0), 0u);
   EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 17);
+  // Time series and plots: the run lasts about 10 ms, sampled every 10 us.
+  std::string series = read(out_ / "timeseries.csv");
+  EXPECT_EQ(series.rfind("time_us,switch_buffer_bytes,", 0), 0u);
+  EXPECT_GT(std::count(series.begin(), series.end(), '\n'), 500);
+  EXPECT_EQ(read(out_ / "flow_rates.csv").rfind("time_us,flow_0_gbps,", 0), 0u);
+  for (const char* plot : {"queues.svg", "flow_rates.svg", "fct_cdf.svg"}) {
+    EXPECT_EQ(read(out_ / plot).rfind("<svg ", 0), 0u) << plot;
+  }
+}
+
+TEST_F(SimCli, TheDeadlockExampleStopsAndCapturesALink) {
+  auto result = testing::run_uroce("sim run " + std::string(UROCE_EXAMPLES_DIR) + "/pfc_deadlock.toml --out " +
+                                   out_.string());
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_NE(result.output.find("PFC DEADLOCK"), std::string::npos) << result.output;
+  auto summary = nlohmann::json::parse(read(out_ / "summary.json"));
+  EXPECT_EQ(summary["deadlock"]["cycle"].size(), 4u);
+  auto decoded = testing::run_uroce("decode " + (out_ / "capture_s0-s1.pcap").string());
+  EXPECT_EQ(decoded.exit_code, 0) << decoded.output;
+  EXPECT_NE(decoded.output.find("RDMA_WRITE_FIRST"), std::string::npos) << decoded.output;
+  EXPECT_NE(decoded.output.find(" ok"), std::string::npos);
+  EXPECT_EQ(decoded.output.find("BAD"), std::string::npos) << decoded.output;  // every ICRC verifies
 }
 
 TEST_F(SimCli, SeedOnTheCommandLineWins) {

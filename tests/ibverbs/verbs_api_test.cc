@@ -13,11 +13,21 @@
 
 #include <array>
 #include <cstring>
+#include <string>
 
 namespace {
 
-// The devices come from the environment when the library first looks.
-const bool kConfigured = ::setenv("UROCE_ADDRESS", "127.0.4.7,127.0.4.8", 1) == 0;
+// The devices come from the environment when the library first looks, so
+// each test names its own pair of addresses before that: ctest runs the
+// tests as separate processes side by side, and two devices cannot share an
+// address's UDP port 4791. (One process running them all keeps the first
+// test's pair.)
+const char* addresses_for(const std::string& test) {
+  if (test.rfind("WriteRead", 0) == 0) return "127.0.4.7,127.0.4.8";
+  if (test.rfind("WrBuilders", 0) == 0) return "127.0.4.9,127.0.4.10";
+  if (test.rfind("AsyncEvents", 0) == 0) return "127.0.4.11,127.0.4.12";
+  return "127.0.4.13,127.0.4.14";
+}
 
 constexpr std::size_t kBufferSize = 4096;
 constexpr int kGidIndex = 1;  // the IPv4-mapped RoCE v2 entry
@@ -40,14 +50,15 @@ bool wait_readable(int fd, int timeout_ms) {
 class VerbsApi : public ::testing::Test {
  protected:
   void SetUp() override {
-    ASSERT_TRUE(kConfigured);
+    const char* test = ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    ASSERT_EQ(::setenv("UROCE_ADDRESS", addresses_for(test), 1), 0);
     int count = 0;
     devices_ = ibv_get_device_list(&count);
     ASSERT_EQ(count, 2);
-    open(a_, devices_[0]);
-    open(b_, devices_[1]);
-    connect(a_, b_);
-    connect(b_, a_);
+    ASSERT_NO_FATAL_FAILURE(open(a_, devices_[0]));
+    ASSERT_NO_FATAL_FAILURE(open(b_, devices_[1]));
+    ASSERT_NO_FATAL_FAILURE(connect(a_, b_));
+    ASSERT_NO_FATAL_FAILURE(connect(b_, a_));
   }
 
   void TearDown() override {

@@ -38,7 +38,7 @@ std::string flow_rates_csv(const SimResult& result) {
 }
 
 Chart queue_chart(const Scenario& scenario, const SimResult& result) {
-  Chart chart{scenario.name + ": switch buffers", "time (us)", "KiB", {}, false};
+  Chart chart{scenario.name + ": switch buffers", "time (us)", "KiB", {}, false, false};
   ChartSeries buffer{"all switch buffers", {}, {}};
   ChartSeries deepest{"deepest egress queue", {}, {}};
   for (const FabricSample& s : result.samples) {
@@ -55,7 +55,7 @@ Chart queue_chart(const Scenario& scenario, const SimResult& result) {
 // sample interval holds only a few packets, too coarse a rate to read.
 Chart flow_rate_chart(const Scenario& scenario, const SimResult& result) {
   constexpr std::size_t kChartPoints = 250;
-  Chart chart{scenario.name + ": delivery rate per flow", "time (us)", "Gb/s", {}, false};
+  Chart chart{scenario.name + ": delivery rate per flow", "time (us)", "Gb/s", {}, false, false};
   std::size_t group = std::max<std::size_t>(1, result.samples.size() / kChartPoints);
   for (std::size_t f = 0; f < result.flows.size(); ++f) {
     const FlowResult& flow = result.flows[f];
@@ -72,9 +72,14 @@ Chart flow_rate_chart(const Scenario& scenario, const SimResult& result) {
   return chart;
 }
 
+// Sorted FCTs as a staircase; spread over two decades or more (as with
+// web-search or Hadoop sizes) they go on a log axis.
 Chart fct_cdf_chart(const Scenario& scenario, const std::vector<double>& fct_us) {
-  Chart chart{scenario.name + ": flow completion times", "FCT (us)", "fraction of flows", {}, true};
-  ChartSeries cdf{"finished flows", {0}, {0}};
+  Chart chart{scenario.name + ": flow completion times", "FCT (us)", "fraction of flows", {}, true, false};
+  chart.log_x = fct_us.front() > 0 && fct_us.back() >= 100 * fct_us.front();
+  if (chart.log_x) chart.x_label = "FCT (us, log scale)";
+  double start = chart.log_x ? fct_us.front() : 0;
+  ChartSeries cdf{"finished flows", {start}, {0}};
   for (std::size_t i = 0; i < fct_us.size(); ++i) {
     cdf.x.push_back(fct_us[i]);
     cdf.y.push_back(static_cast<double>(i + 1) / static_cast<double>(fct_us.size()));

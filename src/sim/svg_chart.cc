@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 namespace uroce::sim {
 
@@ -49,19 +50,40 @@ struct Range {
   double high = 1;
 };
 
+bool drawn(const Chart& chart, double x) { return !chart.log_x || x > 0; }
+
 Range range_of(const Chart& chart, bool y) {
   Range r{INFINITY, -INFINITY};
   for (const ChartSeries& series : chart.series) {
-    for (double v : y ? series.y : series.x) {
+    for (std::size_t k = 0; k < series.x.size() && k < series.y.size(); ++k) {
+      if (!drawn(chart, series.x[k])) continue;
+      double v = y ? series.y[k] : series.x[k];
       r.low = std::min(r.low, v);
       r.high = std::max(r.high, v);
     }
   }
-  if (!std::isfinite(r.low)) return Range{};
+  if (!std::isfinite(r.low)) return chart.log_x && !y ? Range{1, 10} : Range{};
+  if (chart.log_x && !y) {  // whole decades around the values
+    return Range{std::pow(10.0, std::floor(std::log10(r.low))),
+                 std::pow(10.0, std::max(std::ceil(std::log10(r.high)), std::floor(std::log10(r.low)) + 1))};
+  }
   if (y) r.low = std::min(r.low, 0.0);  // values from zero up
   if (r.high <= r.low) r.high = r.low + 1;
   double step = tick_step(r.high - r.low);
   return Range{std::floor(r.low / step) * step, std::ceil(r.high / step) * step};
+}
+
+// Where the x axis has its ticks: every decade on a log axis, round steps
+// otherwise.
+std::vector<double> x_ticks(const Chart& chart, Range xr) {
+  std::vector<double> ticks;
+  if (chart.log_x) {
+    for (double x = xr.low; x <= xr.high * 1.001; x *= 10) ticks.push_back(x);
+    return ticks;
+  }
+  double step = tick_step(xr.high - xr.low);
+  for (double x = xr.low; x <= xr.high + step / 2; x += step) ticks.push_back(x);
+  return ticks;
 }
 
 }  // namespace
@@ -71,7 +93,10 @@ std::string svg_line_chart(const Chart& chart) {
   Range yr = range_of(chart, true);
   double plot_w = kWidth - kLeft - kRight;
   double plot_h = kHeight - kTop - kBottom;
-  auto px = [&](double x) { return kLeft + (x - xr.low) / (xr.high - xr.low) * plot_w; };
+  auto px = [&](double x) {
+    if (chart.log_x) return kLeft + std::log10(x / xr.low) / std::log10(xr.high / xr.low) * plot_w;
+    return kLeft + (x - xr.low) / (xr.high - xr.low) * plot_w;
+  };
   auto py = [&](double y) { return kTop + plot_h - (y - yr.low) / (yr.high - yr.low) * plot_h; };
 
   std::string svg = fmt::format(
@@ -79,8 +104,7 @@ std::string svg_line_chart(const Chart& chart) {
       "font-size=\"12\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
       "<text x=\"{}\" y=\"24\" font-size=\"15\">{}</text>\n",
       kWidth, kHeight, kLeft, escape(chart.title));
-  double x_step = tick_step(xr.high - xr.low);
-  for (double x = xr.low; x <= xr.high + x_step / 2; x += x_step) {
+  for (double x : x_ticks(chart, xr)) {
     svg += fmt::format(
         "<line x1=\"{0:.1f}\" y1=\"{1:.1f}\" x2=\"{0:.1f}\" y2=\"{2:.1f}\" stroke=\"#ddd\"/>"
         "<text x=\"{0:.1f}\" y=\"{3:.1f}\" text-anchor=\"middle\">{4:g}</text>\n",
@@ -104,9 +128,14 @@ std::string svg_line_chart(const Chart& chart) {
     const ChartSeries& series = chart.series[i];
     const char* colour = kColours[i % std::size(kColours)];
     std::string points;
+    bool first = true;
+    double previous_y = 0;
     for (std::size_t k = 0; k < series.x.size() && k < series.y.size(); ++k) {
-      if (chart.steps && k > 0) points += fmt::format("{:.1f},{:.1f} ", px(series.x[k]), py(series.y[k - 1]));
+      if (!drawn(chart, series.x[k])) continue;
+      if (chart.steps && !first) points += fmt::format("{:.1f},{:.1f} ", px(series.x[k]), py(previous_y));
       points += fmt::format("{:.1f},{:.1f} ", px(series.x[k]), py(series.y[k]));
+      first = false;
+      previous_y = series.y[k];
     }
     svg += fmt::format("<polyline fill=\"none\" stroke=\"{}\" stroke-width=\"1.5\" points=\"{}\"/>\n", colour, points);
     if (i < kLegendEntries) {

@@ -38,6 +38,7 @@ run incast-dcqcn incast.toml
 run incast-pfc incast.toml 's/^enabled = true/enabled = false/'
 run lossy-selective-repeat lossy_recovery.toml
 run lossy-go-back-n lossy_recovery.toml 's/recovery = "selective_repeat"/recovery = "go_back_n"/'
+run lossy-selective-repeat-no-tail lossy_recovery.toml 's/^tail_timeout_us = 100/tail_timeout_us = 0/'
 run allreduce-straggler allreduce_straggler.toml
 run allreduce-even allreduce_straggler.toml '/^straggler/d'
 run web-search web_search_load.toml

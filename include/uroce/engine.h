@@ -129,6 +129,13 @@ struct QpInitAttr {
   bool sq_sig_all = false;
   std::uint32_t srq = 0;  // a shared receive queue, or 0 for the QP's own
   LossRecovery recovery = LossRecovery::go_back_n;  // RC only
+  // A short timeout for tail losses (IRN's RTO_low), RC only: while at most
+  // tail_timeout_packets PSNs are in flight (sent, not acknowledged, not
+  // reported held), the requester waits tail_timeout_ns for an ACK instead of
+  // the local ACK timeout. A lost last packet or lost retransmission is then
+  // resent in about an RTT or two instead of milliseconds. 0: off, as verbs.
+  TimeNs tail_timeout_ns = 0;
+  std::uint32_t tail_timeout_packets = 3;
 };
 
 struct AddressVector {

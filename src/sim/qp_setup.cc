@@ -14,6 +14,8 @@ std::uint32_t create_qp(HostNode& host, const TransportSpec& transport, std::uin
   init.send_cq = init.recv_cq = host.cq();
   init.cap = QpCap{send_queue_depth, 16, 1, 1, 0};
   init.recovery = transport.recovery;
+  init.tail_timeout_ns = transport.tail_timeout_ns;
+  init.tail_timeout_packets = transport.tail_timeout_packets;
   auto qpn = host.engine().create_qp(init);
   if (!qpn) throw std::runtime_error("simulated host " + std::to_string(host.id()) + ": create_qp refused");
   return *qpn;

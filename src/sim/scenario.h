@@ -50,6 +50,8 @@ struct TransportSpec {
   LossRecovery recovery = LossRecovery::go_back_n;
   std::uint8_t timeout = 10;    // local ACK timeout exponent: 4.096 us << 10 = 4.2 ms
   std::uint8_t retry_cnt = 7;
+  TimeNs tail_timeout_ns = 0;  // QpInitAttr::tail_timeout_ns (IRN's RTO_low); 0: off
+  std::uint32_t tail_timeout_packets = 3;
   std::uint8_t data_dscp = 26;  // priority 3 (DSCP >> 3); CNPs use CongestionConfig::cnp_dscp
 };
 

@@ -175,7 +175,9 @@ SwitchConfig switch_from(const toml::table& table) {
 
 void transport_from(const toml::table& table, Scenario& scenario) {
   const char* where = "transport";
-  only_keys(table, where, {"mtu", "recovery", "timeout", "retry_cnt", "data_dscp", "window_packets"});
+  only_keys(table, where,
+            {"mtu", "recovery", "timeout", "retry_cnt", "data_dscp", "window_packets", "tail_timeout_us",
+             "tail_timeout_packets"});
   TransportSpec& transport = scenario.transport;
   auto mtu = number<std::uint32_t>(table, where, "mtu", 4096, 256, 4096);
   switch (mtu) {
@@ -192,6 +194,12 @@ void transport_from(const toml::table& table, Scenario& scenario) {
                            : LossRecovery::go_back_n;
   transport.timeout = number<std::uint8_t>(table, where, "timeout", transport.timeout, 1, 31);
   transport.retry_cnt = number<std::uint8_t>(table, where, "retry_cnt", transport.retry_cnt, 0, 7);
+  if (table.contains("tail_timeout_us")) {
+    transport.tail_timeout_ns =
+        static_cast<TimeNs>(number<double>(table, where, "tail_timeout_us", 0, 0, 1e6) * 1000);
+  }
+  transport.tail_timeout_packets =
+      number<std::uint32_t>(table, where, "tail_timeout_packets", transport.tail_timeout_packets, 1, 1 << 20);
   transport.data_dscp = number<std::uint8_t>(table, where, "data_dscp", transport.data_dscp, 0, 63);
   scenario.engine.max_inflight_packets =
       number<std::uint32_t>(table, where, "window_packets", scenario.engine.max_inflight_packets, 1, 1 << 20);

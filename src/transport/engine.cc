@@ -375,8 +375,9 @@ Expected<std::uint32_t, std::errc> Engine::create_qp(const QpInitAttr& init) {
       cap.max_recv_sge > limits.max_sge || cap.max_inline_data > limits.max_inline_data) {
     return unexpected(std::errc::invalid_argument);
   }
+  if (init.tail_timeout_ns < 0) return unexpected(std::errc::invalid_argument);
   if (state_->qps.size() >= limits.max_qp) return unexpected(std::errc::not_enough_memory);
-  if (init.recovery == LossRecovery::selective_repeat && init.qp_type != QpType::rc) {
+  if ((init.recovery == LossRecovery::selective_repeat || init.tail_timeout_ns != 0) && init.qp_type != QpType::rc) {
     return unexpected(std::errc::invalid_argument);
   }
   if (init.srq != 0) {
@@ -390,6 +391,8 @@ Expected<std::uint32_t, std::errc> Engine::create_qp(const QpInitAttr& init) {
   qp.qpn = state_->fresh_qpn();
   qp.type = init.qp_type;
   qp.recovery = init.recovery;
+  qp.tail_timeout_ns = init.tail_timeout_ns;
+  qp.tail_timeout_packets = init.tail_timeout_packets;
   qp.pd = init.pd;
   qp.send_cq = init.send_cq;
   qp.recv_cq = init.recv_cq;
@@ -467,6 +470,8 @@ std::errc Engine::modify_qp(std::uint32_t qpn, const QpAttr& attr, std::uint32_t
     fresh.qpn = qp.qpn;
     fresh.type = qp.type;
     fresh.recovery = qp.recovery;
+    fresh.tail_timeout_ns = qp.tail_timeout_ns;
+    fresh.tail_timeout_packets = qp.tail_timeout_packets;
     fresh.pd = qp.pd;
     fresh.send_cq = qp.send_cq;
     fresh.recv_cq = qp.recv_cq;

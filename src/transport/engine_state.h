@@ -116,6 +116,8 @@ class EngineState {
 
   void fail_request(transport::QueuePair& qp, std::uint32_t psn, WcStatus status);
   std::uint32_t unacked_psn(const transport::QueuePair& qp) const;
+  // Sets when the requester stops waiting for an ACK, waiting from now.
+  void arm_retransmit_timer(transport::QueuePair& qp, TimeNs now) const;
   bool window_full(const transport::QueuePair& qp, std::uint32_t psn) const;
   void on_read_response(transport::QueuePair& qp, const wire::RocePacket& packet, TimeNs now);
   void on_atomic_ack(transport::QueuePair& qp, const wire::RocePacket& packet, TimeNs now);

@@ -108,6 +108,9 @@ struct QueuePair {
   std::uint32_t qpn = 0;
   QpType type = QpType::rc;
   LossRecovery recovery = LossRecovery::go_back_n;
+  TimeNs tail_timeout_ns = 0;  // QpInitAttr::tail_timeout_ns
+  std::uint32_t tail_timeout_packets = 3;
+  bool tail_deadline = false;  // retransmit_deadline was set by the tail timeout
   QpState state = QpState::reset;
   std::uint32_t pd = 0;
   std::uint32_t send_cq = 0;

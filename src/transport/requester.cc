@@ -57,6 +57,22 @@ wire::Position position_of(std::uint32_t index, std::uint32_t count) {
 
 std::uint32_t transport::SendWqe::last_psn() const { return psn_add(first_psn, std::int64_t{packet_count} - 1); }
 
+// The local ACK timeout, or the tail timeout while few PSNs are in flight. An
+// infinite local ACK timeout (0) stays infinite.
+void EngineState::arm_retransmit_timer(QueuePair& qp, TimeNs now) const {
+  TimeNs wait = transport::ack_timeout_ns(qp.attr.timeout);
+  qp.tail_deadline = false;
+  if (wait != kNever && qp.tail_timeout_ns != 0 && qp.tail_timeout_ns < wait && qp.any_sent) {
+    std::int64_t in_flight = psn_diff(psn_add(qp.highest_sent_psn, 1), unacked_psn(qp));
+    if (qp.sacks) in_flight -= qp.sacks->marked_count();
+    if (in_flight <= static_cast<std::int64_t>(qp.tail_timeout_packets)) {
+      wait = qp.tail_timeout_ns;
+      qp.tail_deadline = true;
+    }
+  }
+  qp.retransmit_deadline = wait == kNever ? kNever : now + wait;
+}
+
 std::uint32_t EngineState::unacked_psn(const QueuePair& qp) const {
   for (const SendWqe& wqe : qp.send_queue) {
     if (!wqe.started) break;
@@ -141,8 +157,9 @@ std::size_t EngineState::requester_transmit(QueuePair& qp, MutableByteSpan out, 
       wqe.done = true;
       retire_completed(qp);
     }
-  } else if (qp.retransmit_deadline == kNever) {
-    qp.retransmit_deadline = now + transport::ack_timeout_ns(qp.attr.timeout);
+  } else if (qp.retransmit_deadline == kNever || qp.tail_deadline) {
+    // A tail deadline holds only while few PSNs are in flight: this one adds to them.
+    arm_retransmit_timer(qp, now);
   }
   return length;
 }
@@ -316,7 +333,11 @@ void EngineState::acknowledge_through(QueuePair& qp, std::uint32_t psn, TimeNs n
   if (qp.sacks) qp.sacks->catch_up(unacked_psn(qp));
   if (progress) qp.retries_left = qp.attr.retry_cnt;
   bool outstanding = unacked_psn(qp) != qp.next_psn;
-  qp.retransmit_deadline = outstanding ? now + transport::ack_timeout_ns(qp.attr.timeout) : kNever;
+  if (outstanding) {
+    arm_retransmit_timer(qp, now);
+  } else {
+    qp.retransmit_deadline = kNever;
+  }
   mark_ready(qp);
 }
 
@@ -352,6 +373,8 @@ void EngineState::on_selective_nak(QueuePair& qp, std::uint32_t expected, std::u
   bool reported = psn_before(expected, held) && psn_before(held, qp.next_psn);
   if (reported) qp.sacks->mark(held);
   qp.sacks->recover(expected, reported ? held : psn_add(expected, 1));
+  // Fewer PSNs in flight now that one more is held: the tail timeout may apply.
+  if (reported && qp.retransmit_deadline != kNever) arm_retransmit_timer(qp, now);
   mark_ready(qp);
 }
 
@@ -490,7 +513,7 @@ void EngineState::on_read_response(QueuePair& qp, const wire::RocePacket& packet
     read->done = true;
     acknowledge_through(qp, psn, now);
   } else {
-    qp.retransmit_deadline = now + transport::ack_timeout_ns(qp.attr.timeout);
+    arm_retransmit_timer(qp, now);
   }
 }
 
@@ -539,7 +562,7 @@ void EngineState::requester_on_timer(QueuePair& qp, TimeNs now) {
   } else {
     rewind_to(qp, oldest);
   }
-  qp.retransmit_deadline = now + transport::ack_timeout_ns(qp.attr.timeout);
+  arm_retransmit_timer(qp, now);
 }
 
 }  // namespace uroce

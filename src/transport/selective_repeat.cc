@@ -48,12 +48,18 @@ void ReorderBuffer::clear() {
 SackScoreboard::SackScoreboard(std::uint32_t window)
     : window_(std::max<std::uint32_t>(window, 1)), marks_(window_, 0) {}
 
-void SackScoreboard::mark(std::uint32_t psn) { marks_[psn % window_] = psn + 1; }
+void SackScoreboard::mark(std::uint32_t psn) {
+  std::uint32_t& slot = marks_[psn % window_];
+  if (slot == 0) ++marked_count_;
+  slot = psn + 1;
+}
 
 bool SackScoreboard::marked(std::uint32_t psn) const { return marks_[psn % window_] == psn + 1; }
 
 void SackScoreboard::unmark(std::uint32_t psn) {
-  if (marked(psn)) marks_[psn % window_] = 0;
+  if (!marked(psn)) return;
+  marks_[psn % window_] = 0;
+  --marked_count_;
 }
 
 void SackScoreboard::forget_before(std::uint32_t old_unacked, std::uint32_t new_unacked) {
@@ -71,11 +77,13 @@ void SackScoreboard::catch_up(std::uint32_t unacked) {
 
 void SackScoreboard::clear() {
   std::fill(marks_.begin(), marks_.end(), 0);
+  marked_count_ = 0;
   next_ = end_;
 }
 
 void SackScoreboard::reset(std::uint32_t psn) {
   std::fill(marks_.begin(), marks_.end(), 0);
+  marked_count_ = 0;
   next_ = end_ = psn;
 }
 

@@ -52,6 +52,8 @@ class SackScoreboard {
   void mark(std::uint32_t psn);
   bool marked(std::uint32_t psn) const;
   void unmark(std::uint32_t psn);
+  // How many PSNs are marked now.
+  std::uint32_t marked_count() const { return marked_count_; }
   // The responder acknowledged [old_unacked, new_unacked): forget those marks.
   void forget_before(std::uint32_t old_unacked, std::uint32_t new_unacked);
   // Nothing before unacked needs resending: keep both ends of the resend
@@ -78,6 +80,7 @@ class SackScoreboard {
  private:
   std::uint32_t window_;
   std::vector<std::uint32_t> marks_;  // psn + 1 per slot, 0 when empty
+  std::uint32_t marked_count_ = 0;
   std::uint32_t next_ = 0;
   std::uint32_t end_ = 0;
 };

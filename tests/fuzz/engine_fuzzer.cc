@@ -45,7 +45,7 @@ struct Harness {
   testing::TestNetwork network{1, testing::ChannelFaults{}};
   testing::Endpoint a, b;        // RC, with work in flight
   testing::Endpoint uc_a, uc_b;  // UC
-  testing::Endpoint sr_a, sr_b;  // RC with selective repeat, with work in flight
+  testing::Endpoint sr_a, sr_b;  // RC with selective repeat and a tail timeout, with work in flight
   std::uint32_t ud_b = 0;        // a UD QP on B
   GuardedRegion a_local{4096}, b_remote{4096}, b_recv{2048};
   GuardedRegion sr_local{4096}, sr_remote{4096};
@@ -60,8 +60,10 @@ struct Harness {
     options.rnr_retry = 1;
     std::tie(a, b) = testing::connect_rc(engine_a, engine_b, options);
     options.recovery = LossRecovery::selective_repeat;
+    options.tail_timeout_ns = 100'000;  // and IRN's short timeout for tail losses
     std::tie(sr_a, sr_b) = testing::connect_rc(engine_a, engine_b, options);
     options.recovery = LossRecovery::go_back_n;
+    options.tail_timeout_ns = 0;
     options.type = QpType::uc;
     std::tie(uc_a, uc_b) = testing::connect_rc(engine_a, engine_b, options);
     QpInitAttr ud_init;

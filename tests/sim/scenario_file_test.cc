@@ -46,6 +46,8 @@ timeout = 8
 retry_cnt = 5
 data_dscp = 24
 window_packets = 128
+tail_timeout_us = 120.5
+tail_timeout_packets = 4
 
 [dcqcn]
 enabled = true
@@ -86,6 +88,8 @@ TEST(ScenarioFile, EveryTableLoads) {
   EXPECT_EQ(scenario->transport.mtu, PathMtu::mtu1024);
   EXPECT_EQ(scenario->transport.recovery, LossRecovery::selective_repeat);
   EXPECT_EQ(scenario->transport.timeout, 8);
+  EXPECT_EQ(scenario->transport.tail_timeout_ns, 120'500);
+  EXPECT_EQ(scenario->transport.tail_timeout_packets, 4u);
   EXPECT_EQ(scenario->engine.max_inflight_packets, 128u);
   EXPECT_TRUE(scenario->engine.congestion.reaction_point);
   EXPECT_DOUBLE_EQ(scenario->engine.congestion.dcqcn.additive_increase_bps, 50e6);
@@ -143,6 +147,7 @@ TEST(ScenarioFile, MistakesAreNamed) {
        "duration_us = 10\n",
        "cannot read"},
       {"seed = 1\n", "[topology] is required"},
+      {"[topology]\nkind = \"star\"\nhosts = 3\n[transport]\ntail_timeout_us = -5\n", "transport.tail_timeout_us"},
   };
   for (const BadCase& bad : cases) {
     auto scenario = parse_scenario(bad.toml, "bad.toml");

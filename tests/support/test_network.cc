@@ -114,6 +114,7 @@ std::pair<Endpoint, Endpoint> connect_rc(Engine& a, Engine& b, const RcOptions& 
     init.send_cq = init.recv_cq = ends[i].cq;
     init.qp_type = options.type;
     init.recovery = options.recovery;
+    init.tail_timeout_ns = options.tail_timeout_ns;
     init.cap = options.cap;
     auto qpn = engines[i]->create_qp(init);
     if (!qpn) throw std::runtime_error("create_qp failed");

@@ -73,6 +73,7 @@ struct RcOptions {
   LossRecovery recovery = LossRecovery::go_back_n;
   PathMtu mtu = PathMtu::mtu1024;
   std::uint8_t timeout = 14;
+  TimeNs tail_timeout_ns = 0;  // QpInitAttr::tail_timeout_ns
   std::uint8_t retry_cnt = 7;
   std::uint8_t rnr_retry = 7;
   std::uint8_t min_rnr_timer = 1;

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <vector>
 
+#include "tests/support/lost_packets.h"
 #include "tests/support/test_network.h"
 #include "transport/psn.h"
 #include "transport/selective_repeat.h"
@@ -75,34 +76,6 @@ TEST(SackScoreboard, RecoverNeverGoesBackButRestartDoes) {
   EXPECT_FALSE(sacks.recovering());
 }
 
-// The PSN of a request packet from engine 1 (10.0.0.1), or -1.
-std::int64_t request_psn(std::span<const std::uint8_t> datagram) {
-  if (datagram.size() < 40 || datagram[15] != 1) return -1;
-  const std::uint8_t* bth = datagram.data() + 28;
-  std::uint8_t opcode = bth[0];
-  bool request = opcode <= 0x0C || opcode == 0x13 || opcode == 0x14 || (opcode >= 0x15 && opcode <= 0x16);
-  if (!request) return -1;
-  return (std::int64_t{bth[9]} << 16) | (bth[10] << 8) | bth[11];
-}
-
-// A link that loses the first transmission of the chosen request PSNs.
-ChannelFaults lose_once(std::vector<std::uint32_t> psns) {
-  ChannelFaults faults;
-  faults.drop = 1.0;
-  faults.applies_to = [psns = std::move(psns), lost = std::vector<std::uint32_t>{}](auto datagram) mutable {
-    std::int64_t psn = request_psn(datagram);
-    if (psn < 0) return false;
-    for (std::uint32_t p : psns) {
-      if (p == psn && std::find(lost.begin(), lost.end(), p) == lost.end()) {
-        lost.push_back(p);
-        return true;
-      }
-    }
-    return false;
-  };
-  return faults;
-}
-
 class SelectiveRepeat : public ::testing::TestWithParam<LossRecovery> {
  protected:
   void connect(ChannelFaults faults) {
@@ -155,7 +128,7 @@ class SelectiveRepeat : public ::testing::TestWithParam<LossRecovery> {
 constexpr std::uint32_t kFirstPsn = 0x00FFF0;  // connect_rc's default sq_psn
 
 TEST_P(SelectiveRepeat, OneLostPacketOfALongWrite) {
-  connect(lose_once({transport::psn_add(kFirstPsn, 3)}));
+  connect(lose_request_psns({transport::psn_add(kFirstPsn, 3)}));
   ASSERT_EQ(a_.engine->post_send(a_.qpn, wr(WrOpcode::rdma_write, 0, 32 << 10)), std::errc{});
   auto done = run(1);
   ASSERT_EQ(done.size(), 1u);
@@ -175,7 +148,7 @@ TEST_P(SelectiveRepeat, OneLostPacketOfALongWrite) {
 TEST_P(SelectiveRepeat, LostFirstPacketsOfSeveralMessagesKeepOrderAndData) {
   // Lose the first packet of a SEND, a READ request and an atomic, with
   // WRITEs behind each: receive and completion order must hold.
-  connect(lose_once({kFirstPsn, transport::psn_add(kFirstPsn, 6), transport::psn_add(kFirstPsn, 11)}));
+  connect(lose_request_psns({kFirstPsn, transport::psn_add(kFirstPsn, 6), transport::psn_add(kFirstPsn, 11)}));
   std::vector<std::uint8_t> inbox(8192, 0);
   MrKeys inbox_keys = *b_.engine->reg_mr(b_.pd, inbox.data(), inbox.size(), kAll);
   Sge recv_sge{reinterpret_cast<std::uintptr_t>(inbox.data()), 8192, inbox_keys.lkey};

@@ -1,7 +1,8 @@
 // The tail timeout (QpInitAttr::tail_timeout_ns, IRN's RTO_low): while few
 // PSNs are in flight, a lost packet is resent after the tail timeout instead
 // of the local ACK timeout; with many in flight the local ACK timeout holds;
-// only RC QPs take it. Times here are the test network's virtual time.
+// only RC QPs take it; an infinite local ACK timeout stays infinite. Times
+// here are the test network's virtual time.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -126,6 +127,30 @@ INSTANTIATE_TEST_SUITE_P(Modes, TailTimeout,
                          [](const auto& param_info) {
                            return param_info.param == LossRecovery::go_back_n ? "GoBackN" : "SelectiveRepeat";
                          });
+
+TEST(TailTimeoutInfinite, AnInfiniteLocalAckTimeoutStaysInfinite) {
+  // timeout 0 means wait forever, in verbs; the tail timeout does not undo it.
+  ChannelFaults silent;
+  silent.drop = 1.0;
+  TestNetwork network(3, silent);
+  Engine& a = network.add_engine();
+  Engine& b = network.add_engine();
+  RcOptions options;
+  options.timeout = 0;
+  options.tail_timeout_ns = kTail;
+  auto [x, y] = connect_rc(a, b, options);
+  std::vector<std::uint8_t> buffer(64);
+  MrKeys keys = *a.reg_mr(x.pd, buffer.data(), buffer.size(), kAll);
+  Sge sge{reinterpret_cast<std::uintptr_t>(buffer.data()), 8, keys.lkey};
+  SendWr wr;
+  wr.opcode = WrOpcode::rdma_write;
+  wr.sg_list = {&sge, 1};
+  wr.rdma = {0x1000, 0x1234};
+  ASSERT_EQ(a.post_send(x.qpn, wr), std::errc{});
+  network.run_until([] { return false; }, 10'000'000'000);
+  EXPECT_EQ(a.counters().timeouts, 0u);
+  EXPECT_EQ(a.next_deadline(), kNever);
+}
 
 TEST(TailTimeoutSetup, OnlyRcQpsTakeItAndNeverNegative) {
   EngineConfig config;

@@ -6,6 +6,7 @@
 # memory per size. Usage: bench/sim_fat_tree.sh [--large] [--build DIR]
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source bench/fat_tree_scenario.sh
 
 build=build/release
 sizes=(8 16)
@@ -25,22 +26,7 @@ trap 'rm -rf "$work"' EXIT
 printf '| k | hosts | data packets | events | wall s | data packets/s | M events/s | peak RSS MiB |\n'
 printf '|---:|---:|---:|---:|---:|---:|---:|---:|\n'
 for k in "${sizes[@]}"; do
-  cat > "$work/fat_tree_$k.toml" <<TOML
-name = "fat-tree k=$k, permutation of 2 MiB flows"
-seed = 1
-[topology]
-kind = "fat_tree"
-k = $k
-link_gbps = 100
-delay_ns = 1000
-[switch]
-pfc = true
-[transport]
-mtu = 4096
-[[workloads]]
-kind = "permutation"
-bytes = 2097152
-TOML
+  write_fat_tree_scenario "$k" "$work/fat_tree_$k.toml"
   /usr/bin/time -f '%M' -o "$work/rss_$k" "$uroce" sim run "$work/fat_tree_$k.toml" --out "$work/out_$k" --quiet >/dev/null
   python3 - "$work/out_$k/summary.json" "$work/rss_$k" "$k" <<'PY'
 import json, sys

@@ -10,6 +10,7 @@
 # Usage: bench/sim_vs_ns3.sh [--build DIR] [--sizes "4 8"]
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source bench/fat_tree_scenario.sh
 
 build=build/release
 sizes="4 8"
@@ -36,22 +37,7 @@ g++ -O2 -std=c++17 bench/ns3_fat_tree.cc -o "$work/ns3_fat_tree" \
 printf '| simulator | k | hosts | data packets | events | wall s (run) | data packets/s | events/s |\n'
 printf '|---|---:|---:|---:|---:|---:|---:|---:|\n'
 for k in $sizes; do
-  cat > "$work/fat_tree_$k.toml" <<TOML
-name = "fat-tree k=$k, permutation of 2 MiB flows"
-seed = 1
-[topology]
-kind = "fat_tree"
-k = $k
-link_gbps = 100
-delay_ns = 1000
-[switch]
-pfc = true
-[transport]
-mtu = 4096
-[[workloads]]
-kind = "permutation"
-bytes = 2097152
-TOML
+  write_fat_tree_scenario "$k" "$work/fat_tree_$k.toml"
   "$uroce" sim run "$work/fat_tree_$k.toml" --out "$work/out_$k" --quiet >/dev/null
   python3 - "$work/out_$k/summary.json" "$k" <<'PY'
 import json, sys

@@ -369,12 +369,12 @@ void EngineState::rewind_once(QueuePair& qp, std::uint32_t psn) {
 // Selective repeat: the responder expects `expected` and holds `held` (or,
 // when held is not a PSN after expected that we sent, nothing new).
 void EngineState::on_selective_nak(QueuePair& qp, std::uint32_t expected, std::uint32_t held, TimeNs now) {
-  acknowledge_through(qp, psn_add(expected, -1), now);
   bool reported = psn_before(expected, held) && psn_before(held, qp.next_psn);
+  // Marked first, so the timer acknowledge_through arms counts the held PSN
+  // out of those in flight (the tail timeout may then apply).
   if (reported) qp.sacks->mark(held);
+  acknowledge_through(qp, psn_add(expected, -1), now);
   qp.sacks->recover(expected, reported ? held : psn_add(expected, 1));
-  // Fewer PSNs in flight now that one more is held: the tail timeout may apply.
-  if (reported && qp.retransmit_deadline != kNever) arm_retransmit_timer(qp, now);
   mark_ready(qp);
 }
 

@@ -36,10 +36,11 @@ TEST(SvgChart, LogAxisTicksEveryDecadeAndLeavesOutNonPositivePoints) {
   int pairs = 0;
   for (char c : points) pairs += c == ',';
   EXPECT_EQ(pairs, 5) << points;
-  // Equal ratios are equal distances: 1 -> 10 spans as much as 10 -> 100.
-  EXPECT_NE(svg.find("x1=\"80.0\""), std::string::npos);   // 1 at the left edge
-  EXPECT_NE(svg.find("x1=\"215.0\""), std::string::npos);  // 10, a quarter of 540 px on
-  EXPECT_NE(svg.find("x1=\"350.0\""), std::string::npos);  // 100
+  // Equal ratios are equal distances: four decades over the 540 px plot, so
+  // 1 at its left edge (80), 10 and 100 each a quarter further on.
+  EXPECT_NE(svg.find("<text x=\"80.0\" y=\"436.0\" text-anchor=\"middle\">1</text>"), std::string::npos);
+  EXPECT_NE(svg.find("<text x=\"215.0\" y=\"436.0\" text-anchor=\"middle\">10</text>"), std::string::npos);
+  EXPECT_NE(svg.find("<text x=\"350.0\" y=\"436.0\" text-anchor=\"middle\">100</text>"), std::string::npos);
 }
 
 TEST(SvgChart, TitleIsEscaped) {

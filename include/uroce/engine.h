@@ -56,10 +56,10 @@ struct DeviceAttributes {
   std::uint32_t max_msg_size = 1u << 31;
 };
 
-// DCQCN constants (PROTOCOL.md; paper values where it gives them). Rates in
-// bits per second, times in nanoseconds.
-struct DcqcnParams {
-  double line_rate_bps = 100e9;          // R_C never exceeds it
+// DCQCN exactly as the paper's pseudocode gives it (Zhu et al., SIGCOMM 2015;
+// PROTOCOL.md "Congestion"): a cut on every CNP, increases from a timer and a
+// byte counter. Rates in bits per second, times in nanoseconds.
+struct PaperDcqcnParams {
   double min_rate_bps = 100e6;           // the floor implementations keep
   double g = 1.0 / 256;                  // alpha gain
   double initial_alpha = 1.0;
@@ -71,11 +71,59 @@ struct DcqcnParams {
   std::uint32_t fast_recovery_steps = 5;    // F
 };
 
+// DCQCN as NVIDIA ConnectX-4 and later NICs run it, under NVIDIA's parameter
+// names (mlxconfig, sysfs ecn/roce_rp) with the firmware's defaults as
+// `mlxconfig query` prints them. The differences from the paper: alpha moves
+// every dce_tcp_rtt (up when a CNP came in that period, down otherwise); CNPs
+// only set a flag, and the rate is cut at most once per
+// rate_reduce_monitor_period; increases come from the timer; one R_AI or
+// R_HAI per period; and the target rate is kept on a cut unless the rate was
+// raised by the timer since the last cut (clamp_tgt_rate_after_time_inc).
+struct ConnectxDcqcnParams {
+  TimeNs rpg_time_reset_ns = 300'000;  // rate-increase period
+  // Bytes sent between increase events, 0 = off. The firmware lists 32767,
+  // but how it combines the byte counter with the timer is not public, and
+  // the published model of the deployed algorithm (HPCC's ns-3, CC_MODE 1)
+  // increases on the timer alone, so uroce's default is off. When set, a byte
+  // event advances the same stage counter as a timer event.
+  std::uint64_t rpg_byte_reset = 0;
+  std::uint32_t rpg_threshold = 1;     // F: fast-recovery periods before additive increase
+  double rpg_ai_rate_bps = 5e6;        // R_AI, Mb/s 5
+  double rpg_hai_rate_bps = 50e6;      // R_HAI, Mb/s 50
+  // A cut multiplies the rate by 1 - alpha x 2^(10 - rpg_gd): 11 halves it at alpha 1.
+  std::uint32_t rpg_gd = 11;
+  std::uint32_t rpg_min_dec_fac = 50;  // percent: one cut keeps at least this share of the rate
+  double rpg_min_rate_bps = 1e6;       // the floor, Mb/s 1
+  double rate_to_set_on_first_cnp_bps = 0;  // current and target rate on a QP's first CNP; 0 = unchanged
+  std::uint32_t dce_tcp_g = 1019;      // alpha gain as 1024ths kept: g = (1024 - dce_tcp_g) / 1024
+  TimeNs dce_tcp_rtt_ns = 1'000;       // alpha update period
+  std::uint32_t initial_alpha_value = 1023;  // alpha on the first CNP, in 1024ths
+  TimeNs rate_reduce_monitor_period_ns = 4'000;  // at most one cut per period
+  bool clamp_tgt_rate = false;                 // every cut sets R_T = R_C
+  bool clamp_tgt_rate_after_time_inc = true;  // a cut after a timer increase sets R_T = R_C
+};
+
+enum class DcqcnVariant : std::uint8_t {
+  connectx,  // as deployed on ConnectX NICs (the default)
+  paper,     // the SIGCOMM 2015 pseudocode
+};
+
+// The reaction point: which algorithm paces a QP, and its constants.
+struct DcqcnParams {
+  DcqcnVariant variant = DcqcnVariant::connectx;
+  double line_rate_bps = 100e9;  // R_C never exceeds it
+  ConnectxDcqcnParams connectx;
+  PaperDcqcnParams paper;
+};
+
+// The notification point (the receiver) and the reaction point (the sender).
+// NP defaults are ConnectX's: min_time_between_cnps 4 us, CNPs in DSCP 48
+// (priority 6 where DSCP's class selects it, as in the simulator).
 struct CongestionConfig {
-  bool notification_point = true;   // send CNPs for CE-marked arrivals
-  TimeNs cnp_interval_ns = 50'000;  // at most one CNP per QP per interval
-  std::uint8_t cnp_dscp = 48;       // CNPs' own traffic class (a common deployment choice)
-  bool reaction_point = false;      // pace QPs by DCQCN on CNPs
+  bool notification_point = true;             // send CNPs for CE-marked data packets
+  TimeNs min_time_between_cnps_ns = 4'000;    // at most one CNP per QP per interval; 0: one per mark
+  std::uint8_t cnp_dscp = 48;                 // CNPs' own traffic class
+  bool reaction_point = false;                // pace QPs by DCQCN on CNPs
   DcqcnParams dcqcn;
 };
 

@@ -1,6 +1,6 @@
 // Reading scenario files with toml++: the scenario's own keys and its
-// topology, switch, transport and dcqcn tables (flows and workloads are read
-// in workload_file).
+// topology, switch and transport tables (the dcqcn table is read in
+// congestion_table, flows and workloads in workload_file).
 #include "sim/scenario_file.h"
 
 #include <fmt/format.h>
@@ -13,6 +13,7 @@
 #include <sstream>
 #include <string_view>
 
+#include "sim/congestion_table.h"
 #include "sim/toml_fields.h"
 #include "sim/workload_file.h"
 
@@ -133,7 +134,7 @@ SwitchConfig switch_from(const toml::table& table) {
   const char* where = "switch";
   only_keys(table, where,
             {"buffer_kb", "pfc", "lossless_priorities", "xoff_kb", "xon_offset_kb", "headroom_kb", "dynamic_alpha",
-             "ecn", "ecn_kmin_kb", "ecn_kmax_kb", "ecn_pmax", "lossy_queue_kb", "forwarding", "scheduler",
+             "ecn", "ecn_kmin_kb", "ecn_kmax_kb", "ecn_pmax", "ecn_mark", "lossy_queue_kb", "forwarding", "scheduler",
              "dwrr_weights", "strict_priorities"});
   SwitchConfig config;
   constexpr std::uint64_t kKb = 1024;
@@ -165,8 +166,11 @@ SwitchConfig switch_from(const toml::table& table) {
   config.ecn = boolean(table, where, "ecn", config.ecn);
   config.ecn_kmin_bytes = kilobytes("ecn_kmin_kb", config.ecn_kmin_bytes);
   config.ecn_kmax_bytes = kilobytes("ecn_kmax_kb", config.ecn_kmax_bytes);
-  if (config.ecn_kmax_bytes <= config.ecn_kmin_bytes) throw ScenarioError("switch: ecn_kmax_kb must exceed ecn_kmin_kb");
+  if (config.ecn_kmin_bytes != 0 && config.ecn_kmax_bytes != 0 && config.ecn_kmax_bytes <= config.ecn_kmin_bytes) {
+    throw ScenarioError("switch: ecn_kmax_kb must exceed ecn_kmin_kb");
+  }
   config.ecn_pmax = number<double>(table, where, "ecn_pmax", config.ecn_pmax, 0, 1);
+  config.ecn_at_dequeue = text(table, where, "ecn_mark", "enqueue", {"enqueue", "dequeue"}) == "dequeue";
   config.lossy_queue_bytes = kilobytes("lossy_queue_kb", config.lossy_queue_bytes);
   config.forwarding = text(table, where, "forwarding", "ecmp", {"ecmp", "spray"}) == "spray" ? Forwarding::spray
                                                                                                : Forwarding::ecmp;
@@ -177,7 +181,7 @@ void transport_from(const toml::table& table, Scenario& scenario) {
   const char* where = "transport";
   only_keys(table, where,
             {"mtu", "recovery", "timeout", "retry_cnt", "data_dscp", "window_packets", "tail_timeout_us",
-             "tail_timeout_packets"});
+             "tail_timeout_packets", "ack_every_packet"});
   TransportSpec& transport = scenario.transport;
   auto mtu = number<std::uint32_t>(table, where, "mtu", 4096, 256, 4096);
   switch (mtu) {
@@ -203,34 +207,8 @@ void transport_from(const toml::table& table, Scenario& scenario) {
   transport.data_dscp = number<std::uint8_t>(table, where, "data_dscp", transport.data_dscp, 0, 63);
   scenario.engine.max_inflight_packets =
       number<std::uint32_t>(table, where, "window_packets", scenario.engine.max_inflight_packets, 1, 1 << 20);
-}
-
-void dcqcn_from(const toml::table& table, CongestionConfig& congestion) {
-  const char* where = "dcqcn";
-  only_keys(table, where,
-            {"enabled", "notification_point", "cnp_interval_us", "cnp_dscp", "g", "initial_alpha", "rai_mbps",
-             "rhai_mbps", "min_rate_mbps", "alpha_timer_us", "rate_timer_us", "byte_counter_kb",
-             "fast_recovery_steps"});
-  DcqcnParams& p = congestion.dcqcn;
-  congestion.reaction_point = boolean(table, where, "enabled", false);
-  congestion.notification_point = boolean(table, where, "notification_point", congestion.notification_point);
-  auto microseconds = [&](std::string_view key, TimeNs fallback) {
-    return static_cast<TimeNs>(number<double>(table, where, key, static_cast<double>(fallback) / 1000, 0.001, 1e6) *
-                               1000);
-  };
-  congestion.cnp_interval_ns = microseconds("cnp_interval_us", congestion.cnp_interval_ns);
-  congestion.cnp_dscp = number<std::uint8_t>(table, where, "cnp_dscp", congestion.cnp_dscp, 0, 63);
-  p.g = number<double>(table, where, "g", p.g, 0, 1);
-  p.initial_alpha = number<double>(table, where, "initial_alpha", p.initial_alpha, 0, 1);
-  p.additive_increase_bps = number<double>(table, where, "rai_mbps", p.additive_increase_bps / 1e6, 0, 1e6) * 1e6;
-  p.hyper_increase_bps = number<double>(table, where, "rhai_mbps", p.hyper_increase_bps / 1e6, 0, 1e6) * 1e6;
-  p.min_rate_bps = number<double>(table, where, "min_rate_mbps", p.min_rate_bps / 1e6, 0.001, 1e6) * 1e6;
-  p.alpha_timer_ns = microseconds("alpha_timer_us", p.alpha_timer_ns);
-  p.rate_timer_ns = microseconds("rate_timer_us", p.rate_timer_ns);
-  if (table.contains("byte_counter_kb")) {  // the default, 10^6 x 10 bytes, is not a whole KiB
-    p.byte_counter = number<std::uint64_t>(table, where, "byte_counter_kb", 0, 1, 1 << 30) * 1024;
-  }
-  p.fast_recovery_steps = number<std::uint32_t>(table, where, "fast_recovery_steps", p.fast_recovery_steps, 0, 100);
+  // Every data packet asks for an ACK (AckReq), as IRN and HPCC's simulator acknowledge.
+  if (boolean(table, where, "ack_every_packet", false)) scenario.engine.ack_request_interval = 1;
 }
 
 // [output]: how often the time series samples, and up to how many flows
@@ -273,7 +251,7 @@ Scenario scenario_from(const toml::table& root, const std::filesystem::path& bas
   scenario.topology = topology_from(*topology->as_table());
   scenario.switches = switch_from(table_or_empty(root, "switch"));
   transport_from(table_or_empty(root, "transport"), scenario);
-  dcqcn_from(table_or_empty(root, "dcqcn"), scenario.engine.congestion);
+  congestion_from(table_or_empty(root, "dcqcn"), scenario.engine.congestion);
   output_from(table_or_empty(root, "output"), scenario);
   std::uint64_t random = scenario.seed;
   if (const toml::node* flows = root.get("flows")) {

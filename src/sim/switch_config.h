@@ -29,10 +29,17 @@ struct SwitchConfig {
   std::uint64_t xon_offset_bytes = 2 * 4200;   // XON once this far below XOFF
   std::uint64_t headroom_bytes = 128 << 10;    // absorbs what is in flight after XOFF
   // RED-style ECN marking on an egress queue's bytes (lossless priorities).
+  // 0 for a threshold: by the port's rate, as HPCC's authors (Alibaba) set
+  // DCQCN's marking at 25, 50 and 100 Gb/s: Kmin 4 KB and Kmax 16 KB per
+  // Gb/s (100/400 KB at 25G, 400/1600 KB at 100G), Pmax 20%.
   bool ecn = true;
-  std::uint64_t ecn_kmin_bytes = 100 << 10;
-  std::uint64_t ecn_kmax_bytes = 400 << 10;
+  std::uint64_t ecn_kmin_bytes = 0;
+  std::uint64_t ecn_kmax_bytes = 0;
   double ecn_pmax = 0.2;
+  // Where the mark is decided: as a packet joins the egress queue (the
+  // queue it finds), or as it leaves (the queue it leaves behind; the
+  // signal is a queueing delay fresher, as in HPCC's simulator).
+  bool ecn_at_dequeue = false;
   // A lossy priority's egress queue drops beyond this many bytes.
   std::uint64_t lossy_queue_bytes = 1 << 20;
   Forwarding forwarding = Forwarding::ecmp;

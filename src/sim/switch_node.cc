@@ -17,7 +17,16 @@ SwitchNode::SwitchNode(SimWorld& world, const SwitchConfig& config, std::uint32_
 std::uint16_t SwitchNode::add_port(const LinkSpec& spec) {
   auto index = static_cast<std::uint16_t>(ports_.size());
   ports_.emplace_back();
-  ports_.back().transmitter = std::make_unique<Transmitter>(world_, spec, *this, index);
+  Port& port = ports_.back();
+  port.transmitter = std::make_unique<Transmitter>(world_, spec, *this, index);
+  constexpr double kKminBytesPerGbps = 4000;
+  constexpr double kKmaxBytesPerGbps = 16000;
+  double gbps = static_cast<double>(spec.rate_bps) / 1e9;
+  port.ecn_kmin = config_.ecn_kmin_bytes != 0 ? config_.ecn_kmin_bytes
+                                              : static_cast<std::uint64_t>(kKminBytesPerGbps * gbps);
+  port.ecn_kmax = config_.ecn_kmax_bytes != 0 ? config_.ecn_kmax_bytes
+                                              : static_cast<std::uint64_t>(kKmaxBytesPerGbps * gbps);
+  port.ecn_kmax = std::max(port.ecn_kmax, port.ecn_kmin + 1);
   return index;
 }
 
@@ -77,13 +86,13 @@ bool SwitchNode::admit(Packet& packet, Port& ingress, const PacketQueue& egress,
   return true;
 }
 
-void SwitchNode::mark_if_congested(Packet& packet, const PacketQueue& queue) {
-  if (!config_.ecn || queue.bytes() <= config_.ecn_kmin_bytes) return;
+void SwitchNode::mark_if_congested(Packet& packet, const Port& egress, const PacketQueue& queue) {
+  if (!config_.ecn || queue.bytes() <= egress.ecn_kmin) return;
   std::uint8_t* ip = packet.header;
   if ((ip[0] >> 4) != 4 || (ip[1] & 0x03u) == 0 || (ip[1] & 0x03u) == 0x03u) return;  // not ECT, or CE already
-  if (queue.bytes() < config_.ecn_kmax_bytes) {
-    double fraction = static_cast<double>(queue.bytes() - config_.ecn_kmin_bytes) /
-                      static_cast<double>(config_.ecn_kmax_bytes - config_.ecn_kmin_bytes);
+  if (queue.bytes() < egress.ecn_kmax) {
+    double fraction = static_cast<double>(queue.bytes() - egress.ecn_kmin) /
+                      static_cast<double>(egress.ecn_kmax - egress.ecn_kmin);
     if (unit_interval(random_state_) >= fraction * config_.ecn_pmax) return;
   }
   ip[1] |= 0x03u;
@@ -110,7 +119,7 @@ void SwitchNode::receive(Packet* packet, std::uint16_t port, SimTime now) {
     world_.packets.release(packet);
     return;
   }
-  mark_if_congested(*packet, queue);
+  if (!config_.ecn_at_dequeue) mark_if_congested(*packet, egress, queue);
   queue.push(packet);
   egress.transmitter->kick(now);
 }
@@ -165,7 +174,9 @@ int SwitchNode::dwrr_pick(Port& port) {
 // Dequeues priority's head packet and releases its buffer, resuming the
 // ingress it came from once that falls below XON.
 Packet* SwitchNode::take(Port& egress, int priority, SimTime now) {
-  Packet* packet = egress.egress[priority].pop();
+  PacketQueue& queue = egress.egress[priority];
+  Packet* packet = queue.pop();
+  if (config_.ecn_at_dequeue) mark_if_congested(*packet, egress, queue);
   Port& ingress = ports_[packet->ingress_port];
   std::uint64_t& held = ingress.ingress_bytes[priority];
   held -= packet->wire_bytes;

@@ -62,6 +62,8 @@ class SwitchNode final : public Node {
     std::uint64_t deficit[kPriorities] = {};  // DWRR credit, bytes
     std::uint8_t dwrr_turn = 0;               // the priority whose turn it is
     bool turn_credited = false;               // its quantum was added this turn
+    std::uint64_t ecn_kmin = 0;               // marking thresholds of this egress, bytes
+    std::uint64_t ecn_kmax = 0;
   };
   bool sendable(const Port& port, int priority) const {
     return !port.egress[priority].empty() && !port.transmitter->paused(static_cast<std::uint8_t>(priority));
@@ -74,7 +76,7 @@ class SwitchNode final : public Node {
   std::uint64_t xoff_threshold() const;
   std::uint16_t route(const Packet& packet);
   bool admit(Packet& packet, Port& ingress, const PacketQueue& egress, SimTime now);
-  void mark_if_congested(Packet& packet, const PacketQueue& queue);
+  void mark_if_congested(Packet& packet, const Port& egress, const PacketQueue& queue);
   std::uint64_t next_random();
 
   SimWorld& world_;

@@ -212,10 +212,14 @@ wire::WireResult<wire::DatagramLayout> EngineState::begin_packet_to(const Addres
   spec.headers.bth.pkey = wire::kDefaultPkey;
   spec.udp.src_port = source_port;
   auto dscp = static_cast<std::uint8_t>(av.traffic_class >> 2);
+  // Data is ECN-capable; ACKs and CNPs are not, as RNICs send them, so no
+  // switch marks them and no CNP answers them.
+  const wire::OpcodeInfo* op = wire::find_opcode(headers.bth.opcode);
+  wire::Ecn ecn = op != nullptr && op->ecn_capable() ? wire::Ecn::ect0 : wire::Ecn::not_ect;
   if (gid_is_ipv4(config.gid) && gid_is_ipv4(av.dgid)) {
     wire::Ipv4Repr ip;
     ip.dscp = dscp;
-    ip.ecn = wire::Ecn::ect0;
+    ip.ecn = ecn;
     ip.ttl = av.hop_limit;
     std::copy_n(config.gid.begin() + 12, 4, ip.src.begin());
     std::copy_n(av.dgid.begin() + 12, 4, ip.dst.begin());
@@ -223,7 +227,7 @@ wire::WireResult<wire::DatagramLayout> EngineState::begin_packet_to(const Addres
   } else {
     wire::Ipv6Repr ip;
     ip.dscp = dscp;
-    ip.ecn = wire::Ecn::ect0;
+    ip.ecn = ecn;
     ip.flow_label = av.flow_label;
     ip.hop_limit = av.hop_limit;
     ip.src = config.gid;
@@ -265,10 +269,10 @@ void EngineState::on_congestion_experienced(QueuePair& qp, const wire::RoceDatag
     if (qp.ud_cnp_allowed_at.size() >= 4096) qp.ud_cnp_allowed_at.clear();  // bounded, whatever arrives
     TimeNs& allowed_at = qp.ud_cnp_allowed_at[{cnp.destination.dgid, cnp.dest_qp}];
     if (now < allowed_at) return;
-    allowed_at = now + config.congestion.cnp_interval_ns;
+    allowed_at = now + config.congestion.min_time_between_cnps_ns;
   } else {
     if (now < qp.cnp_allowed_at) return;
-    qp.cnp_allowed_at = now + config.congestion.cnp_interval_ns;
+    qp.cnp_allowed_at = now + config.congestion.min_time_between_cnps_ns;
     cnp.destination = qp.attr.ah_attr;
     cnp.dest_qp = qp.attr.dest_qp_num;
   }
@@ -746,7 +750,7 @@ void Engine::on_datagram(std::span<const std::uint8_t> bytes, TimeNs now, bool v
   }
   wire::Ecn ecn = datagram->ip_version() == 4 ? std::get<wire::Ipv4Repr>(datagram->ip).ecn
                                               : std::get<wire::Ipv6Repr>(datagram->ip).ecn;
-  if (ecn == wire::Ecn::ce) s.on_congestion_experienced(qp, *datagram, now);
+  if (ecn == wire::Ecn::ce && packet.op->ecn_capable()) s.on_congestion_experienced(qp, *datagram, now);
   std::size_t ip_header_length = datagram->ip_version() == 4 ? (bytes[0] & 0x0Fu) * 4u : wire::kIpv6HeaderLength;
   switch (packet.op->kind) {
     case wire::OpKind::acknowledge:

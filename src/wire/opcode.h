@@ -48,6 +48,11 @@ struct OpcodeInfo {
   bool carries_payload;   // payload may follow the headers
 
   bool has(ExtHeader header) const { return (headers & header) != 0; }
+  // Requests and READ responses: what an RNIC sends ECN-capable, and the only
+  // packets whose CE marks its notification point answers. ACKs and CNPs are not.
+  bool ecn_capable() const {
+    return kind != OpKind::acknowledge && kind != OpKind::atomic_acknowledge && kind != OpKind::cnp;
+  }
 };
 
 namespace opcode {

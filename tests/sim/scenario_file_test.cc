@@ -51,6 +51,7 @@ tail_timeout_packets = 4
 
 [dcqcn]
 enabled = true
+variant = "paper"
 g = 0.00390625
 rai_mbps = 50
 rate_timer_us = 40
@@ -92,8 +93,10 @@ TEST(ScenarioFile, EveryTableLoads) {
   EXPECT_EQ(scenario->transport.tail_timeout_packets, 4u);
   EXPECT_EQ(scenario->engine.max_inflight_packets, 128u);
   EXPECT_TRUE(scenario->engine.congestion.reaction_point);
-  EXPECT_DOUBLE_EQ(scenario->engine.congestion.dcqcn.additive_increase_bps, 50e6);
-  EXPECT_EQ(scenario->engine.congestion.dcqcn.rate_timer_ns, 40'000);
+  EXPECT_EQ(scenario->engine.congestion.dcqcn.variant, DcqcnVariant::paper);
+  EXPECT_DOUBLE_EQ(scenario->engine.congestion.dcqcn.paper.additive_increase_bps, 50e6);
+  EXPECT_EQ(scenario->engine.congestion.dcqcn.paper.rate_timer_ns, 40'000);
+  EXPECT_EQ(scenario->engine.congestion.min_time_between_cnps_ns, 50'000);  // the paper's NP
 
   ASSERT_EQ(scenario->flows.size(), 1u + 3u + 8u);
   EXPECT_EQ(scenario->flows[0].start, 3'500'000);
@@ -104,6 +107,83 @@ TEST(ScenarioFile, EveryTableLoads) {
     destinations.insert(scenario->flows[i].dst);
   }
   EXPECT_EQ(destinations.size(), 8u);  // a permutation: every host receives once
+}
+
+// The ConnectX variant reads NVIDIA's names in NVIDIA's units (us, Mb/s,
+// 1024ths), and per-packet ACKs and dequeue marking have their keys.
+TEST(ScenarioFile, ConnectxDcqcnKeysUseNvidiaNamesAndUnits) {
+  const char* toml = R"(
+[topology]
+kind = "star"
+hosts = 3
+link_gbps = 25
+[switch]
+ecn_mark = "dequeue"
+[transport]
+ack_every_packet = true
+[dcqcn]
+enabled = true
+rpg_time_reset = 55
+rpg_byte_reset = 32767
+rpg_threshold = 5
+rpg_ai_rate = 40
+rpg_hai_rate = 400
+rpg_gd = 10
+rpg_min_dec_fac = 25
+rpg_min_rate = 1000
+rate_to_set_on_first_cnp = 20000
+dce_tcp_g = 1020
+dce_tcp_rtt = 50
+initial_alpha_value = 512
+rate_reduce_monitor_period = 50
+clamp_tgt_rate = true
+clamp_tgt_rate_after_time_inc = false
+min_time_between_cnps = 0
+cnp_dscp = 46
+[[flows]]
+src = 0
+dst = 1
+bytes = 1
+)";
+  auto scenario = parse_scenario(toml, "connectx.toml");
+  ASSERT_TRUE(scenario) << scenario.error();
+  const CongestionConfig& congestion = scenario->engine.congestion;
+  const ConnectxDcqcnParams& p = congestion.dcqcn.connectx;
+  EXPECT_EQ(congestion.dcqcn.variant, DcqcnVariant::connectx);
+  EXPECT_EQ(p.rpg_time_reset_ns, 55'000);
+  EXPECT_EQ(p.rpg_byte_reset, 32767u);
+  EXPECT_EQ(p.rpg_threshold, 5u);
+  EXPECT_DOUBLE_EQ(p.rpg_ai_rate_bps, 40e6);
+  EXPECT_DOUBLE_EQ(p.rpg_hai_rate_bps, 400e6);
+  EXPECT_EQ(p.rpg_gd, 10u);
+  EXPECT_EQ(p.rpg_min_dec_fac, 25u);
+  EXPECT_DOUBLE_EQ(p.rpg_min_rate_bps, 1e9);
+  EXPECT_DOUBLE_EQ(p.rate_to_set_on_first_cnp_bps, 20e9);
+  EXPECT_EQ(p.dce_tcp_g, 1020u);
+  EXPECT_EQ(p.dce_tcp_rtt_ns, 50'000);
+  EXPECT_EQ(p.initial_alpha_value, 512u);
+  EXPECT_EQ(p.rate_reduce_monitor_period_ns, 50'000);
+  EXPECT_TRUE(p.clamp_tgt_rate);
+  EXPECT_FALSE(p.clamp_tgt_rate_after_time_inc);
+  EXPECT_EQ(congestion.min_time_between_cnps_ns, 0);
+  EXPECT_EQ(congestion.cnp_dscp, 46);
+  EXPECT_TRUE(scenario->switches.ecn_at_dequeue);
+  EXPECT_EQ(scenario->engine.ack_request_interval, 1u);
+}
+
+TEST(ScenarioFile, DcqcnDefaultsAreConnectx) {
+  auto scenario = parse_scenario("[topology]\nkind = \"star\"\nhosts = 2\n[dcqcn]\nenabled = true\n"
+                                 "[[flows]]\nsrc = 0\ndst = 1\nbytes = 1\n",
+                                 "defaults.toml");
+  ASSERT_TRUE(scenario) << scenario.error();
+  const CongestionConfig& congestion = scenario->engine.congestion;
+  EXPECT_EQ(congestion.dcqcn.variant, DcqcnVariant::connectx);
+  EXPECT_EQ(congestion.min_time_between_cnps_ns, 4'000);
+  EXPECT_EQ(congestion.dcqcn.connectx.rpg_time_reset_ns, 300'000);
+  EXPECT_EQ(congestion.dcqcn.connectx.dce_tcp_g, 1019u);
+  EXPECT_FALSE(scenario->switches.ecn_at_dequeue);
+  EXPECT_EQ(scenario->switches.ecn_kmin_bytes, 0u);  // by the port's rate
+  EXPECT_EQ(scenario->engine.ack_request_interval, 64u);
 }
 
 TEST(ScenarioFile, TheSameSeedGivesTheSamePermutation) {
@@ -138,6 +218,13 @@ TEST(ScenarioFile, MistakesAreNamed) {
        "not linked"},
       {"[topology]\nkind = \"star\"\nhosts = 3\nloss = 0.9\n", "topology.loss"},
       {"[topology]\nkind = \"star\"\nhosts = 3\n[switch]\nscheduler = \"wfq\"\n", "'wfq' is not one of"},
+      {"[topology]\nkind = \"star\"\nhosts = 3\n[dcqcn]\nrai_mbps = 40\n", "dcqcn.rai_mbps: belongs to variant = \"paper\""},
+      {"[topology]\nkind = \"star\"\nhosts = 3\n[dcqcn]\nvariant = \"paper\"\nrpg_ai_rate = 5\n",
+       "dcqcn.rpg_ai_rate: belongs to variant = \"connectx\""},
+      {"[topology]\nkind = \"star\"\nhosts = 3\n[dcqcn]\nvariant = \"dctcp\"\n", "'dctcp' is not one of"},
+      {"[topology]\nkind = \"star\"\nhosts = 3\n[dcqcn]\nrpg_gd = 3\n", "dcqcn.rpg_gd"},
+      {"[topology]\nkind = \"star\"\nhosts = 3\n[dcqcn]\ncnp_interval_us = 3\n", "unknown key 'cnp_interval_us'"},
+      {"[topology]\nkind = \"star\"\nhosts = 3\n[switch]\necn_mark = \"early\"\n", "'early' is not one of"},
       {"[topology]\nkind = \"star\"\nhosts = 3\n[switch]\ndwrr_weights = [1, 2]\n", "a list of 8 weights"},
       {"[topology]\nkind = \"star\"\nhosts = 3\n[output]\ncapture = [\"s0-h1\"]\n", "output.capture"},
       {"[topology]\nkind = \"star\"\nhosts = 3\n[[workloads]]\nkind = \"allreduce\"\nbytes = 100\n"

@@ -1,95 +1,20 @@
-// Congestion control: the DCQCN reaction point's arithmetic, and the engine's
-// notification point (CNPs for CE-marked arrivals, at most one per QP per
-// interval; per source for UD) driving the sender's rate down and pacing its
-// packets.
+// Congestion control in the engine: the notification point (CNPs for
+// CE-marked data, at most one per QP per interval; per source for UD) driving
+// the sender's rate down and pacing its packets, and which packets are
+// ECN-capable. The reaction points' arithmetic is in dcqcn_test.cc.
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <map>
+#include <set>
 #include <vector>
 
 #include "tests/support/test_network.h"
-#include "transport/cc/dcqcn.h"
+#include "wire/ipv4.h"
+#include "wire/opcode.h"
 
 namespace uroce {
 namespace {
-
-using transport::Dcqcn;
-
-DcqcnParams params() {
-  DcqcnParams p;
-  p.line_rate_bps = 40e9;
-  return p;
-}
-
-TEST(Dcqcn, FirstCnpHalvesTheRateAndRaisesAlpha) {
-  Dcqcn cc(params());
-  EXPECT_FALSE(cc.limiting());
-  EXPECT_EQ(cc.next_deadline(), kNever);
-  cc.on_cnp(0);
-  EXPECT_TRUE(cc.limiting());
-  EXPECT_DOUBLE_EQ(cc.rate_bps(), 20e9);  // alpha starts at 1: R_C x (1 - 1/2)
-  EXPECT_DOUBLE_EQ(cc.target_rate_bps(), 40e9);
-  EXPECT_DOUBLE_EQ(cc.alpha(0), 1.0);  // (1-g) x 1 + g
-  EXPECT_EQ(cc.next_deadline(), 55'000);
-}
-
-TEST(Dcqcn, AlphaDecaysOncePerQuietPeriod) {
-  Dcqcn cc(params());
-  cc.on_cnp(0);
-  double g = params().g;
-  EXPECT_DOUBLE_EQ(cc.alpha(54'999), 1.0);
-  EXPECT_NEAR(cc.alpha(55'000), 1 - g, 1e-12);
-  EXPECT_NEAR(cc.alpha(10 * 55'000 + 1), std::pow(1 - g, 10), 1e-12);
-  cc.on_cnp(10 * 55'000 + 1);  // the cut uses the decayed alpha
-  double alpha = std::pow(1 - g, 10);
-  EXPECT_NEAR(cc.alpha(10 * 55'000 + 1), (1 - g) * alpha + g, 1e-12);
-}
-
-TEST(Dcqcn, RecoversThroughFastRecoveryAdditiveAndHyperIncrease) {
-  DcqcnParams p = params();
-  Dcqcn cc(p);
-  cc.on_cnp(0);  // R_C = 20G, R_T = 40G
-  TimeNs t = 0;
-  double previous = cc.rate_bps();
-  // Fast recovery: each timer event moves R_C halfway to R_T, R_T unchanged.
-  for (int i = 1; i < 5; ++i) {
-    t += p.rate_timer_ns;
-    cc.on_timer(t);
-    EXPECT_DOUBLE_EQ(cc.target_rate_bps(), 40e9);
-    EXPECT_DOUBLE_EQ(cc.rate_bps(), (40e9 + previous) / 2);
-    previous = cc.rate_bps();
-  }
-  // A second cut with the rate below line rate, then additive increase steps.
-  cc.on_cnp(t);
-  double target = previous;  // R_T = R_C at the cut
-  EXPECT_DOUBLE_EQ(cc.target_rate_bps(), target);
-  for (int i = 1; i <= 5; ++i) {
-    t += p.rate_timer_ns;
-    cc.on_timer(t);
-  }
-  EXPECT_DOUBLE_EQ(cc.target_rate_bps(), target + p.additive_increase_bps);  // the 5th event is additive
-  // Bytes past F byte-counter events as well: hyper increase.
-  double before = cc.target_rate_bps();
-  cc.on_bytes_sent(7 * p.byte_counter);  // i_B = 7 > F while i_T = 5: additive still (min(i_T,i_B) = 5)
-  t += p.rate_timer_ns;
-  cc.on_timer(t);  // i_T = 6, i_B = 7: hyper with i = 1
-  EXPECT_GT(cc.target_rate_bps(), before + 7 * p.additive_increase_bps);
-  // Eventually back at line rate, and idle.
-  for (int i = 0; i < 2000 && cc.limiting(); ++i) {
-    t += p.rate_timer_ns;
-    cc.on_timer(t);
-  }
-  EXPECT_FALSE(cc.limiting());
-  EXPECT_DOUBLE_EQ(cc.rate_bps(), p.line_rate_bps);
-  EXPECT_EQ(cc.next_deadline(), kNever);
-}
-
-TEST(Dcqcn, RateNeverFallsBelowTheFloor) {
-  DcqcnParams p = params();
-  Dcqcn cc(p);
-  for (int i = 0; i < 100; ++i) cc.on_cnp(i * 1000);
-  EXPECT_DOUBLE_EQ(cc.rate_bps(), p.min_rate_bps);
-}
 
 TEST(Congestion, CeMarksBringCnpsThatSlowTheSenderAndDataStillArrives) {
   testing::ChannelFaults faults;
@@ -100,6 +25,7 @@ TEST(Congestion, CeMarksBringCnpsThatSlowTheSenderAndDataStillArrives) {
   testing::TestNetwork network(21, faults);
   CongestionConfig congestion;
   congestion.reaction_point = true;
+  congestion.min_time_between_cnps_ns = 50'000;
   congestion.dcqcn.line_rate_bps = 10e9;
   Engine& a = network.add_engine(congestion);
   Engine& b = network.add_engine(congestion);
@@ -129,13 +55,67 @@ TEST(Congestion, CeMarksBringCnpsThatSlowTheSenderAndDataStillArrives) {
   ASSERT_TRUE(done);
   EXPECT_EQ(source, target);
   EXPECT_GT(b.counters().ecn_marked_received, 100u);
-  // One CNP per 50 us at most: far fewer CNPs than marked packets.
+  // One CNP per min_time_between_cnps at most: fewer CNPs than marked packets.
   EXPECT_GT(b.counters().cnps_sent, 0u);
+  EXPECT_LT(b.counters().cnps_sent, b.counters().ecn_marked_received);
   EXPECT_LE(b.counters().cnps_sent, static_cast<std::uint64_t>((network.now() - start) / 50'000 + 1));
   EXPECT_EQ(a.counters().cnps_received, b.counters().cnps_sent);
   EXPECT_LT(lowest, 5e9);
   // 4 MiB at 10 Gb/s takes 3.4 ms; cut to a fraction of that rate it takes much longer.
   EXPECT_GT(network.now() - start, 5'000'000);
+}
+
+// RNICs send requests and READ responses ECN-capable (ECT(0)), and ACKs and
+// CNPs not ECN-capable; a notification point answers CE marks on data only,
+// so even a path that marks everything (this channel marks non-ECT packets
+// too) draws no CNP for an ACK.
+TEST(Congestion, OnlyDataIsEcnCapableAndOnlyMarkedDataDrawsCnps) {
+  std::map<std::uint8_t, std::set<unsigned>> ecn_by_opcode;  // as the engines sent them
+  testing::ChannelFaults faults;
+  faults.ecn_mark = 1.0;
+  faults.applies_to = [&](std::span<const std::uint8_t> d) {
+    constexpr std::size_t kOpcode = 20 + 8;  // after the IPv4 and UDP headers
+    if (d.size() > kOpcode) ecn_by_opcode[d[kOpcode]].insert(d[1] & 0x03u);
+    return true;
+  };
+  testing::TestNetwork network(29, faults);
+  CongestionConfig congestion;
+  congestion.reaction_point = true;
+  congestion.dcqcn.line_rate_bps = 10e9;
+  Engine& a = network.add_engine(congestion);
+  Engine& b = network.add_engine(congestion);
+  testing::RcOptions options;
+  options.mtu = PathMtu::mtu1024;
+  auto [requester, responder] = testing::connect_rc(a, b, options);
+  std::vector<std::uint8_t> local(16384, 5), remote(16384, 0);
+  MrKeys l = *a.reg_mr(requester.pd, local.data(), local.size(), kAccessLocalWrite);
+  MrKeys r = *b.reg_mr(responder.pd, remote.data(), remote.size(),
+                       kAccessLocalWrite | kAccessRemoteWrite | kAccessRemoteRead);
+  auto post = [&](WrOpcode opcode) {
+    Sge sge{reinterpret_cast<std::uintptr_t>(local.data()), static_cast<std::uint32_t>(local.size()), l.lkey};
+    SendWr wr;
+    wr.opcode = opcode;
+    wr.send_flags = kSendSignaled;
+    wr.sg_list = {&sge, 1};
+    wr.rdma = {reinterpret_cast<std::uintptr_t>(remote.data()), r.rkey};
+    ASSERT_EQ(a.post_send(requester.qpn, wr), std::errc{});
+    ASSERT_TRUE(network.run_until([&] { return !testing::drain(requester).empty(); }, network.now() + 100'000'000));
+  };
+  post(WrOpcode::rdma_write);
+  EXPECT_EQ(remote, local);
+  EXPECT_GT(b.counters().cnps_sent, 0u);           // for the marked WRITEs
+  EXPECT_EQ(a.counters().ecn_marked_received, 0u);  // the marked ACKs do not count
+  EXPECT_EQ(a.counters().cnps_sent, 0u);
+  post(WrOpcode::rdma_read);
+  using namespace wire::opcode;
+  const unsigned ect0 = static_cast<unsigned>(wire::Ecn::ect0), not_ect = static_cast<unsigned>(wire::Ecn::not_ect);
+  for (std::uint8_t data : {kRcRdmaWriteFirst, kRcRdmaWriteMiddle, kRcRdmaWriteLast, kRcRdmaReadRequest,
+                            kRcRdmaReadResponseFirst, kRcRdmaReadResponseMiddle, kRcRdmaReadResponseLast}) {
+    EXPECT_EQ(ecn_by_opcode[data], std::set<unsigned>{ect0}) << "opcode " << int(data);
+  }
+  for (std::uint8_t control : {kRcAcknowledge, kCnp}) {
+    EXPECT_EQ(ecn_by_opcode[control], std::set<unsigned>{not_ect}) << "opcode " << int(control);
+  }
 }
 
 // A UD QP hears from several senders: each marked sender gets its own CNPs

@@ -1,47 +1,52 @@
-// DCQCN reaction point (Zhu et al., SIGCOMM 2015; PROTOCOL.md "Congestion"):
-// the per-QP sending rate a sender keeps, cut on each CNP and recovered by a
-// timer and a byte counter through fast recovery, additive and hyper increase.
-// Deterministic: it only sees the times and byte counts it is given.
+// The DCQCN reaction point a QP runs: the ConnectX variant or the paper's,
+// as DcqcnParams::variant chooses. Both take CNPs, bytes sent and time, and
+// give the rate at which the QP may send.
 #pragma once
 
 #include <cstdint>
+#include <variant>
 
+#include "transport/cc/dcqcn_connectx.h"
+#include "transport/cc/dcqcn_paper.h"
 #include "uroce/engine.h"
 
 namespace uroce::transport {
 
 class Dcqcn {
  public:
-  explicit Dcqcn(const DcqcnParams& params);
+  explicit Dcqcn(const DcqcnParams& params)
+      : point_(params.variant == DcqcnVariant::paper
+                   ? Point(std::in_place_type<PaperDcqcn>, params.paper, params.line_rate_bps)
+                   : Point(std::in_place_type<ConnectxDcqcn>, params.connectx, params.line_rate_bps)) {}
 
-  // A CNP arrived for this QP.
-  void on_cnp(TimeNs now);
-  // bytes left the QP (drives the byte counter).
-  void on_bytes_sent(std::uint64_t bytes);
-  // Runs the rate-increase timer events that are due.
-  void on_timer(TimeNs now);
-  // When on_timer next has something to do; kNever while at line rate.
-  TimeNs next_deadline() const;
-
-  double rate_bps() const { return current_rate_; }
-  double target_rate_bps() const { return target_rate_; }
-  // Alpha as of now, with the decay for each K without a CNP applied.
-  double alpha(TimeNs now) const;
-  bool limiting() const { return active_; }
+  void on_cnp(TimeNs now) {
+    std::visit([&](auto& point) { point.on_cnp(now); }, point_);
+  }
+  void on_bytes_sent(std::uint64_t bytes) {
+    std::visit([&](auto& point) { point.on_bytes_sent(bytes); }, point_);
+  }
+  void on_timer(TimeNs now) {
+    std::visit([&](auto& point) { point.on_timer(now); }, point_);
+  }
+  TimeNs next_deadline() const {
+    return std::visit([](const auto& point) { return point.next_deadline(); }, point_);
+  }
+  double rate_bps() const {
+    return std::visit([](const auto& point) { return point.rate_bps(); }, point_);
+  }
+  double target_rate_bps() const {
+    return std::visit([](const auto& point) { return point.target_rate_bps(); }, point_);
+  }
+  double alpha(TimeNs now) const {
+    return std::visit([&](const auto& point) { return point.alpha(now); }, point_);
+  }
+  bool limiting() const {
+    return std::visit([](const auto& point) { return point.limiting(); }, point_);
+  }
 
  private:
-  void increase();
-
-  DcqcnParams params_;
-  bool active_ = false;  // a CNP was seen and the rate has not fully recovered
-  double current_rate_;  // R_C
-  double target_rate_;   // R_T
-  double alpha_;
-  std::uint32_t timer_events_ = 0;  // i_T since the last cut
-  std::uint32_t byte_events_ = 0;   // i_B since the last cut
-  std::uint64_t bytes_since_event_ = 0;
-  TimeNs last_cnp_ = kNever;
-  TimeNs increase_deadline_ = kNever;
+  using Point = std::variant<ConnectxDcqcn, PaperDcqcn>;
+  Point point_;
 };
 
 }  // namespace uroce::transport

@@ -29,16 +29,21 @@ run() {
   echo
 }
 
+paper='s/^enabled = true/enabled = true\nvariant = "paper"/'
 run parking-lot-dcqcn parking_lot.toml
+run parking-lot-dcqcn-paper parking_lot.toml "$paper"
 run parking-lot-pfc parking_lot.toml 's/^enabled = true/enabled = false/'
 run victim-dcqcn victim_flow.toml
+run victim-dcqcn-paper victim_flow.toml "$paper"
 run victim-pfc victim_flow.toml 's/^enabled = true/enabled = false/'
 run deadlock pfc_deadlock.toml
 run incast-dcqcn incast.toml
+run incast-dcqcn-paper incast.toml "$paper"
 run incast-pfc incast.toml 's/^enabled = true/enabled = false/'
 run lossy-selective-repeat lossy_recovery.toml
 run lossy-go-back-n lossy_recovery.toml 's/recovery = "selective_repeat"/recovery = "go_back_n"/'
 run lossy-selective-repeat-no-tail lossy_recovery.toml 's/^tail_timeout_us = 100/tail_timeout_us = 0/'
+run lossy-selective-repeat-ack-every-packet lossy_recovery.toml 's/^recovery = "selective_repeat"/recovery = "selective_repeat"\nack_every_packet = true/'
 run allreduce-straggler allreduce_straggler.toml
 run allreduce-even allreduce_straggler.toml '/^straggler/d'
 run web-search web_search_load.toml

@@ -23,9 +23,13 @@ struct SwitchConfig {
   bool pfc = true;
   // XOFF: an ingress (port, priority) over this many bytes pauses its sender.
   // dynamic_alpha > 0: the threshold is alpha x the free shared buffer instead
-  // (whichever is smaller), as in Broadcom-style dynamic thresholds.
-  std::uint64_t xoff_bytes = 256 << 10;
-  double dynamic_alpha = 0;
+  // (whichever is smaller), as in Broadcom-style dynamic thresholds. The
+  // default, 1/8 of the free buffer with no static cap below the buffer, is
+  // the common shared-buffer setting (and HPCC's simulator's); it keeps XOFF
+  // (2 MB in an idle 16 MB switch) above the default ECN Kmax at 100 Gb/s, so
+  // ECN acts before PFC. A shallow static threshold is xoff_kb alone.
+  std::uint64_t xoff_bytes = 16 << 20;
+  double dynamic_alpha = 1.0 / 8;
   std::uint64_t xon_offset_bytes = 2 * 4200;   // XON once this far below XOFF
   std::uint64_t headroom_bytes = 128 << 10;    // absorbs what is in flight after XOFF
   // RED-style ECN marking on an egress queue's bytes (lossless priorities).

@@ -134,11 +134,14 @@ TimeNs EngineState::earliest_timer() {
 
 void EngineState::on_qp_timer(QueuePair& qp, TimeNs now) {
   if (qp.retransmit_deadline <= now || qp.rnr_resume_at <= now) requester_on_timer(qp, now);
+  if (qp.dcqcn) {
+    qp.dcqcn->on_timer(now);
+    repace(qp);
+  }
   if (qp.pacing_blocked && qp.next_send_time <= now) {
     qp.pacing_blocked = false;
     mark_ready(qp);
   }
-  if (qp.dcqcn) qp.dcqcn->on_timer(now);
 }
 
 void EngineState::complete(std::uint32_t cq, const WorkCompletion& completion, bool solicited) {
@@ -246,8 +249,17 @@ bool EngineState::paced_out(QueuePair& qp, TimeNs now) {
 void EngineState::account_data_packet(QueuePair& qp, std::size_t length, TimeNs now) {
   if (!qp.dcqcn) return;
   qp.dcqcn->on_bytes_sent(length);
-  auto gap = static_cast<TimeNs>(static_cast<double>(length) * 8e9 / qp.dcqcn->rate_bps());
-  qp.next_send_time = std::max(now, qp.next_send_time) + gap;
+  qp.paced_slot_start = std::max(now, qp.next_send_time);
+  qp.paced_length = static_cast<std::uint32_t>(length);
+  repace(qp);
+}
+
+// The next data packet may leave once the last one's length has passed at
+// the rate now in force, so a rate that rises (or falls) while the QP waits
+// moves the wait, as a NIC's rate limiter does.
+void EngineState::repace(QueuePair& qp) {
+  auto gap = static_cast<TimeNs>(static_cast<double>(qp.paced_length) * 8e9 / qp.dcqcn->rate_bps());
+  qp.next_send_time = qp.paced_slot_start + gap;
 }
 
 void EngineState::on_congestion_experienced(QueuePair& qp, const wire::RoceDatagram& datagram, TimeNs now) {
@@ -731,7 +743,10 @@ void Engine::on_datagram(std::span<const std::uint8_t> bytes, TimeNs now, bool v
       return;
     }
     ++s.counters.cnps_received;
-    if (target->second.dcqcn) target->second.dcqcn->on_cnp(now);
+    if (target->second.dcqcn) {
+      target->second.dcqcn->on_cnp(now);
+      s.repace(target->second);
+    }
     s.schedule_timer(target->second);
     return;
   }

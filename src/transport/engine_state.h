@@ -95,6 +95,7 @@ class EngineState {
   // rate, CNPs for CE-marked arrivals.
   bool paced_out(transport::QueuePair& qp, TimeNs now);
   void account_data_packet(transport::QueuePair& qp, std::size_t length, TimeNs now);
+  void repace(transport::QueuePair& qp);
   void on_congestion_experienced(transport::QueuePair& qp, const wire::RoceDatagram& datagram, TimeNs now);
 
   // Requester (requester.cc).

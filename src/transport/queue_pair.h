@@ -165,6 +165,8 @@ struct QueuePair {
   // Congestion control.
   std::optional<Dcqcn> dcqcn;    // reaction point, when enabled
   TimeNs next_send_time = 0;     // pacing: the next data packet may leave then
+  TimeNs paced_slot_start = 0;   // ... which is this plus paced_length at the current rate
+  std::uint32_t paced_length = 0;
   bool pacing_blocked = false;   // data is waiting for next_send_time
   TimeNs cnp_allowed_at = 0;     // notification point: next CNP not before
   std::map<std::pair<Gid, std::uint32_t>, TimeNs> ud_cnp_allowed_at;  // UD: the same, per source GID and QP

@@ -27,7 +27,7 @@ namespace uroce::sim {
 namespace {
 
 const std::string kDir = std::string(UROCE_VALIDATION_DIR) + "/hpcc_dcqcn/";
-constexpr std::uint64_t kSeeds = 5;
+constexpr std::uint64_t kSeeds = 10;
 
 struct PeerFlow {
   std::uint32_t host = 0;

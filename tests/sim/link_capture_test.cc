@@ -19,6 +19,8 @@ TEST(LinkCapture, RecordsWholeFramesWithValidIcrcsAndPfcFrames) {
   std::filesystem::create_directories(dir);
   Scenario scenario;
   scenario.topology = star(5, LinkSpec{100'000'000'000, 1 * kUs});
+  scenario.switches.xoff_bytes = 256 << 10;  // a shallow static threshold, so the incast pauses
+  scenario.switches.dynamic_alpha = 0;
   for (std::uint32_t s = 1; s <= 4; ++s) scenario.flows.push_back({s, 0, 1 << 20, 0});
   NodeRef sender{true, 1};
   NodeRef the_switch{false, 0};

@@ -39,8 +39,16 @@ TEST(Simulation, ALoneFlowRunsAtLineRate) {
   EXPECT_EQ(result.retransmitted_packets, 0u);
 }
 
+// A shallow static XOFF (256 KB): the default dynamic threshold, 1/8 of a
+// free 16 MB buffer, would absorb this incast without a pause.
+void shallow_static_pfc(Scenario& scenario) {
+  scenario.switches.xoff_bytes = 256 << 10;
+  scenario.switches.dynamic_alpha = 0;
+}
+
 TEST(Simulation, PfcKeepsAnIncastLossless) {
   Scenario scenario = incast(8, 2 << 20);
+  shallow_static_pfc(scenario);
   scenario.engine.congestion.reaction_point = false;
   SimResult result = run_simulation(scenario);
   for (const FlowResult& flow : result.flows) ASSERT_TRUE(flow.finished());

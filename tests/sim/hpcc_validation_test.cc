@@ -1,13 +1,15 @@
 // DCQCN against the reference RoCE simulator: HPCC's ns-3 (CC_MODE 1,
 // "Mellanox's version of DCQCN") on its parking lot, in the three
-// configurations whose results are in validation/hpcc_dcqcn/ (see the README
-// there). uroce runs the same topology, settings and flows under several
-// seeds, and each flow's slowdown (its completion time over its time alone
-// on the idle fabric, the peer's own last column) is compared rank by rank:
-// which sender finishes first is decided by random marks in both simulators,
-// and the peer's file is one sample. Slowdowns rather than raw times because
-// uroce's frames are real RoCEv2 frames (1024 B of payload in 1106 B of wire
-// time) where the peer's are 1000 B in 1048 B.
+// configurations of validation/hpcc_dcqcn/ (see the README there). The peer's
+// results are ten runs of its unmodified binary (ns-3 RngRun 1..10; run 1 is
+// the reference the issue quotes), made by bench/hpcc_validation.sh --save.
+// uroce runs the same topology, settings and flows under ten seeds. Each
+// flow's slowdown (its completion time over its time alone on the idle
+// fabric, the peer's own last column) is compared rank by rank, as the mean
+// over runs of the first, second... finisher: which sender finishes first is
+// decided by random marks in both simulators. Slowdowns rather than raw
+// times because uroce's frames are real RoCEv2 frames (1024 B of payload in
+// 1106 B of wire time) where the peer's are 1000 B in 1048 B.
 // Targets (issue 16): every rank within 10% of the peer, the last within 5%.
 #include <gtest/gtest.h>
 
@@ -28,6 +30,7 @@ namespace {
 
 const std::string kDir = std::string(UROCE_VALIDATION_DIR) + "/hpcc_dcqcn/";
 constexpr std::uint64_t kSeeds = 10;
+constexpr int kPeerRuns = 10;
 
 struct PeerFlow {
   std::uint32_t host = 0;
@@ -58,12 +61,26 @@ struct Comparison {
   std::vector<double> uroce;  // the mean over seeds of each rank's slowdown
 };
 
-Comparison compare(const std::string& scenario_file, const std::string& peer_file) {
+// The peer's slowdowns by finishing rank, the mean over its runs.
+std::vector<double> peer_slowdowns(const std::string& config, std::size_t flows) {
+  std::vector<double> mean(flows, 0);
+  for (int run = 1; run <= kPeerRuns; ++run) {
+    std::vector<PeerFlow> peer = peer_flows(fmt::format("fct_{}_run{}.txt", config, run));
+    EXPECT_EQ(peer.size(), flows) << config << " run " << run;
+    if (peer.size() != flows) return mean;
+    std::vector<double> slowdowns;
+    for (const PeerFlow& flow : peer) slowdowns.push_back(flow.fct_us / flow.alone_us);
+    std::sort(slowdowns.begin(), slowdowns.end());
+    for (std::size_t rank = 0; rank < flows; ++rank) mean[rank] += slowdowns[rank] / kPeerRuns;
+  }
+  return mean;
+}
+
+Comparison compare(const std::string& config) {
+  std::string scenario_file = "parking_lot_" + config + ".toml";
   auto loaded = load_scenario(kDir + scenario_file);
   if (!loaded) throw std::runtime_error(loaded.error());
   const Scenario& scenario = *loaded;
-  std::vector<PeerFlow> peer = peer_flows(peer_file);
-  EXPECT_EQ(peer.size(), scenario.flows.size()) << peer_file;
 
   // Each flow alone on the idle fabric, as the peer's last column.
   std::map<std::uint32_t, double> alone;  // by sending host
@@ -76,8 +93,7 @@ Comparison compare(const std::string& scenario_file, const std::string& peer_fil
   }
 
   Comparison comparison;
-  for (const PeerFlow& flow : peer) comparison.peer.push_back(flow.fct_us / flow.alone_us);
-  std::sort(comparison.peer.begin(), comparison.peer.end());
+  comparison.peer = peer_slowdowns(config, scenario.flows.size());
   comparison.uroce.assign(scenario.flows.size(), 0);
   std::string by_host;
   for (std::uint64_t seed = 1; seed <= kSeeds; ++seed) {
@@ -98,17 +114,12 @@ Comparison compare(const std::string& scenario_file, const std::string& peer_fil
   std::ostringstream table;
   table << scenario_file << " (uroce alone:";
   for (const auto& [host, us] : alone) table << fmt::format(" h{} {:.0f} us", host, us);
-  table << ")\n| rank | peer FCT (us) | peer slowdown | uroce slowdown, mean of " << kSeeds
-        << " seeds | uroce FCT (us) | difference |\n";
-  std::vector<double> peer_fct;
-  for (const PeerFlow& flow : peer) peer_fct.push_back(flow.fct_us);
-  std::sort(peer_fct.begin(), peer_fct.end());
-  double mean_alone = 0;
-  for (const auto& [host, us] : alone) mean_alone += us / static_cast<double>(alone.size());
+  table << fmt::format(")\n| finisher | peer slowdown, mean of {} runs | uroce slowdown, mean of {} seeds | "
+                       "difference |\n",
+                       kPeerRuns, kSeeds);
   for (std::size_t rank = 0; rank < comparison.peer.size(); ++rank) {
-    table << fmt::format("| {} | {:.0f} | {:.3f} | {:.3f} | {:.0f} | {:+.1f}% |\n", rank + 1, peer_fct[rank],
-                         comparison.peer[rank], comparison.uroce[rank], comparison.uroce[rank] * mean_alone,
-                         100 * (comparison.uroce[rank] / comparison.peer[rank] - 1));
+    table << fmt::format("| {} | {:.3f} | {:.3f} | {:+.1f}% |\n", rank + 1, comparison.peer[rank],
+                         comparison.uroce[rank], 100 * (comparison.uroce[rank] / comparison.peer[rank] - 1));
   }
   std::cout << table.str() << "uroce FCT (us) by host, seeds 1-" << kSeeds << ":\n" << by_host << std::endl;
   return comparison;
@@ -124,13 +135,13 @@ void expect_agreement(const Comparison& comparison) {
 }
 
 TEST(HpccDcqcnValidation, ConnectxDefaultsAsHpccRunsThem) {
-  expect_agreement(compare("parking_lot_mlx.toml", "fct_mlx.txt"));
+  expect_agreement(compare("mlx"));
 }
 
-TEST(HpccDcqcnValidation, PaperTimers) { expect_agreement(compare("parking_lot_paper.toml", "fct_paper.txt")); }
+TEST(HpccDcqcnValidation, PaperTimers) { expect_agreement(compare("paper")); }
 
 TEST(HpccDcqcnValidation, PaperTimersWithLowEcnThresholds) {
-  expect_agreement(compare("parking_lot_paper_k5.toml", "fct_paper_k5.txt"));
+  expect_agreement(compare("paper_k5"));
 }
 
 }  // namespace

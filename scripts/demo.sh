@@ -2,8 +2,9 @@
 # The README's first command: install what is missing, build, and run the main
 # job: two uroce processes over loopback (a server on 127.0.0.2, a client on
 # 127.0.0.3) doing RDMA WRITE, READ, SEND and atomics with every byte checked,
-# then perftest's bandwidth and latency tables; last, a decode of the public
-# RoCEv2 sample capture.
+# then perftest's bandwidth and latency tables, unmodified perftest on the
+# libibverbs, a decode of the public RoCEv2 sample capture; last, the fabric
+# simulator on the parking lot and its DCQCN against HPCC's ns-3.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -54,3 +55,13 @@ echo
 capture=tests/vectors/roce-public.pcap
 echo "== uroce decode $capture (first 5 frames)"
 build/release/tools/uroce decode "$capture" | head -n 5
+echo
+echo "== Fabric simulator: the parking lot (examples/parking_lot.toml), ConnectX DCQCN, then PFC alone"
+sim_out=$(mktemp -d)
+"$uroce" sim run examples/parking_lot.toml --out "$sim_out/dcqcn" --quiet | grep -E "flows:|pause frames|fairness"
+sed 's/^enabled = true/enabled = false/' examples/parking_lot.toml > "$sim_out/pfc.toml"
+"$uroce" sim run "$sim_out/pfc.toml" --out "$sim_out/pfc" --quiet | grep -E "flows:|pause frames|fairness"
+echo
+echo "== DCQCN against HPCC's ns-3 (ten runs of the peer, stored): slowdown by finishing rank"
+build/release/tests/uroce_sim_tests --gtest_filter='HpccDcqcnValidation.ConnectxDefaults*' | grep -E '^\||toml'
+rm -rf "$sim_out"

@@ -91,7 +91,7 @@ class EngineState {
                                                          std::size_t payload_length, MutableByteSpan out) const;
   std::size_t finish_packet(MutableByteSpan out, const wire::DatagramLayout& layout);
 
-  // Congestion control (engine.cc): pacing of data packets by the QP's DCQCN
+  // Congestion control (congestion.cc): pacing of data packets by the QP's DCQCN
   // rate, CNPs for CE-marked arrivals.
   bool paced_out(transport::QueuePair& qp, TimeNs now);
   void account_data_packet(transport::QueuePair& qp, std::size_t length, TimeNs now);

@@ -1,0 +1,65 @@
+// The engine's congestion control: pacing each QP's data packets by its
+// DCQCN rate, and the notification point's CNPs for CE-marked data.
+#include <algorithm>
+#include <type_traits>
+#include <variant>
+
+#include "transport/engine_state.h"
+
+namespace uroce {
+
+using transport::QueuePair;
+
+bool EngineState::paced_out(QueuePair& qp, TimeNs now) {
+  if (!qp.dcqcn || now >= qp.next_send_time) return false;
+  qp.pacing_blocked = true;  // on_timer wakes it at next_send_time
+  return true;
+}
+
+void EngineState::account_data_packet(QueuePair& qp, std::size_t length, TimeNs now) {
+  if (!qp.dcqcn) return;
+  qp.dcqcn->on_bytes_sent(length);
+  qp.paced_slot_start = std::max(now, qp.next_send_time);
+  qp.paced_length = static_cast<std::uint32_t>(length);
+  repace(qp);
+}
+
+// The next data packet may leave once the last one's length has passed at
+// the rate now in force, so a rate that rises (or falls) while the QP waits
+// moves the wait, as a NIC's rate limiter does.
+void EngineState::repace(QueuePair& qp) {
+  auto gap = static_cast<TimeNs>(static_cast<double>(qp.paced_length) * 8e9 / qp.dcqcn->rate_bps());
+  qp.next_send_time = qp.paced_slot_start + gap;
+}
+
+void EngineState::on_congestion_experienced(QueuePair& qp, const wire::RoceDatagram& datagram, TimeNs now) {
+  ++counters.ecn_marked_received;
+  if (!config.congestion.notification_point) return;
+  if (qp.state != QpState::rtr && qp.state != QpState::rts && qp.state != QpState::sqd) return;
+  transport::ResponderOutput cnp;
+  cnp.kind = transport::ResponderOutput::Kind::cnp;
+  if (qp.type == QpType::ud) {
+    // A UD QP hears from many senders: the CNP goes back to this datagram's
+    // source QP, rate-limited per source rather than per QP.
+    cnp.destination.dgid = std::visit(
+        [](const auto& ip) {
+          if constexpr (std::is_same_v<std::decay_t<decltype(ip)>, wire::Ipv4Repr>) return gid_from_ipv4(ip.src);
+          else return Gid(ip.src);
+        },
+        datagram.ip);
+    cnp.dest_qp = datagram.packet.headers.deth->src_qp;
+    if (qp.ud_cnp_allowed_at.size() >= 4096) qp.ud_cnp_allowed_at.clear();  // bounded, whatever arrives
+    TimeNs& allowed_at = qp.ud_cnp_allowed_at[{cnp.destination.dgid, cnp.dest_qp}];
+    if (now < allowed_at) return;
+    allowed_at = now + config.congestion.min_time_between_cnps_ns;
+  } else {
+    if (now < qp.cnp_allowed_at) return;
+    qp.cnp_allowed_at = now + config.congestion.min_time_between_cnps_ns;
+    cnp.destination = qp.attr.ah_attr;
+    cnp.dest_qp = qp.attr.dest_qp_num;
+  }
+  qp.outputs.push_front(cnp);  // ahead of ACKs and READ data: it is urgent
+  mark_ready(qp);
+}
+
+}  // namespace uroce

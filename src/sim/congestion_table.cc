@@ -89,7 +89,9 @@ void congestion_from(const toml::table& table, CongestionConfig& congestion) {
   for (const auto& [key, value] : table) {
     std::string_view name = key.str();
     if (!listed(common, name) && !listed(kConnectxKeys, name) && !listed(kPaperKeys, name)) {
-      throw ScenarioError(fmt::format("dcqcn: unknown key '{}'", name));
+      // Scenario files written before the ConnectX variant used this name.
+      std::string_view hint = name == "cnp_interval_us" ? " (now min_time_between_cnps, in us)" : "";
+      throw ScenarioError(fmt::format("dcqcn: unknown key '{}'{}", name, hint));
     }
   }
   congestion.reaction_point = boolean(table, kWhere, "enabled", false);

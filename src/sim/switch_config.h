@@ -27,7 +27,7 @@ struct SwitchConfig {
   // default, 1/8 of the free buffer with no static cap below the buffer, is
   // the common shared-buffer setting (and HPCC's simulator's); it keeps XOFF
   // (2 MB in an idle 16 MB switch) above the default ECN Kmax at 100 Gb/s, so
-  // ECN acts before PFC. A shallow static threshold is xoff_kb alone.
+  // ECN acts before PFC. dynamic_alpha = 0 makes xoff_bytes a static threshold.
   std::uint64_t xoff_bytes = 16 << 20;
   double dynamic_alpha = 1.0 / 8;
   std::uint64_t xon_offset_bytes = 2 * 4200;   // XON once this far below XOFF
@@ -35,7 +35,9 @@ struct SwitchConfig {
   // RED-style ECN marking on an egress queue's bytes (lossless priorities).
   // 0 for a threshold: by the port's rate, as HPCC's authors (Alibaba) set
   // DCQCN's marking at 25, 50 and 100 Gb/s: Kmin 4 KB and Kmax 16 KB per
-  // Gb/s (100/400 KB at 25G, 400/1600 KB at 100G), Pmax 20%.
+  // Gb/s (100/400 KB at 25G, 400/1600 KB at 100G), Pmax 20%. With one
+  // threshold given and the other by rate, a Kmax at or below Kmin becomes
+  // Kmin + 1 byte: every ECT packet above Kmin is marked.
   bool ecn = true;
   std::uint64_t ecn_kmin_bytes = 0;
   std::uint64_t ecn_kmax_bytes = 0;

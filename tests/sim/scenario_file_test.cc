@@ -223,7 +223,7 @@ TEST(ScenarioFile, MistakesAreNamed) {
        "dcqcn.rpg_ai_rate: belongs to variant = \"connectx\""},
       {"[topology]\nkind = \"star\"\nhosts = 3\n[dcqcn]\nvariant = \"dctcp\"\n", "'dctcp' is not one of"},
       {"[topology]\nkind = \"star\"\nhosts = 3\n[dcqcn]\nrpg_gd = 3\n", "dcqcn.rpg_gd"},
-      {"[topology]\nkind = \"star\"\nhosts = 3\n[dcqcn]\ncnp_interval_us = 3\n", "unknown key 'cnp_interval_us'"},
+      {"[topology]\nkind = \"star\"\nhosts = 3\n[dcqcn]\ncnp_interval_us = 3\n", "unknown key 'cnp_interval_us' (now min_time_between_cnps, in us)"},
       {"[topology]\nkind = \"star\"\nhosts = 3\n[switch]\necn_mark = \"early\"\n", "'early' is not one of"},
       {"[topology]\nkind = \"star\"\nhosts = 3\n[switch]\ndwrr_weights = [1, 2]\n", "a list of 8 weights"},
       {"[topology]\nkind = \"star\"\nhosts = 3\n[output]\ncapture = [\"s0-h1\"]\n", "output.capture"},

@@ -86,7 +86,9 @@ TEST(Congestion, OnlyDataIsEcnCapableAndOnlyMarkedDataDrawsCnps) {
   Engine& b = network.add_engine(congestion);
   testing::RcOptions options;
   options.mtu = PathMtu::mtu1024;
-  auto [requester, responder] = testing::connect_rc(a, b, options);
+  // Named, not a structured binding: the lambda below captures it (C++20 in clang 14 cannot).
+  const auto [requester_end, responder] = testing::connect_rc(a, b, options);
+  const testing::Endpoint requester = requester_end;
   std::vector<std::uint8_t> local(16384, 5), remote(16384, 0);
   MrKeys l = *a.reg_mr(requester.pd, local.data(), local.size(), kAccessLocalWrite);
   MrKeys r = *b.reg_mr(responder.pd, remote.data(), remote.size(),

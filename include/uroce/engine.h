@@ -142,6 +142,10 @@ struct EngineConfig {
   // memory behind them; atomics return 0 as the original value.
   bool carry_payload = true;
   CongestionConfig congestion;
+  // A controlled Q_Key (top bit set) may be given to a QP only by a privileged
+  // consumer (IBTA 10.2.4; Linux asks for CAP_NET_RAW). modify_qp refuses one
+  // with operation_not_permitted unless this is set.
+  bool allow_controlled_qkey = false;
 };
 
 // A UD receive buffer starts with the 40-byte GRH area: the IPv6 header of the
@@ -192,6 +196,10 @@ struct AddressVector {
   std::uint8_t hop_limit = 64;
   std::uint32_t flow_label = 0;
 };
+
+// A Q_Key with this bit set is a controlled one: in a UD send WR it means "use
+// the QP's own Q_Key"; only a privileged consumer may give it to a QP.
+inline constexpr std::uint32_t kControlledQkeyBit = 0x80000000u;
 
 struct QpAttr {
   QpState qp_state = QpState::reset;
@@ -258,6 +266,11 @@ struct EngineCounters {
   std::uint64_t cnps_sent = 0;
   std::uint64_t cnps_received = 0;
   std::uint64_t held_out_of_order = 0;  // selective repeat: packets kept after a gap
+  // Dropped by the receive checks, before any transport processing:
+  std::uint64_t pkey_mismatches = 0;       // the BTH P_Key is not in the port's table
+  std::uint64_t qkey_mismatches = 0;       // UD: the DETH Q_Key is not the QP's
+  std::uint64_t wrong_source_packets = 0;  // RC/UC: the source address is not the QP's peer
+  std::uint64_t cnps_rejected = 0;         // a CNP from neither the QP's peer nor a known UD destination
 };
 
 class EngineState;

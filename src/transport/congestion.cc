@@ -1,10 +1,9 @@
 // The engine's congestion control: pacing each QP's data packets by its
 // DCQCN rate, and the notification point's CNPs for CE-marked data.
 #include <algorithm>
-#include <type_traits>
-#include <variant>
 
 #include "transport/engine_state.h"
+#include "transport/receive_checks.h"
 
 namespace uroce {
 
@@ -41,12 +40,7 @@ void EngineState::on_congestion_experienced(QueuePair& qp, const wire::RoceDatag
   if (qp.type == QpType::ud) {
     // A UD QP hears from many senders: the CNP goes back to this datagram's
     // source QP, rate-limited per source rather than per QP.
-    cnp.destination.dgid = std::visit(
-        [](const auto& ip) {
-          if constexpr (std::is_same_v<std::decay_t<decltype(ip)>, wire::Ipv4Repr>) return gid_from_ipv4(ip.src);
-          else return Gid(ip.src);
-        },
-        datagram.ip);
+    cnp.destination.dgid = transport::source_gid(datagram);
     cnp.dest_qp = datagram.packet.headers.deth->src_qp;
     if (qp.ud_cnp_allowed_at.size() >= 4096) qp.ud_cnp_allowed_at.clear();  // bounded, whatever arrives
     TimeNs& allowed_at = qp.ud_cnp_allowed_at[{cnp.destination.dgid, cnp.dest_qp}];

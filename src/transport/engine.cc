@@ -9,6 +9,7 @@
 
 #include "transport/engine_state.h"
 #include "transport/psn.h"
+#include "transport/receive_checks.h"
 #include "verbs/qp_state_machine.h"
 #include "wire/udp.h"
 
@@ -406,6 +407,9 @@ std::errc Engine::modify_qp(std::uint32_t qpn, const QpAttr& attr, std::uint32_t
   QpState next = (mask & kQpAttrState) ? attr.qp_state : qp.state;
   if (std::errc e = verbs::check_qp_transition(qp.type, qp.state, next, mask); e != std::errc{}) return e;
   if (std::errc e = check_attribute_values(attr, mask, attributes()); e != std::errc{}) return e;
+  if ((mask & kQpAttrQkey) && (attr.qkey & kControlledQkeyBit) && !state_->config.allow_controlled_qkey) {
+    return std::errc::operation_not_permitted;
+  }
 
   QpAttr& a = qp.attr;
   if (mask & kQpAttrAccessFlags) a.qp_access_flags = attr.qp_access_flags;
@@ -640,7 +644,7 @@ std::errc Engine::post_send(std::uint32_t qpn, const SendWr& wr) {
     wqe.ud_destination = destination->av;
     wqe.ud_remote_qpn = wr.ud.remote_qpn;
     // A Q_Key with the top bit set means "use the QP's own" (IBTA 10.2.4).
-    wqe.ud_qkey = (wr.ud.remote_qkey & 0x80000000u) ? qp.attr.qkey : wr.ud.remote_qkey;
+    wqe.ud_qkey = (wr.ud.remote_qkey & kControlledQkeyBit) ? qp.attr.qkey : wr.ud.remote_qkey;
   }
   if (total > attributes().max_msg_size) return std::errc::invalid_argument;
   wqe.length = static_cast<std::uint32_t>(total);
@@ -684,10 +688,21 @@ void Engine::on_datagram(std::span<const std::uint8_t> bytes, TimeNs now, bool v
     return;
   }
   const wire::RocePacket& packet = datagram->packet;
+  if (transport::drop_if_rejected(s.counters, transport::check_pkey(packet))) return;
   if (packet.op->transport == wire::Transport::cnp) {
     auto target = s.qps.find(packet.headers.bth.dest_qp);
     if (target == s.qps.end()) {
       ++s.counters.unknown_qp_packets;
+      return;
+    }
+    auto known_ud_destination = [&s](std::uint32_t pd, const Gid& from) {
+      for (const auto& [handle, ah] : s.address_handles) {
+        if (ah.pd == pd && ah.av.dgid == from) return true;
+      }
+      return false;
+    };
+    if (transport::drop_if_rejected(
+            s.counters, transport::check_cnp_source(target->second, *datagram, known_ud_destination))) {
       return;
     }
     ++s.counters.cnps_received;
@@ -707,6 +722,7 @@ void Engine::on_datagram(std::span<const std::uint8_t> bytes, TimeNs now, bool v
     return;
   }
   QueuePair& qp = it->second;
+  if (transport::drop_if_rejected(s.counters, transport::check_request_source(qp, *datagram))) return;
   if (qp.state == QpState::rtr && type != QpType::ud && !qp.communication_established) {
     qp.communication_established = true;
     s.raise(AsyncEventType::comm_est, qp.qpn);

@@ -189,14 +189,14 @@ void EngineState::uc_on_request(QueuePair& qp, const wire::RocePacket& packet) {
   if (!accepted) abandon_message(qp);
 }
 
-// UD: each datagram is a whole message. It needs the QP's Q_Key and a posted
-// receive (there is no RNR on UD: without one it is dropped); the buffer gets
+// UD: each datagram is a whole message (its Q_Key was checked on arrival). It
+// needs a posted receive (there is no RNR on UD: without one it is dropped); the buffer gets
 // the 40-byte GRH area first, then the payload.
 void EngineState::ud_on_datagram(QueuePair& qp, const wire::RocePacket& packet, ByteSpan ip_header) {
   if (qp.state != QpState::rtr && qp.state != QpState::rts && qp.state != QpState::sqd && qp.state != QpState::sqe) {
     return;
   }
-  transport::RecvWqe* receive = packet.headers.deth->qkey == qp.attr.qkey ? take_receive(qp) : nullptr;
+  transport::RecvWqe* receive = take_receive(qp);  // the Q_Key was checked on arrival
   if (receive == nullptr) {
     ++counters.dropped_messages;
     return;

@@ -8,11 +8,12 @@ seconds=${1:-60}
 ./scripts/install-deps.sh
 ./scripts/build.sh fuzz --quiet
 
-# run_fuzzer NAME CORPUS_DIR: fuzzes from a copy of the seed corpus.
+# run_fuzzer NAME SEED_DIR...: fuzzes from a copy of the seed directories' files.
 run_fuzzer() {
-  local name=$1 corpus=$2 work status=0
+  local name=$1 work status=0
+  shift
   work=$(mktemp -d)
-  cp "$corpus"/* "$work/"
+  for corpus in "$@"; do cp "$corpus"/* "$work/"; done
   echo "fuzz: $name for ${seconds}s"
   build/fuzz/tests/fuzz/"$name" -max_total_time="$seconds" -print_final_stats=1 \
     -artifact_prefix=build/fuzz/"$name"- "$work" >"$work.log" 2>&1 || status=$?
@@ -28,3 +29,7 @@ run_fuzzer() {
 
 run_fuzzer frame_fuzzer tests/fuzz/corpus
 run_fuzzer engine_fuzzer tests/fuzz/engine_corpus
+run_fuzzer oob_line_fuzzer tests/fuzz/oob_corpus
+run_fuzzer cdf_fuzzer tests/fuzz/cdf_corpus
+run_fuzzer pcap_fuzzer tests/fuzz/pcap_corpus
+run_fuzzer scenario_fuzzer examples

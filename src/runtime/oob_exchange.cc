@@ -9,10 +9,12 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <charconv>
 #include <cerrno>
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
+#include <string_view>
 #include <thread>
 
 namespace uroce::runtime {
@@ -56,25 +58,51 @@ std::string QpConnectionInfo::to_line() const {
   return line;
 }
 
+namespace {
+
+// One hexadecimal field of at most max_digits digits, the whole of text.
+template <typename T>
+std::optional<T> hex_field(std::string_view text, std::size_t max_digits) {
+  T value{};
+  if (text.empty() || text.size() > max_digits) return std::nullopt;
+  auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value, 16);
+  if (error != std::errc{} || end != text.data() + text.size()) return std::nullopt;
+  return value;
+}
+
+}  // namespace
+
+// Strict: exactly six fields, hex digits only where hex is due, no overflow,
+// no trailing bytes but a line end, and an MTU the IBTA defines.
 std::optional<QpConnectionInfo> QpConnectionInfo::from_line(const std::string& line) {
+  std::string_view rest(line);
+  while (!rest.empty() && (rest.back() == '\n' || rest.back() == '\r')) rest.remove_suffix(1);
+  std::string_view fields[6];
+  for (std::size_t i = 0; i < 6; ++i) {
+    std::size_t colon = rest.find(':');
+    if ((i < 5) != (colon != std::string_view::npos)) return std::nullopt;
+    fields[i] = rest.substr(0, colon);
+    rest = i < 5 ? rest.substr(colon + 1) : std::string_view{};
+  }
+  auto qpn = hex_field<std::uint32_t>(fields[0], 6);
+  auto psn = hex_field<std::uint32_t>(fields[1], 6);
+  auto rkey = hex_field<std::uint32_t>(fields[3], 8);
+  auto address = hex_field<std::uint64_t>(fields[4], 16);
+  std::uint32_t mtu = 0;
+  auto [mtu_end, mtu_error] = std::from_chars(fields[5].data(), fields[5].data() + fields[5].size(), mtu);
+  bool mtu_ok = mtu_error == std::errc{} && mtu_end == fields[5].data() + fields[5].size() &&
+                (mtu == 256 || mtu == 512 || mtu == 1024 || mtu == 2048 || mtu == 4096);
+  if (!qpn || !psn || !rkey || !address || !mtu_ok || fields[2].size() != 32) return std::nullopt;
   QpConnectionInfo info;
-  char gid_hex[33] = {};
-  unsigned qpn, psn, rkey, mtu;
-  std::uint64_t address;
-  if (std::sscanf(line.c_str(), "%x:%x:%32[0-9a-f]:%x:%" SCNx64 ":%u", &qpn, &psn, gid_hex, &rkey, &address, &mtu) !=
-          6 ||
-      std::strlen(gid_hex) != 32 || qpn > 0xFFFFFF || psn > 0xFFFFFF) {
-    return std::nullopt;
+  for (std::size_t i = 0; i < 16; ++i) {
+    auto byte = hex_field<std::uint8_t>(fields[2].substr(2 * i, 2), 2);
+    if (!byte) return std::nullopt;
+    info.gid[i] = *byte;
   }
-  for (int i = 0; i < 16; ++i) {
-    unsigned byte;
-    std::sscanf(gid_hex + 2 * i, "%2x", &byte);
-    info.gid[i] = static_cast<std::uint8_t>(byte);
-  }
-  info.qpn = qpn;
-  info.psn = psn;
-  info.rkey = rkey;
-  info.address = address;
+  info.qpn = *qpn;
+  info.psn = *psn;
+  info.rkey = *rkey;
+  info.address = *address;
   info.mtu = mtu;
   return info;
 }

@@ -38,7 +38,15 @@
 namespace uroce::testing {
 namespace {
 
-constexpr std::array<std::uint8_t, 4> kTarget{127, 0, 5, 1}, kPeer{127, 0, 5, 2};
+enum class Flood { unknown_qpn, out_of_window, reorder_gaps };
+
+// Each flood has its own pair of addresses: ctest may run them side by side.
+std::array<std::uint8_t, 4> target_address(Flood flood) {
+  return {127, 0, 5, static_cast<std::uint8_t>(10 * static_cast<int>(flood) + 1)};
+}
+std::array<std::uint8_t, 4> peer_address(Flood flood) {
+  return {127, 0, 5, static_cast<std::uint8_t>(10 * static_cast<int>(flood) + 2)};
+}
 constexpr std::uint32_t kVictimPsn = 0x1000;
 // The documented bound (README, "Security and robustness"): peak RSS grows by
 // less than this over a flood.
@@ -68,8 +76,6 @@ std::unique_ptr<Device> open_device(const std::array<std::uint8_t, 4>& address) 
   return std::move(*device);
 }
 
-enum class Flood { unknown_qpn, out_of_window, reorder_gaps };
-
 // The UDP payloads (BTH to ICRC) of a flood's datagrams, from the peer's
 // address and the flooding socket's port, with ICRCs the target accepts.
 std::vector<std::vector<std::uint8_t>> flood_payloads(Flood flood, std::uint32_t qpn, std::uint16_t source_port) {
@@ -78,8 +84,8 @@ std::vector<std::vector<std::uint8_t>> flood_payloads(Flood flood, std::uint32_t
   std::vector<std::uint8_t> data(1024, 0xAB);
   for (int i = 0; i < 256; ++i) {
     wire::Ipv4Repr ip;
-    ip.src = kPeer;
-    ip.dst = kTarget;
+    ip.src = peer_address(flood);
+    ip.dst = target_address(flood);
     wire::UdpRepr udp;
     udp.src_port = source_port;
     wire::TransportHeaders headers;
@@ -113,11 +119,12 @@ std::vector<std::vector<std::uint8_t>> flood_payloads(Flood flood, std::uint32_t
 
 class Flooder {
  public:
-  Flooder() {
+  explicit Flooder(Flood flood) : target_(target_address(flood)) {
+    const std::array<std::uint8_t, 4> peer = peer_address(flood);
     fd_ = ::socket(AF_INET, SOCK_DGRAM, 0);
     sockaddr_in local{};
     local.sin_family = AF_INET;
-    std::memcpy(&local.sin_addr, kPeer.data(), 4);
+    std::memcpy(&local.sin_addr, peer.data(), 4);
     if (fd_ < 0 || ::bind(fd_, reinterpret_cast<sockaddr*>(&local), sizeof local) != 0) {
       throw std::runtime_error("flood: cannot bind a socket on the peer's address");
     }
@@ -133,7 +140,7 @@ class Flooder {
     sockaddr_in target{};
     target.sin_family = AF_INET;
     target.sin_port = htons(wire::kRoceV2Port);
-    std::memcpy(&target.sin_addr, kTarget.data(), 4);
+    std::memcpy(&target.sin_addr, target_.data(), 4);
     constexpr std::size_t kBatch = 64;
     std::vector<mmsghdr> messages(kBatch);
     std::vector<iovec> vectors(kBatch);
@@ -156,6 +163,7 @@ class Flooder {
   }
 
  private:
+  std::array<std::uint8_t, 4> target_;
   int fd_ = -1;
   std::uint16_t port_ = 0;
 };
@@ -164,8 +172,8 @@ class Floods : public ::testing::TestWithParam<Flood> {};
 
 TEST_P(Floods, AreCountedMemoryStaysBoundedAndATransferBesideCompletes) {
   const Flood flood = GetParam();
-  std::unique_ptr<Device> target = open_device(kTarget);
-  std::unique_ptr<Device> peer = open_device(kPeer);
+  std::unique_ptr<Device> target = open_device(target_address(flood));
+  std::unique_ptr<Device> peer = open_device(peer_address(flood));
   // The checked transfer (peer -> target, go-back-N), and the flood's victim QP on the target.
   RcOptions transfer_options;
   RcOptions victim_options;
@@ -191,7 +199,7 @@ TEST_P(Floods, AreCountedMemoryStaysBoundedAndATransferBesideCompletes) {
                           kAccessLocalWrite | kAccessRemoteWrite | kAccessRemoteRead);
   });
 
-  Flooder flooder;
+  Flooder flooder(flood);
   auto payloads = flood_payloads(flood, victim.second.qpn, flooder.port());
   long rss_before = peak_rss_kib();
   std::atomic<bool> stop{false};

@@ -25,6 +25,7 @@ NeighborTable::HoldResult NeighborTable::hold(Ipv4Address ip, ByteSpan datagram,
 }
 
 std::vector<std::vector<std::uint8_t>> NeighborTable::learn(Ipv4Address ip, const wire::MacAddress& mac) {
+  if (!knows(ip) && entries_.size() >= options_.max_entries) return {};
   Entry& entry = entries_[key(ip)];
   entry.mac = mac;
   std::vector<std::vector<std::uint8_t>> released(std::make_move_iterator(entry.held.begin()),

@@ -23,6 +23,10 @@ class NeighborTable {
   struct Options {
     std::size_t held_per_neighbor = 256;
     TimeNs request_interval_ns = 100'000'000;  // ARP requests for one address at most this often
+    // Addresses learned without being asked for (the sender of an ARP request
+    // for us) are kept only while the table has fewer entries than this, so
+    // a flood of requests from made-up senders cannot grow it without bound.
+    std::size_t max_entries = 4096;
   };
 
   NeighborTable() = default;
@@ -37,8 +41,10 @@ class NeighborTable {
   // Keeps a copy of a datagram for ip until ip resolves.
   HoldResult hold(Ipv4Address ip, ByteSpan datagram, TimeNs now);
 
-  // Records ip's MAC address; returns the datagrams that waited for it, oldest first.
+  // Records ip's MAC address; returns the datagrams that waited for it, oldest
+  // first. An address not in the table is not added once it is full.
   std::vector<std::vector<std::uint8_t>> learn(Ipv4Address ip, const wire::MacAddress& mac);
+  std::size_t size() const { return entries_.size(); }
 
   // Whether ip is resolved or being resolved (ARP from such a peer is worth learning).
   bool knows(Ipv4Address ip) const { return entries_.count(key(ip)) != 0; }

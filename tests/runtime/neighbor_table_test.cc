@@ -1,5 +1,6 @@
 // The raw port's neighbour table: datagrams wait for an address to resolve,
-// in order and bounded; ARP requests for one address are rate-limited.
+// in order and bounded; ARP requests for one address are rate-limited; a
+// flood of ARP requests from made-up senders cannot grow the table.
 #include <gtest/gtest.h>
 
 #include "port/neighbor_table.h"
@@ -39,6 +40,25 @@ TEST(NeighborTable, RepeatsRequestsAfterTheIntervalAndDropsTheOldestBeyondTheLim
   ASSERT_EQ(released.size(), 2u);
   EXPECT_EQ(released[0], b);
   EXPECT_EQ(released[1], c);
+}
+
+// What an ARP flood for our address with a million made-up senders would
+// have the raw port learn: the table stops at its bound, and a real peer,
+// being resolved because we hold datagrams for it, still resolves.
+TEST(NeighborTable, UnsolicitedSendersStopAtTheBound) {
+  NeighborTable table({.max_entries = 1024});
+  Ipv4Address peer{10, 0, 0, 2};
+  std::vector<std::uint8_t> waiting{9};
+  table.hold(peer, waiting, 0);
+  for (std::uint32_t i = 0; i < 1'000'000; ++i) {
+    Ipv4Address made_up{11, static_cast<std::uint8_t>(i >> 16), static_cast<std::uint8_t>(i >> 8),
+                        static_cast<std::uint8_t>(i)};
+    table.learn(made_up, {2, 0, 0, 0, 0, 9});
+  }
+  EXPECT_EQ(table.size(), 1024u);
+  auto released = table.learn(peer, {2, 0, 0, 0, 0, 2});
+  ASSERT_EQ(released.size(), 1u);
+  ASSERT_NE(table.find(peer), nullptr);
 }
 
 }  // namespace

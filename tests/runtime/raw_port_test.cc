@@ -62,9 +62,10 @@ class RawPortTest : public ::testing::Test {
 
 // WRITEs 256 KiB and READs it back between two devices, and checks that both
 // completed and the bytes match.
-void write_and_read_back(Device& a, Device& b) {
+void write_and_read_back(Device& a, Device& b, const RcOptions& options = {}) {
   Endpoint x, y;  // not a structured binding: the lambdas below capture them
-  std::tie(x, y) = a.call([&](Engine& ea) { return b.call([&](Engine& eb) { return connect_rc(ea, eb); }); });
+  std::tie(x, y) =
+      a.call([&](Engine& ea) { return b.call([&](Engine& eb) { return connect_rc(ea, eb, options); }); });
   std::vector<std::uint8_t> local(512 << 10), remote(256 << 10, 0);
   for (std::size_t i = 0; i < local.size(); ++i) local[i] = static_cast<std::uint8_t>(i * 7 + 3);
   MrKeys local_keys = a.call([&](Engine& e) { return *e.reg_mr(x.pd, local.data(), local.size(), kAll); });
@@ -89,6 +90,16 @@ void write_and_read_back(Device& a, Device& b) {
   EXPECT_EQ(done[1].status, WcStatus::success) << to_string(done[1].status);
   EXPECT_EQ(0, std::memcmp(remote.data(), local.data(), 256 << 10));
   EXPECT_EQ(0, std::memcmp(local.data() + (256 << 10), local.data(), 256 << 10));
+  // The buffers die with this function: nothing may serve a late duplicate
+  // (a retransmitted READ request) from them afterwards.
+  a.call([&](Engine& e) {
+    e.destroy_qp(x.qpn);
+    return e.dereg_mr(local_keys.lkey);
+  });
+  b.call([&](Engine& e) {
+    e.destroy_qp(y.qpn);
+    return e.dereg_mr(remote_keys.lkey);
+  });
 }
 
 TEST_F(RawPortTest, DevicesResolveEachOtherAndMoveData) {
@@ -262,12 +273,21 @@ TEST_F(RawPortTest, ArpRequestFloodLeavesMemoryBoundedAndTrafficFlowing) {
                                          static_cast<std::uint8_t>(i)};
       std::vector<std::uint8_t> frame = arp_request(mac, sender, {10, 79, 3, 22});
       if (::send(injector, frame.data(), frame.size(), 0) > 0) ++sent;
+#if defined(__SANITIZE_ADDRESS__)
+      // The sanitized device is several times slower than the sender: pace
+      // the flood so that it exercises the paths instead of overflowing the socket.
+      if (i % 8 == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+#endif
     }
   });
   auto start = std::chrono::steady_clock::now();
   int round_trips = 0;
+  // The flood shares the port's socket and crowds real frames out of its
+  // buffer: 8 tries of 0.5 s ride that out, even on a loaded machine.
+  RcOptions patient;
+  patient.timeout = 17;
   while (std::chrono::steady_clock::now() - start < std::chrono::seconds(5)) {
-    write_and_read_back(*a, *b);
+    write_and_read_back(*a, *b, patient);
     if (HasFailure()) break;
     ++round_trips;
   }
@@ -280,7 +300,9 @@ TEST_F(RawPortTest, ArpRequestFloodLeavesMemoryBoundedAndTrafficFlowing) {
               static_cast<unsigned long long>(sent), round_trips, growth);
   EXPECT_GT(sent, 10'000u);
   EXPECT_GT(round_trips, 0);
-  EXPECT_LT(growth, 16 * 1024);  // unbounded learning grew 34 MiB in 1.3 s here
+#if !defined(__SANITIZE_ADDRESS__)  // ASan's quarantine keeps freed memory resident
+  EXPECT_LT(growth, 16 * 1024);      // unbounded learning grew 34 MiB in 1.3 s here
+#endif
 }
 
 }  // namespace

@@ -48,6 +48,16 @@ std::array<std::uint8_t, 4> peer_address(Flood flood) {
   return {127, 0, 5, static_cast<std::uint8_t>(10 * static_cast<int>(flood) + 2)};
 }
 constexpr std::uint32_t kVictimPsn = 0x1000;
+// Under the sanitizers the device runs several times slower than any sender:
+// there the flood is paced (one batch of 64 per millisecond) so that it
+// exercises every path without simply overflowing the socket, and the RSS
+// bound is not checked (ASan's quarantine keeps freed memory resident).
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool kSanitized = true;
+#else
+constexpr bool kSanitized = false;
+#endif
+
 // The documented bound (README, "Security and robustness"): peak RSS grows by
 // less than this over a flood.
 constexpr long kRssBoundKib = 64 * 1024;
@@ -158,6 +168,7 @@ class Flooder {
       }
       int n = ::sendmmsg(fd_, messages.data(), kBatch, 0);
       if (n > 0) sent += static_cast<std::uint64_t>(n);
+      if (kSanitized) std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
     return sent;
   }
@@ -176,6 +187,10 @@ TEST_P(Floods, AreCountedMemoryStaysBoundedAndATransferBesideCompletes) {
   std::unique_ptr<Device> peer = open_device(peer_address(flood));
   // The checked transfer (peer -> target, go-back-N), and the flood's victim QP on the target.
   RcOptions transfer_options;
+  // The flood shares the target's socket: its receive buffer overflows and
+  // real packets are lost too, more so in a slow (sanitizer) build. A budget
+  // of 8 tries of 0.5 s rides that out.
+  transfer_options.timeout = 17;
   RcOptions victim_options;
   victim_options.recovery = flood == Flood::reorder_gaps ? LossRecovery::selective_repeat : LossRecovery::go_back_n;
   victim_options.sq_psn = victim_options.rq_psn = kVictimPsn;
@@ -205,6 +220,14 @@ TEST_P(Floods, AreCountedMemoryStaysBoundedAndATransferBesideCompletes) {
   std::atomic<bool> stop{false};
   std::uint64_t flooded = 0;
   std::thread flooding([&] { flooded = flooder.run(payloads, stop); });
+  struct StopFlood {  // also when an assertion returns early
+    std::atomic<bool>& stop;
+    std::thread& thread;
+    ~StopFlood() {
+      stop = true;
+      if (thread.joinable()) thread.join();
+    }
+  } stop_flood{stop, flooding};
 
   // Beside the flood: 1 MiB WRITE, then READ it back, checked, again and again.
   auto run_one = [&](WrOpcode opcode, std::vector<std::uint8_t>& local, const MrKeys& keys) {
@@ -249,7 +272,9 @@ TEST_P(Floods, AreCountedMemoryStaysBoundedAndATransferBesideCompletes) {
               static_cast<unsigned long long>(counters.held_out_of_order), transfers, rss_growth);
   std::fflush(stdout);
   EXPECT_GT(transfers, 0);
-  EXPECT_LT(rss_growth, kRssBoundKib);
+  if (!kSanitized) {
+    EXPECT_LT(rss_growth, kRssBoundKib);
+  }
   switch (flood) {
     case Flood::unknown_qpn: EXPECT_GT(counters.unknown_qp_packets, 1000u); break;
     case Flood::out_of_window:

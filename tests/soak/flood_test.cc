@@ -28,6 +28,7 @@
 #include <thread>
 #include <vector>
 
+#include "tests/support/sanitized_build.h"
 #include "tests/support/test_network.h"
 #include "uroce/device.h"
 #include "wire/frame.h"
@@ -52,11 +53,7 @@ constexpr std::uint32_t kVictimPsn = 0x1000;
 // there the flood is paced (one batch of 64 per millisecond) so that it
 // exercises every path without simply overflowing the socket, and the RSS
 // bound is not checked (ASan's quarantine keeps freed memory resident).
-#if defined(__SANITIZE_ADDRESS__)
-constexpr bool kSanitized = true;
-#else
-constexpr bool kSanitized = false;
-#endif
+constexpr bool kSanitized = kSanitizedBuild;
 
 // The documented bound (README, "Security and robustness"): peak RSS grows by
 // less than this over a flood.

@@ -3,8 +3,9 @@
 # job: two uroce processes over loopback (a server on 127.0.0.2, a client on
 # 127.0.0.3) doing RDMA WRITE, READ, SEND and atomics with every byte checked,
 # then perftest's bandwidth and latency tables, unmodified perftest on the
-# libibverbs, a decode of the public RoCEv2 sample capture; last, the fabric
-# simulator on the parking lot and its DCQCN against HPCC's ns-3.
+# libibverbs, a decode of the public RoCEv2 sample capture, forged packets
+# and a killed peer; last, the fabric simulator on the parking lot and its
+# DCQCN against HPCC's ns-3.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -55,6 +56,10 @@ echo
 capture=tests/vectors/roce-public.pcap
 echo "== uroce decode $capture (first 5 frames)"
 build/release/tools/uroce decode "$capture" | head -n 5
+echo
+echo "== Hostile input: a WRITE, a NAK and CNPs forged from a third address, and a peer killed mid-transfer"
+build/release/tests/uroce_tests --gtest_filter='*Forged*' | grep -E '^\[  (PASSED|FAILED)'
+build/release/tests/uroce_peer_kill_tests | grep 'retry budget'
 echo
 echo "== Fabric simulator: the parking lot (examples/parking_lot.toml), ConnectX DCQCN, then PFC alone"
 sim_out=$(mktemp -d)

@@ -1,0 +1,342 @@
+// The engine's queue verbs: QPs (create, the attribute checks and state
+// transitions of modify, query, destroy), shared receive queues, and posting
+// send and receive work requests, which resolves their scatter/gather lists
+// against the memory regions.
+#include <algorithm>
+#include <cstring>
+
+#include "transport/engine_state.h"
+#include "transport/psn.h"
+#include "uroce/engine.h"
+#include "verbs/qp_state_machine.h"
+
+namespace uroce {
+
+using transport::QueuePair;
+
+namespace {
+
+// Resolves a WR's scatter/gather list; the first bad element decides the status.
+WcStatus resolve_segments(const verbs::MemoryRegionTable& regions, std::uint32_t pd, std::span<const Sge> sges,
+                          bool needs_write, std::vector<transport::Segment>& out, std::uint64_t& total) {
+  total = 0;
+  out.reserve(sges.size());
+  for (const Sge& sge : sges) {
+    auto data = regions.resolve_local(sge.lkey, pd, sge.addr, sge.length, needs_write);
+    if (!data) return WcStatus::loc_prot_err;
+    if (sge.length > 0) out.push_back(transport::Segment{*data, sge.length});
+    total += sge.length;
+  }
+  return WcStatus::success;
+}
+
+}  // namespace
+
+Expected<std::uint32_t, std::errc> Engine::create_qp(const QpInitAttr& init) {
+  const DeviceAttributes& limits = attributes();
+  if (!state_->pds.contains(init.pd) || !state_->cqs.contains(init.send_cq) || !state_->cqs.contains(init.recv_cq)) {
+    return unexpected(std::errc::invalid_argument);
+  }
+  const QpCap& cap = init.cap;
+  if (cap.max_send_wr > limits.max_qp_wr || cap.max_recv_wr > limits.max_qp_wr || cap.max_send_sge > limits.max_sge ||
+      cap.max_recv_sge > limits.max_sge || cap.max_inline_data > limits.max_inline_data) {
+    return unexpected(std::errc::invalid_argument);
+  }
+  if (init.tail_timeout_ns < 0) return unexpected(std::errc::invalid_argument);
+  if (state_->qps.size() >= limits.max_qp) return unexpected(std::errc::not_enough_memory);
+  if ((init.recovery == LossRecovery::selective_repeat || init.tail_timeout_ns != 0) && init.qp_type != QpType::rc) {
+    return unexpected(std::errc::invalid_argument);
+  }
+  if (init.srq != 0) {
+    auto srq = state_->srqs.find(init.srq);
+    if (srq == state_->srqs.end() || srq->second.pd != init.pd || init.qp_type == QpType::uc) {
+      return unexpected(std::errc::invalid_argument);
+    }
+  }
+  QueuePair qp;
+  qp.srq = init.srq;
+  qp.qpn = state_->fresh_qpn();
+  qp.type = init.qp_type;
+  qp.recovery = init.recovery;
+  qp.tail_timeout_ns = init.tail_timeout_ns;
+  qp.tail_timeout_packets = init.tail_timeout_packets;
+  qp.pd = init.pd;
+  qp.send_cq = init.send_cq;
+  qp.recv_cq = init.recv_cq;
+  qp.sq_sig_all = init.sq_sig_all;
+  qp.cap = cap;
+  qp.cap.max_send_sge = std::max<std::uint32_t>(cap.max_send_sge, 1);
+  qp.cap.max_recv_sge = std::max<std::uint32_t>(cap.max_recv_sge, 1);
+  qp.udp_source_port = wire::roce_source_port(qp.qpn);
+  if (state_->config.congestion.reaction_point) qp.dcqcn.emplace(state_->config.congestion.dcqcn);
+  std::uint32_t qpn = qp.qpn;
+  state_->qps.emplace(qpn, std::move(qp));
+  return qpn;
+}
+
+namespace {
+
+std::errc check_attribute_values(const QpAttr& attr, std::uint32_t mask, const DeviceAttributes& limits) {
+  constexpr std::uint32_t kKnownAccess = kAccessLocalWrite | kAccessRemoteWrite | kAccessRemoteRead |
+                                         kAccessRemoteAtomic;
+  bool ok = true;
+  if (mask & kQpAttrPathMtu) {
+    auto mtu = static_cast<std::uint8_t>(attr.path_mtu);
+    ok &= mtu >= 1 && mtu <= 5;
+  }
+  if (mask & kQpAttrRetryCnt) ok &= attr.retry_cnt <= 7;
+  if (mask & kQpAttrRnrRetry) ok &= attr.rnr_retry <= 7;
+  if (mask & kQpAttrTimeout) ok &= attr.timeout <= 31;
+  if (mask & kQpAttrMinRnrTimer) ok &= attr.min_rnr_timer <= 31;
+  if (mask & kQpAttrMaxQpRdAtomic) ok &= attr.max_rd_atomic <= limits.max_qp_rd_atom;
+  if (mask & kQpAttrMaxDestRdAtomic) ok &= attr.max_dest_rd_atomic <= limits.max_qp_init_rd_atom;
+  if (mask & kQpAttrDestQpn) ok &= attr.dest_qp_num <= transport::kPsnMask;
+  if (mask & kQpAttrRqPsn) ok &= attr.rq_psn <= transport::kPsnMask;
+  if (mask & kQpAttrSqPsn) ok &= attr.sq_psn <= transport::kPsnMask;
+  if (mask & kQpAttrAccessFlags) ok &= (attr.qp_access_flags & ~kKnownAccess) == 0;
+  if (mask & kQpAttrPort) ok &= attr.port_num == 1;
+  if (mask & kQpAttrPkeyIndex) ok &= attr.pkey_index == 0;
+  return ok ? std::errc{} : std::errc::invalid_argument;
+}
+
+}  // namespace
+
+std::errc Engine::modify_qp(std::uint32_t qpn, const QpAttr& attr, std::uint32_t mask) {
+  auto it = state_->qps.find(qpn);
+  if (it == state_->qps.end()) return std::errc::invalid_argument;
+  QueuePair& qp = it->second;
+  if ((mask & kQpAttrCurState) && attr.cur_qp_state != qp.state) return std::errc::invalid_argument;
+  QpState next = (mask & kQpAttrState) ? attr.qp_state : qp.state;
+  if (std::errc e = verbs::check_qp_transition(qp.type, qp.state, next, mask); e != std::errc{}) return e;
+  if (std::errc e = check_attribute_values(attr, mask, attributes()); e != std::errc{}) return e;
+  if ((mask & kQpAttrQkey) && (attr.qkey & kControlledQkeyBit) && !state_->config.allow_controlled_qkey) {
+    return std::errc::operation_not_permitted;
+  }
+
+  QpAttr& a = qp.attr;
+  if (mask & kQpAttrAccessFlags) a.qp_access_flags = attr.qp_access_flags;
+  if (mask & kQpAttrPkeyIndex) a.pkey_index = attr.pkey_index;
+  if (mask & kQpAttrPort) a.port_num = attr.port_num;
+  if (mask & kQpAttrQkey) a.qkey = attr.qkey;
+  if (mask & kQpAttrAv) a.ah_attr = attr.ah_attr;
+  if (mask & kQpAttrPathMtu) a.path_mtu = attr.path_mtu;
+  if (mask & kQpAttrTimeout) a.timeout = attr.timeout;
+  if (mask & kQpAttrRetryCnt) a.retry_cnt = attr.retry_cnt;
+  if (mask & kQpAttrRnrRetry) a.rnr_retry = attr.rnr_retry;
+  if (mask & kQpAttrRqPsn) a.rq_psn = attr.rq_psn;
+  if (mask & kQpAttrMaxQpRdAtomic) a.max_rd_atomic = attr.max_rd_atomic;
+  if (mask & kQpAttrMinRnrTimer) a.min_rnr_timer = attr.min_rnr_timer;
+  if (mask & kQpAttrSqPsn) a.sq_psn = attr.sq_psn;
+  if (mask & kQpAttrMaxDestRdAtomic) a.max_dest_rd_atomic = attr.max_dest_rd_atomic;
+  if (mask & kQpAttrDestQpn) a.dest_qp_num = attr.dest_qp_num;
+
+  QpState previous = qp.state;
+  qp.state = next;
+  a.qp_state = next;
+  if (next == QpState::err && previous != QpState::err) {
+    state_->move_to_error(qp);
+  } else if (next == QpState::reset) {
+    QueuePair fresh;
+    fresh.qpn = qp.qpn;
+    fresh.type = qp.type;
+    fresh.recovery = qp.recovery;
+    fresh.tail_timeout_ns = qp.tail_timeout_ns;
+    fresh.tail_timeout_packets = qp.tail_timeout_packets;
+    fresh.pd = qp.pd;
+    fresh.send_cq = qp.send_cq;
+    fresh.recv_cq = qp.recv_cq;
+    fresh.sq_sig_all = qp.sq_sig_all;
+    fresh.cap = qp.cap;
+    fresh.udp_source_port = qp.udp_source_port;
+    fresh.srq = qp.srq;
+    if (qp.dcqcn) fresh.dcqcn.emplace(state_->config.congestion.dcqcn);
+    fresh.in_ready_list = qp.in_ready_list;
+    qp = std::move(fresh);
+  }
+  if (mask & kQpAttrRqPsn) qp.expected_psn = attr.rq_psn;
+  if (next == QpState::rtr && previous == QpState::init) {
+    qp.records.assign(a.max_dest_rd_atomic, transport::ReadAtomicRecord{});
+    qp.next_record = 0;
+  }
+  if (next == QpState::rtr && previous == QpState::init && qp.recovery == LossRecovery::selective_repeat) {
+    qp.reorder.emplace(state_->config.max_inflight_packets);
+  }
+  if (mask & kQpAttrSqPsn) {
+    qp.next_psn = attr.sq_psn;
+    qp.acked_psn = transport::psn_add(attr.sq_psn, -1);
+    if (qp.recovery == LossRecovery::selective_repeat) {
+      qp.sacks.emplace(state_->config.max_inflight_packets);
+      qp.sacks->reset(attr.sq_psn);
+    }
+  }
+  if (next == QpState::rts && previous == QpState::rtr) {
+    qp.retries_left = a.retry_cnt;
+    qp.rnr_retries_left = a.rnr_retry;
+  }
+  if (next == QpState::sqd && previous == QpState::rts) {
+    qp.sq_drain_notify = (mask & kQpAttrEnSqdAsyncNotify) && attr.en_sqd_async_notify;
+    state_->check_sq_drained(qp);
+  }
+  if (next == QpState::rts) state_->mark_ready(qp);
+  return std::errc{};
+}
+
+Expected<QpAttr, std::errc> Engine::query_qp(std::uint32_t qpn) const {
+  auto it = state_->qps.find(qpn);
+  if (it == state_->qps.end()) return unexpected(std::errc::invalid_argument);
+  const QueuePair& qp = it->second;
+  QpAttr attr = qp.attr;
+  attr.qp_state = attr.cur_qp_state = qp.state;
+  attr.cap = qp.cap;
+  attr.sq_psn = qp.next_psn;       // live, as Soft-RoCE reports them
+  attr.rq_psn = qp.expected_psn;
+  attr.sq_draining = qp.state == QpState::sqd &&
+                     std::any_of(qp.send_queue.begin(), qp.send_queue.end(),
+                                 [](const transport::SendWqe& wqe) { return wqe.started && !wqe.done; });
+  return attr;
+}
+
+Expected<std::uint32_t, std::errc> Engine::create_srq(std::uint32_t pd, std::uint32_t max_wr, std::uint32_t max_sge) {
+  const DeviceAttributes& limits = attributes();
+  if (!state_->pds.contains(pd) || max_wr == 0 || max_wr > limits.max_srq_wr || max_sge > limits.max_sge) {
+    return unexpected(std::errc::invalid_argument);
+  }
+  if (state_->srqs.size() >= limits.max_srq) return unexpected(std::errc::not_enough_memory);
+  std::uint32_t srq = state_->next_srq++;
+  state_->srqs.emplace(srq, EngineState::SharedReceiveQueue{pd, max_wr, std::max<std::uint32_t>(max_sge, 1), {}});
+  return srq;
+}
+
+std::errc Engine::destroy_srq(std::uint32_t srq) {
+  if (!state_->srqs.contains(srq)) return std::errc::invalid_argument;
+  for (const auto& [qpn, qp] : state_->qps) {
+    if (qp.srq == srq) return std::errc::device_or_resource_busy;
+  }
+  state_->srqs.erase(srq);
+  return std::errc{};
+}
+
+std::errc Engine::post_srq_recv(std::uint32_t srq, const RecvWr& wr) {
+  auto it = state_->srqs.find(srq);
+  if (it == state_->srqs.end()) return std::errc::invalid_argument;
+  EngineState::SharedReceiveQueue& shared = it->second;
+  if (shared.queue.size() >= shared.max_wr) return std::errc::not_enough_memory;
+  if (wr.sg_list.size() > shared.max_sge) return std::errc::invalid_argument;
+  transport::RecvWqe wqe;
+  wqe.wr_id = wr.wr_id;
+  wqe.local_error = resolve_segments(state_->memory_regions, shared.pd, wr.sg_list, true, wqe.segments, wqe.capacity);
+  shared.queue.push_back(std::move(wqe));
+  return std::errc{};
+}
+
+std::errc Engine::arm_srq_limit(std::uint32_t srq, std::uint32_t limit) {
+  auto it = state_->srqs.find(srq);
+  if (it == state_->srqs.end() || limit > it->second.max_wr) return std::errc::invalid_argument;
+  it->second.limit = limit;
+  return std::errc{};
+}
+
+std::errc Engine::destroy_qp(std::uint32_t qpn) {
+  return state_->qps.erase(qpn) == 1 ? std::errc{} : std::errc::invalid_argument;
+}
+
+
+std::errc Engine::post_send(std::uint32_t qpn, const SendWr& wr) {
+  auto it = state_->qps.find(qpn);
+  if (it == state_->qps.end()) return std::errc::invalid_argument;
+  QueuePair& qp = it->second;
+  if (qp.state == QpState::reset || qp.state == QpState::init || qp.state == QpState::rtr) {
+    return std::errc::invalid_argument;
+  }
+  if (qp.send_queue.size() >= qp.cap.max_send_wr) return std::errc::not_enough_memory;
+  if (wr.sg_list.size() > qp.cap.max_send_sge) return std::errc::invalid_argument;
+  bool atomic = wr.opcode == WrOpcode::atomic_cmp_and_swp || wr.opcode == WrOpcode::atomic_fetch_and_add;
+  bool inline_data = (wr.send_flags & kSendInline) != 0;
+  switch (wr.opcode) {
+    case WrOpcode::rdma_write:
+    case WrOpcode::rdma_write_with_imm:
+    case WrOpcode::send:
+    case WrOpcode::send_with_imm:
+    case WrOpcode::send_with_inv:
+    case WrOpcode::rdma_read:
+    case WrOpcode::atomic_cmp_and_swp:
+    case WrOpcode::atomic_fetch_and_add: break;
+    default: return std::errc::invalid_argument;
+  }
+  if (inline_data && (wr.opcode == WrOpcode::rdma_read || atomic)) return std::errc::invalid_argument;
+  bool rc_only = wr.opcode == WrOpcode::rdma_read || atomic || wr.opcode == WrOpcode::send_with_inv;
+  if (qp.type == QpType::uc && rc_only) return std::errc::invalid_argument;
+  const EngineState::AddressHandle* destination = nullptr;
+  if (qp.type == QpType::ud) {
+    if (wr.opcode != WrOpcode::send && wr.opcode != WrOpcode::send_with_imm) return std::errc::invalid_argument;
+    auto ah = state_->address_handles.find(wr.ud.ah);
+    if (ah == state_->address_handles.end() || ah->second.pd != qp.pd) return std::errc::invalid_argument;
+    if (wr.ud.remote_qpn > transport::kPsnMask) return std::errc::invalid_argument;
+    destination = &ah->second;
+  }
+
+  transport::SendWqe wqe;
+  wqe.wr_id = wr.wr_id;
+  wqe.opcode = wr.opcode;
+  wqe.signaled = (wr.send_flags & kSendSignaled) != 0;
+  wqe.solicited = (wr.send_flags & kSendSolicited) != 0;
+  wqe.fence = (wr.send_flags & kSendFence) != 0;
+  wqe.imm_data = wr.imm_data;
+  wqe.invalidate_rkey = wr.invalidate_rkey;
+  wqe.remote_addr = atomic ? wr.atomic.remote_addr : wr.rdma.remote_addr;
+  wqe.rkey = atomic ? wr.atomic.rkey : wr.rdma.rkey;
+  wqe.compare_add = wr.atomic.compare_add;
+  wqe.swap = wr.atomic.swap;
+
+  std::uint64_t total = 0;
+  if (inline_data) {
+    for (const Sge& sge : wr.sg_list) total += sge.length;
+    if (total > qp.cap.max_inline_data) return std::errc::invalid_argument;
+    // Inline data is copied now: the caller may reuse its buffer at once.
+    wqe.inline_data.reserve(total);
+    if (!state_->config.carry_payload) wqe.inline_data.resize(total);  // lengths only: nothing to read
+    for (const Sge& sge : wr.sg_list) {
+      if (!state_->config.carry_payload) break;
+      const auto* bytes = reinterpret_cast<const std::uint8_t*>(static_cast<std::uintptr_t>(sge.addr));
+      wqe.inline_data.insert(wqe.inline_data.end(), bytes, bytes + sge.length);
+    }
+  } else {
+    bool writes_local = wr.opcode == WrOpcode::rdma_read || atomic;
+    wqe.local_error = resolve_segments(state_->memory_regions, qp.pd, wr.sg_list, writes_local, wqe.segments, total);
+  }
+  if (atomic && total != 8) return std::errc::invalid_argument;
+  if (destination != nullptr) {
+    if (total > mtu_bytes(state_->config.port_mtu)) return std::errc::invalid_argument;  // one packet per datagram
+    wqe.ud_destination = destination->av;
+    wqe.ud_remote_qpn = wr.ud.remote_qpn;
+    // A Q_Key with the top bit set means "use the QP's own" (IBTA 10.2.4).
+    wqe.ud_qkey = (wr.ud.remote_qkey & kControlledQkeyBit) ? qp.attr.qkey : wr.ud.remote_qkey;
+  }
+  if (total > attributes().max_msg_size) return std::errc::invalid_argument;
+  wqe.length = static_cast<std::uint32_t>(total);
+
+  qp.send_queue.push_back(std::move(wqe));
+  if (qp.state == QpState::err) {
+    state_->move_to_error(qp);  // flushes it at once
+  } else {
+    state_->mark_ready(qp);
+  }
+  return std::errc{};
+}
+
+std::errc Engine::post_recv(std::uint32_t qpn, const RecvWr& wr) {
+  auto it = state_->qps.find(qpn);
+  if (it == state_->qps.end()) return std::errc::invalid_argument;
+  QueuePair& qp = it->second;
+  if (qp.state == QpState::reset || qp.srq != 0) return std::errc::invalid_argument;
+  if (qp.recv_queue.size() >= qp.cap.max_recv_wr) return std::errc::not_enough_memory;
+  if (wr.sg_list.size() > qp.cap.max_recv_sge) return std::errc::invalid_argument;
+  transport::RecvWqe wqe;
+  wqe.wr_id = wr.wr_id;
+  wqe.local_error = resolve_segments(state_->memory_regions, qp.pd, wr.sg_list, true, wqe.segments, wqe.capacity);
+  qp.recv_queue.push_back(std::move(wqe));
+  if (qp.state == QpState::err) state_->move_to_error(qp);
+  return std::errc{};
+}
+
+}  // namespace uroce

@@ -2,7 +2,7 @@
 // from another process, ECE. Each fails the way rdma-core reports an
 // unsupported operation (NULL with errno EOPNOTSUPP, or EOPNOTSUPP
 // returned), never aborts.
-#include <infiniband/verbs.h>
+#include "ibverbs/rdma_core_private.h"
 #include "ibverbs/symbol_versions.h"
 
 #include <cerrno>
@@ -47,8 +47,8 @@ int ibv_set_ece(ibv_qp*, ibv_ece*) { return EOPNOTSUPP; }
 // which librdmacm calls after kernel commands. With no kernel device those
 // commands never succeed, so nothing reaches these: they leave dst untouched.
 extern "C" {
-void ibv_copy_qp_attr_from_kern(void*, const void*) {}
-void ibv_copy_ah_attr_from_kern(void*, const void*) {}
-void ibv_copy_path_rec_from_kern(void*, const void*) {}
-void ibv_copy_path_rec_to_kern(void*, const void*) {}
+void ibv_copy_qp_attr_from_kern(ibv_qp_attr*, ib_uverbs_qp_attr*) {}
+void ibv_copy_ah_attr_from_kern(ibv_ah_attr*, ib_uverbs_ah_attr*) {}
+void ibv_copy_path_rec_from_kern(ibv_sa_path_rec*, ib_user_path_rec*) {}
+void ibv_copy_path_rec_to_kern(ib_user_path_rec*, ibv_sa_path_rec*) {}
 }  // extern "C"

@@ -2,7 +2,7 @@
 // regions are ordinary memory of the process that registered them (no DMA,
 // no pinned pages), so fork needs no protection: a child gets a copy-on-write
 // copy, and only the parent's device serves the registered originals.
-#include <infiniband/verbs.h>
+#include "ibverbs/rdma_core_private.h"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -18,16 +18,19 @@ ibv_fork_status ibv_is_fork_initialized(void) { return IBV_FORK_UNNEEDED; }
 int ibv_dontfork_range(void*, size_t) { return 0; }
 int ibv_dofork_range(void*, size_t) { return 0; }
 
-// The sysfs mount point.
-int ibv_get_sysfs_path(char* buffer, size_t size);
-int ibv_get_sysfs_path(char* buffer, size_t size) {
-  const char* path = std::getenv("SYSFS_PATH");
-  int written = std::snprintf(buffer, size, "%s", path != nullptr ? path : "/sys");
-  return written < 0 || static_cast<size_t>(written) >= size ? -1 : 0;
+// The sysfs mount point: $SYSFS_PATH without trailing slashes when the
+// process is not set-user-ID (as rdma-core reads it), else /sys. Read once.
+const char* ibv_get_sysfs_path(void) {
+  static const std::string path = [] {
+    const char* from_environment = getuid() == geteuid() ? std::getenv("SYSFS_PATH") : nullptr;
+    std::string chosen = from_environment != nullptr ? from_environment : "";
+    while (!chosen.empty() && chosen.back() == '/') chosen.pop_back();
+    return chosen.empty() ? std::string("/sys") : chosen;
+  }();
+  return path.c_str();
 }
 
 // Reads dir/file into buffer without its trailing newline; the length, or -1.
-int ibv_read_sysfs_file(const char* dir, const char* file, char* buffer, size_t size);
 int ibv_read_sysfs_file(const char* dir, const char* file, char* buffer, size_t size) {
   std::string path = std::string(dir) + "/" + file;
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);

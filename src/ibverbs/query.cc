@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "ibverbs/ibverbs_device.h"
+#include "ibverbs/rdma_core_private.h"
 #include "ibverbs/symbol_versions.h"
 #include "ibverbs/verbs_ops.h"
 #include "port/interface_info.h"
@@ -134,13 +135,13 @@ int UROCE_V11(ibv_query_gid)(ibv_context* context, std::uint8_t port_num, int in
 }
 UROCE_BIND_V11(ibv_query_gid);
 
-int ibv_query_gid_type(ibv_context* context, std::uint8_t port_num, unsigned int index, int* type) {
+int ibv_query_gid_type(ibv_context* context, std::uint8_t port_num, unsigned int index, ibv_gid_type_sysfs* type) {
   std::vector<uroce::Gid> table = gid_table(*context_of(context)->device);
   if (port_num != 1 || index >= table.size()) {
     errno = EINVAL;
     return -1;
   }
-  *type = 1;  // sysfs numbering: 0 IB/RoCE v1, 1 RoCE v2
+  *type = IBV_GID_TYPE_SYSFS_ROCE_V2;
   return 0;
 }
 

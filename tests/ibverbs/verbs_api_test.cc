@@ -299,4 +299,16 @@ TEST_F(VerbsApi, WhatAProgramMayNotDoIsRefusedWithItsErrno) {
   EXPECT_EQ(errno, EOPNOTSUPP);
 }
 
+// rdma-core declares it in driver.h, which Debian does not install.
+extern "C" const char* ibv_get_sysfs_path(void);
+
+// Programs (librdmacm, UCX, Open MPI) call it for the sysfs mount point and
+// use the string it returns: $SYSFS_PATH without trailing slashes, read once.
+TEST(SysfsPath, IsTheEnvironmentsWithoutTrailingSlashes) {
+  ASSERT_EQ(::setenv("SYSFS_PATH", "/tmp/uroce-sys//", 1), 0);
+  EXPECT_STREQ(ibv_get_sysfs_path(), "/tmp/uroce-sys");
+  ASSERT_EQ(::setenv("SYSFS_PATH", "/elsewhere", 1), 0);
+  EXPECT_STREQ(ibv_get_sysfs_path(), "/tmp/uroce-sys");  // as rdma-core: read on first use
+}
+
 }  // namespace

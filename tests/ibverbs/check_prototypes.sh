@@ -34,7 +34,7 @@ for name in $public; do
     continue
   fi
   object=$(awk -v name="$name" '$2 == name {print $1; exit}' <<<"$definitions")
-  if [ -z "$object" ] && awk '{print $2}' <<<"$definitions" | grep -qx "uroce_compat_${name}"; then
+  if [ -z "$object" ] && awk -v n="uroce_compat_${name}" '$2 == n {found = 1} END {exit !found}' <<<"$definitions"; then
     continue
   fi
   if [ -z "$object" ]; then

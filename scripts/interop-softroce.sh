@@ -10,9 +10,13 @@
 # failures (printed with UROCE_STATS=1): each exchange must end with exit 0
 # on both sides and no ICRC error on uroce's side.
 #
-#   scripts/interop-softroce.sh [--quick] [--build DIR]
+#   scripts/interop-softroce.sh [--quick] [--build DIR] [--capture-cm FILE]
 #
-# --quick: fewer iterations (CI). Needs root, qemu-system-x86 and
+# --quick: fewer iterations (CI). --capture-cm FILE: instead of the exchanges,
+# the guest's kernel rdma_cm tries to connect to this host (rping, RC over
+# RDMA_PS_TCP: REQ MADs; udaddy, RDMA_PS_UDP: SIDR_REQ MADs), nothing on this
+# side answers, and the frames are written to FILE (needs tcpdump) as
+# reference vectors of what Linux's connection manager sends. Needs root, qemu-system-x86 and
 # busybox-static (scripts/install-deps.sh installs them) and the Debian
 # kernel package, which it downloads once into build/interop.
 set -euo pipefail
@@ -20,11 +24,13 @@ set -euo pipefail
 here="$(cd "$(dirname "$0")/.." && pwd)"
 quick=0
 build="$here/build/release"
+capture_cm=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --quick) quick=1 ;;
     --build) build="$2"; shift ;;
-    *) echo "usage: $0 [--quick] [--build DIR]" >&2; exit 2 ;;
+    --capture-cm) capture_cm="$(realpath -m "$2")"; shift ;;
+    *) echo "usage: $0 [--quick] [--build DIR] [--capture-cm FILE]" >&2; exit 2 ;;
   esac
   shift
 done
@@ -74,6 +80,14 @@ done
 copy_with_libraries /usr/lib/x86_64-linux-gnu/libibverbs/librxe-rdmav34.so
 cp /etc/libibverbs.d/rxe.driver "$rootfs/etc/libibverbs.d/"
 module_order="crc32_generic ib_core ib_uverbs udp_tunnel ip6_udp_tunnel rdma_rxe virtio_ring virtio failover"
+if [ -n "$capture_cm" ]; then
+  command -v tcpdump > /dev/null || { echo "interop-softroce: --capture-cm needs tcpdump" >&2; exit 2; }
+  for program in rping udaddy; do
+    command -v "$program" > /dev/null || { echo "interop-softroce: $program is missing (rdmacm-utils)" >&2; exit 2; }
+    copy_with_libraries "$(command -v "$program")"
+  done
+  module_order="$module_order configfs ib_cm iw_cm rdma_cm rdma_ucm"
+fi
 module_order="$module_order net_failover virtio_net virtio_pci_modern_dev virtio_pci_legacy_dev virtio_pci"
 for module in $module_order; do
   found="$(find "$modules" -name "$module.ko" | head -1)"
@@ -111,12 +125,20 @@ connect() {  # name command...
   done
   cat /tmp/\$name; echo "GUEST RESULT \$name \$status"
 }
+if [ -n "$capture_cm" ]; then
+  echo "GUEST CM CAPTURE"
+  sleep 2
+  rping -c -a $host_address -p 7174 -C 1 -S 64 > /tmp/rping 2>&1 & pid=\$!; sleep 6; kill \$pid
+  udaddy -s $host_address -p 7175 -c 1 > /tmp/udaddy 2>&1 & pid=\$!; sleep 6; kill \$pid
+  cat /tmp/rping /tmp/udaddy
+else
 serve rc_guest_server 18515 ibv_rc_pingpong -d rxe0 -g 1 -p 18515
 connect rc_guest_client ibv_rc_pingpong -d rxe0 -g 1 -p 18516 $host_address
 serve write_guest_server 18517 ib_write_bw -d rxe0 -x 1 -n $bw_iterations -p 18517
 connect write_guest_client ib_write_bw -d rxe0 -x 1 -n $bw_iterations -p 18518 $host_address
 serve read_guest_server 18519 ib_read_bw -d rxe0 -x 1 -n $bw_iterations -p 18519
 connect read_guest_client ib_read_bw -d rxe0 -x 1 -n $bw_iterations -p 18520 $host_address
+fi
 echo "GUEST ALL DONE"
 poweroff -f
 EOF
@@ -194,6 +216,15 @@ host_serves() {  # name port command...
 }
 
 wait_for "GUEST rxe ready" 300
+if [ -n "$capture_cm" ]; then
+  ip netns exec "$ns" tcpdump -i tap0 -U -w "$capture_cm" udp port 4791 > "$work/tcpdump.log" 2>&1 &
+  tcpdump_pid=$!
+  wait_for "GUEST ALL DONE" 120
+  sleep 1
+  kill "$tcpdump_pid"; wait "$tcpdump_pid" 2> /dev/null || true
+  echo "interop-softroce: the kernel's CM frames are in $capture_cm"
+  exit 0
+fi
 echo "guest up: kernel Soft-RoCE (rxe0) at $guest_address, uroce on tap0 at $host_address"
 guest_serves rc_guest_server 18515 ibv_rc_pingpong -g 1 -p 18515
 host_serves rc_guest_client 18516 ibv_rc_pingpong -g 1 -p 18516

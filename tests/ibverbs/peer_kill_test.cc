@@ -26,7 +26,7 @@ constexpr const char* kSurvivorAddress = "127.0.4.20";
 constexpr const char* kPeerAddress = "127.0.4.21";
 constexpr int kGidIndex = 1;  // the IPv4-mapped RoCE v2 entry
 constexpr std::size_t kBufferSize = 1 << 20;
-constexpr std::uint8_t kTimeout = 10;   // 4.096 us x 2^10 = 4.2 ms per try
+constexpr std::uint8_t kTimeout = 14;   // 4.096 us x 2^14 = 67 ms per try: room for a starved peer on a loaded machine
 constexpr std::uint8_t kRetryCount = 3;
 
 struct Verbs {
@@ -73,7 +73,7 @@ struct Verbs {
   }
 
   // RESET (from any state) -> INIT -> RTR -> RTS towards the peer's QP.
-  int connect(std::uint32_t remote_qpn, const ibv_gid& remote_gid) {
+  int connect(std::uint32_t remote_qpn, const ibv_gid& remote_gid, std::uint8_t timeout = kTimeout) {
     ibv_qp_attr attr{};
     attr.qp_state = IBV_QPS_RESET;
     if (int e = ibv_modify_qp(qp, &attr, IBV_QP_STATE)) return e;
@@ -104,7 +104,7 @@ struct Verbs {
     attr = {};
     attr.qp_state = IBV_QPS_RTS;
     attr.sq_psn = 0;
-    attr.timeout = kTimeout;
+    attr.timeout = timeout;
     attr.retry_cnt = kRetryCount;
     attr.rnr_retry = 7;
     attr.max_rd_atomic = 1;
@@ -272,8 +272,8 @@ TEST(PeerKill, SurvivorGetsRetryExceededThenFlushesAndReconnectsToARestartedPeer
     EXPECT_EQ(failed[i].status, IBV_WC_WR_FLUSH_ERR) << i;
     EXPECT_EQ(failed[i].wr_id, 100 + i);
   }
-  // (retry_cnt + 1) tries of the 4.2 ms timeout: 17 ms; allow scheduling slack.
-  EXPECT_LT(took_ms, 1000.0);
+  // (retry_cnt + 1) tries of the 67 ms timeout: 268 ms; allow scheduling slack.
+  EXPECT_LT(took_ms, 2000.0);
   std::printf("retry budget %.1f ms; the survivor reported the dead peer after %.1f ms\n",
               (kRetryCount + 1) * 4.096e-3 * (1 << kTimeout), took_ms);
   ibv_qp_attr attr{};
@@ -290,7 +290,9 @@ TEST(PeerKill, SurvivorGetsRetryExceededThenFlushesAndReconnectsToARestartedPeer
   // The peer comes back on the same address with a new QP; the survivor
   // reuses its QP through RESET, and WRITEs complete again.
   PeerProcess again = start_peer();
-  ASSERT_EQ(survivor.connect(again.qpn, again.gid), 0);
+  // A patient budget here (4 tries of 268 ms): the new process may still be
+  // finding its feet on a loaded machine; this part tests reconnection, not timing.
+  ASSERT_EQ(survivor.connect(again.qpn, again.gid, 16), 0);
   ASSERT_NO_FATAL_FAILURE(finish_handshake(again, survivor));
   for (std::uint64_t id = 0; id < 16; ++id) {
     ibv_send_wr next = write_wr(survivor, sge, again, 2000 + id), *next_bad = nullptr;

@@ -26,6 +26,7 @@
 #include "port/port.h"
 #include "port/raw_port.h"
 #include "tests/support/device_completions.h"
+#include "tests/support/peak_rss.h"
 #include "tests/support/sanitized_build.h"
 #include "tests/support/test_network.h"
 #include "tests/support/veth_pair.h"
@@ -55,6 +56,24 @@ class RawPortTest : public ::testing::Test {
       auto device = Device::open(config);
       if (!device) ADD_FAILURE() << device.error();
       return device ? std::move(*device) : nullptr;
+    });
+  }
+
+  // A raw socket bound to the client's end of the veth, which sends whole
+  // frames to the server's end; -1 if it cannot be made.
+  int open_injector() const {
+    return in_namespace(pair_->client().ns, [&] {
+      auto client_if = port::find_interface(pair_->client().interface);
+      int fd = client_if ? ::socket(AF_PACKET, SOCK_RAW, htons(ETH_P_ALL)) : -1;
+      if (fd < 0) return -1;
+      sockaddr_ll link{};
+      link.sll_family = AF_PACKET;
+      link.sll_ifindex = client_if->index;
+      if (::bind(fd, reinterpret_cast<sockaddr*>(&link), sizeof link) != 0) {
+        ::close(fd);
+        return -1;
+      }
+      return fd;
     });
   }
 
@@ -190,14 +209,10 @@ TEST_F(RawPortTest, VerifiesIcrcOverTheRealIdentificationAndDropsBadOnes) {
   // An injector on the other end of the veth sends whole frames.
   auto server_if = in_namespace(pair_->server().ns, [&] { return port::find_interface(pair_->server().interface); });
   ASSERT_TRUE(server_if);
-  int injector = in_namespace(pair_->client().ns, [&] { return ::socket(AF_PACKET, SOCK_RAW, htons(ETH_P_ALL)); });
+  int injector = open_injector();
   ASSERT_GE(injector, 0);
   auto client_if = in_namespace(pair_->client().ns, [&] { return port::find_interface(pair_->client().interface); });
   ASSERT_TRUE(client_if);
-  sockaddr_ll link{};
-  link.sll_family = AF_PACKET;
-  link.sll_ifindex = client_if->index;
-  ASSERT_EQ(::bind(injector, reinterpret_cast<sockaddr*>(&link), sizeof link), 0);
 
   std::vector<std::uint8_t> payload(300);
   for (std::size_t i = 0; i < payload.size(); ++i) payload[i] = static_cast<std::uint8_t>(i ^ 0x5a);
@@ -217,15 +232,6 @@ TEST_F(RawPortTest, VerifiesIcrcOverTheRealIdentificationAndDropsBadOnes) {
   EXPECT_EQ(counters.icrc_errors, 1u);  // the corrupted copy
   EXPECT_EQ(counters.icrc_unchecked, 0u);
   EXPECT_EQ(device->call([&](Engine&) { return drain(ud); }).size(), 0u);  // nothing more landed
-}
-
-long peak_rss_kib() {
-  std::ifstream status("/proc/self/status");
-  std::string line;
-  while (std::getline(status, line)) {
-    if (line.rfind("VmHWM:", 0) == 0) return std::strtol(line.c_str() + 6, nullptr, 10);
-  }
-  return 0;
 }
 
 // An ARP request "who has target? tell sender_ip at sender_mac", broadcast.
@@ -254,14 +260,8 @@ TEST_F(RawPortTest, ArpRequestFloodLeavesMemoryBoundedAndTrafficFlowing) {
   auto a = open_raw(pair_->client(), "10.79.3.21");
   auto b = open_raw(pair_->server(), "10.79.3.22");
   ASSERT_TRUE(a && b);
-  int injector = in_namespace(pair_->client().ns, [&] { return ::socket(AF_PACKET, SOCK_RAW, htons(ETH_P_ALL)); });
+  int injector = open_injector();
   ASSERT_GE(injector, 0);
-  auto client_if = in_namespace(pair_->client().ns, [&] { return port::find_interface(pair_->client().interface); });
-  ASSERT_TRUE(client_if);
-  sockaddr_ll link{};
-  link.sll_family = AF_PACKET;
-  link.sll_ifindex = client_if->index;
-  ASSERT_EQ(::bind(injector, reinterpret_cast<sockaddr*>(&link), sizeof link), 0);
 
   long rss_before = peak_rss_kib();
   std::atomic<bool> stop{false};

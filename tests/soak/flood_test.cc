@@ -28,6 +28,7 @@
 #include <thread>
 #include <vector>
 
+#include "tests/support/peak_rss.h"
 #include "tests/support/sanitized_build.h"
 #include "tests/support/test_network.h"
 #include "uroce/device.h"
@@ -62,15 +63,6 @@ constexpr long kRssBoundKib = 64 * 1024;
 int flood_seconds() {
   const char* value = std::getenv("UROCE_FLOOD_SECONDS");
   return value ? std::atoi(value) : 10;
-}
-
-long peak_rss_kib() {
-  std::ifstream status("/proc/self/status");
-  std::string line;
-  while (std::getline(status, line)) {
-    if (line.rfind("VmHWM:", 0) == 0) return std::strtol(line.c_str() + 6, nullptr, 10);
-  }
-  return 0;
 }
 
 std::unique_ptr<Device> open_device(const std::array<std::uint8_t, 4>& address) {

@@ -397,7 +397,7 @@ void Engine::on_datagram(std::span<const std::uint8_t> bytes, TimeNs now, bool v
     return;
   }
   QueuePair& qp = it->second;
-  if (transport::drop_if_rejected(s.counters, transport::check_request_source(qp, *datagram))) return;
+  if (transport::drop_if_rejected(s.counters, transport::check_sender(qp, *datagram))) return;
   if (qp.state == QpState::rtr && type != QpType::ud && !qp.communication_established) {
     qp.communication_established = true;
     s.raise(AsyncEventType::comm_est, qp.qpn);

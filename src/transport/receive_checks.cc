@@ -26,7 +26,7 @@ Rejection check_pkey(const wire::RocePacket& packet) {
   return pkey_matches(packet.headers.bth.pkey, wire::kDefaultPkey) ? Rejection::none : Rejection::pkey;
 }
 
-Rejection check_request_source(const QueuePair& qp, const wire::RoceDatagram& datagram) {
+Rejection check_sender(const QueuePair& qp, const wire::RoceDatagram& datagram) {
   if (qp.type == QpType::ud) {
     const auto& deth = datagram.packet.headers.deth;
     return deth && deth->qkey == qp.attr.qkey ? Rejection::none : Rejection::qkey;

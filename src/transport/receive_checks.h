@@ -24,9 +24,10 @@ bool pkey_matches(std::uint16_t packet_pkey, std::uint16_t table_pkey);
 // The port's P_Key table has one entry, the default full-member key.
 Rejection check_pkey(const wire::RocePacket& packet);
 
-// For a packet addressed to qp (not a CNP). UD: the DETH Q_Key must be the
-// QP's. RC/UC: the source address must be the QP's destination GID.
-Rejection check_request_source(const QueuePair& qp, const wire::RoceDatagram& datagram);
+// For any packet addressed to qp but a CNP (requests and responses alike).
+// UD: the DETH Q_Key must be the QP's. RC/UC: the source address must be the
+// QP's destination GID.
+Rejection check_sender(const QueuePair& qp, const wire::RoceDatagram& datagram);
 
 // A CNP for qp: RC/UC only from the QP's peer; UD only from an address the
 // consumer named in an address handle of the QP's protection domain.

@@ -1,17 +1,23 @@
 #!/usr/bin/env bash
-# Unmodified perftest on uroce's libibverbs against uroce's own `uroce perf`
-# (the same engine through its C++ API, polling inline) in one run over
-# loopback: what the libibverbs layer (rdma-core's ABI, the progress thread,
-# perftest's ibv_wr_* posting) costs or saves. Prints a markdown table.
+# Unmodified perftest on uroce's libibverbs, in each progress mode
+# (UROCE_PROGRESS=adaptive, the default, and thread), against uroce's own
+# `uroce perf` (the same engine through its C++ API, polling inline with no
+# progress thread) and, for latency, a UDP ping-pong (sockperf) over the same
+# loopback: what the libibverbs layer and its progress engine cost or save.
+# Every cell is the median of REPEAT runs (default 3), the runs of one row
+# interleaved, all in one invocation. Prints markdown tables.
 #
-#   bench/ibverbs_programs.sh    # about a minute on two cores
+#   bench/ibverbs_programs.sh             # about four minutes on two cores
+#   REPEAT=5 bench/ibverbs_programs.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 UROCE=build/release/tools/uroce
+REPEAT=${REPEAT:-3}
 [[ -x $UROCE && -e build/release/lib/libibverbs.so.1 ]] || { ./scripts/install-deps.sh && ./scripts/build.sh release --quiet; }
+command -v sockperf >/dev/null || apt-get install -y sockperf >/dev/null 2>&1 || true
 OUT=$(mktemp -d)
-trap 'rm -rf "$OUT"' EXIT
+trap 'rm -rf "$OUT"; pkill -f "sockperf sr .*127.0.3.12" 2>/dev/null || true' EXIT
 port=19700
 
 # pair FILE SERVER-COMMAND CLIENT-COMMAND: runs both, the client's output to FILE.
@@ -25,30 +31,69 @@ pair() {
   wait "$pid" || true
 }
 
-perftest() {  # test options
-  local test=$1 options=$2
-  pair "$OUT/ib_$test" "$UROCE run --address 127.0.3.12 -- ib_$test -p \$port $options" \
-    "$UROCE run --address 127.0.3.13 -- ib_$test -p \$port $options 127.0.0.1"
+library() {  # MODE TEST OPTIONS FILE
+  local mode=$1 test=$2 options=$3 file=$4
+  pair "$file" "UROCE_PROGRESS=$mode $UROCE run --address 127.0.3.12 -- ib_$test -p \$port $options" \
+    "UROCE_PROGRESS=$mode $UROCE run --address 127.0.3.13 -- ib_$test -p \$port $options 127.0.0.1"
 }
-native() {  # test options
-  local test=$1 options=$2
-  pair "$OUT/uroce_$test" "$UROCE perf $test --bind 127.0.3.12 -p \$port $options" \
+native() {  # TEST OPTIONS FILE
+  local test=$1 options=$2 file=$3
+  pair "$file" "$UROCE perf $test --bind 127.0.3.12 -p \$port $options" \
     "$UROCE perf $test --bind 127.0.3.13 -p \$port $options 127.0.3.12"
 }
 
-# Bandwidth rows: the average MiB/s column; latency rows: typical and 99%.
+# The figures of one run: bandwidth, the average MB/s; latency, "typical 99%".
 bw_of() { awk '$1 ~ /^[0-9]+$/ && NF >= 5 { value = $4 } END { print value ? value : "-" }' "$1"; }
-lat_of() { awk '$1 ~ /^[0-9]+$/ && NF >= 8 { value = $5 " / " $8 } END { print value ? value : "-" }' "$1"; }
+lat_of() { awk '$1 ~ /^[0-9]+$/ && NF >= 8 { value = $5 " " $8 } END { print value ? value : "- -" }' "$1"; }
+sockperf_lat_of() {
+  awk '/percentile 50.000/ { median = $NF } /percentile 99.000/ { tail = $NF } END { print (median ? median : "-") " " (tail ? tail : "-") }' "$1"
+}
 
-echo "| test | perftest on uroce's libibverbs | uroce perf |"
-echo "|---|---:|---:|"
-for test in write_bw read_bw send_bw; do
-  perftest "$test" "-s 65536 -n 5000"
-  native "$test" "-s 65536 -n 5000"
-  echo "| $test 64 KiB (MB/s, average) | $(bw_of "$OUT/ib_$test") | $(bw_of "$OUT/uroce_$test") |"
+# median FILE COLUMN: the median of one column of numbers ("-" if none).
+median() {
+  awk -v c="$2" '$c != "-" { print $c }' "$1" | sort -g |
+    awk '{ v[NR] = $1 } END { if (NR == 0) print "-"; else if (NR % 2) print v[(NR + 1) / 2]; else printf "%.2f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
+
+echo "Latency, 2 B, 5000 iterations (sockperf: 16 B for 1 s): typical (sockperf: median) / 99th percentile, us; median of $REPEAT runs"
+echo
+echo "| test | library, adaptive | library, thread | uroce perf | sockperf pp --nonblocked |"
+echo "|---|---:|---:|---:|---:|"
+for test in write_lat send_lat read_lat; do
+  : >"$OUT/a" && : >"$OUT/t" && : >"$OUT/n" && : >"$OUT/s"
+  for _ in $(seq "$REPEAT"); do
+    library adaptive "$test" "-s 2 -n 5000" "$OUT/run" && lat_of "$OUT/run" >>"$OUT/a"
+    library thread "$test" "-s 2 -n 5000" "$OUT/run" && lat_of "$OUT/run" >>"$OUT/t"
+    native "$test" "-s 2 -n 5000" "$OUT/run" && lat_of "$OUT/run" >>"$OUT/n"
+    if [[ $test == write_lat ]] && command -v sockperf >/dev/null; then
+      port=$((port + 1))
+      sockperf sr --nonblocked -i 127.0.3.12 -p "$port" >/dev/null 2>&1 &
+      server=$!
+      sleep 0.5
+      sockperf pp --nonblocked -i 127.0.3.12 -p "$port" -m 16 -t 1 >"$OUT/run" 2>&1 || true
+      kill "$server" 2>/dev/null; wait "$server" 2>/dev/null || true
+      sockperf_lat_of "$OUT/run" >>"$OUT/s"
+    fi
+  done
+  cell() { echo "$(median "$1" 1) / $(median "$1" 2)"; }
+  sock="-"
+  [[ -s $OUT/s ]] && sock=$(cell "$OUT/s")
+  echo "| $test | $(cell "$OUT/a") | $(cell "$OUT/t") | $(cell "$OUT/n") | $sock |"
 done
-for test in write_lat read_lat send_lat; do
-  perftest "$test" "-s 2 -n 5000"
-  native "$test" "-s 2 -n 5000"
-  echo "| $test 2 B (us, typical / 99%) | $(lat_of "$OUT/ib_$test") | $(lat_of "$OUT/uroce_$test") |"
+
+echo
+echo "Bandwidth, 64 KiB messages, 30000 iterations: average MB/s; median of $REPEAT runs"
+echo
+echo "| test | library, adaptive | library, thread | uroce perf | adaptive / uroce perf |"
+echo "|---|---:|---:|---:|---:|"
+for test in write_bw read_bw send_bw; do
+  : >"$OUT/a" && : >"$OUT/t" && : >"$OUT/n"
+  for _ in $(seq "$REPEAT"); do
+    library adaptive "$test" "-s 65536 -n 30000" "$OUT/run" && bw_of "$OUT/run" >>"$OUT/a"
+    library thread "$test" "-s 65536 -n 30000" "$OUT/run" && bw_of "$OUT/run" >>"$OUT/t"
+    native "$test" "-s 65536 -n 30000" "$OUT/run" && bw_of "$OUT/run" >>"$OUT/n"
+  done
+  a=$(median "$OUT/a" 1) n=$(median "$OUT/n" 1)
+  ratio=$(awk -v a="$a" -v n="$n" 'BEGIN { if (a + 0 > 0 && n + 0 > 0) printf "%.2f", a / n; else print "-" }')
+  echo "| $test | $a | $(median "$OUT/t" 1) | $n | $ratio |"
 done

@@ -3,7 +3,8 @@
 // monotonic clock. By default a progress thread moves packets
 // and fires timers, so a remote WRITE or READ is served while the application
 // sleeps, as on a hardware RNIC; with progress_thread off the application
-// drives progress() itself (lowest latency, one thread).
+// drives progress() itself (lowest latency, one thread). ProgressMode says
+// how the thread and a polling application share the work.
 //
 //   auto device = uroce::Device::open({.address = "127.0.0.2"});
 //   std::uint32_t pd = (*device)->call([](uroce::Engine& e) { return *e.alloc_pd(); });
@@ -58,6 +59,33 @@ enum class UdpGsoPolicy : std::uint8_t {
   never,
 };
 
+// How a progress thread shares the packet work with an application that
+// polls (DESIGN.md, "The progress engine").
+enum class ProgressMode : std::uint8_t {
+  // The thread watches the port all the time; the application's polls help.
+  // On a machine with fewer cores than busy threads, every arrival waits for
+  // the thread to be scheduled beside the spinning application.
+  thread,
+  // While the application polls (a poll that found nothing moved packets in
+  // the last handoff_ns), it alone moves them and the thread rests. When it
+  // stops polling, or arms a CQ to sleep on its channel, the thread takes
+  // over the port. Bare ACKs wait up to ack_hold_ns for the application's
+  // next post, so a ping-pong's reply and the ACK leave in one batch, reply
+  // first, and the peer polling for the ACK takes the reply along.
+  adaptive,
+};
+
+// Who moved the packets (UROCE_STATS prints them): the measure of whether
+// a polling application keeps its packets to itself.
+struct ProgressCounters {
+  std::uint64_t thread_receives = 0;       // the progress thread's rounds that received datagrams
+  std::uint64_t application_receives = 0;  // the application's polling rounds that received datagrams
+  std::uint64_t thread_sleeps = 0;         // times the thread slept watching the port
+  std::uint64_t thread_rests = 0;          // times it slept leaving the port to the application
+  std::uint64_t acks_carried = 0;          // held ACKs that left behind a posted reply
+  std::uint64_t acks_expired = 0;          // held ACKs that left alone after ack_hold_ns
+};
+
 struct DeviceConfig {
   // The local IPv4 or IPv6 address; the GID follows from it. With an
   // interface it may be empty: the interface's first IPv4 address.
@@ -70,6 +98,15 @@ struct DeviceConfig {
   UdpIcrcPolicy icrc = UdpIcrcPolicy::verify_assuming_id0;
   UdpGsoPolicy gso = UdpGsoPolicy::where_bytes_unchanged;
   bool progress_thread = true;
+  ProgressMode progress_mode = ProgressMode::thread;
+  // adaptive: how long after the application's last polling round the
+  // thread still leaves the port to it.
+  TimeNs handoff_ns = 200'000;
+  // adaptive: the longest a bare ACK waits for a reply to carry it out.
+  TimeNs ack_hold_ns = 20'000;
+  // adaptive: how long the thread keeps polling the port after an arrival
+  // before it sleeps.
+  TimeNs spin_ns = 50'000;
   EngineConfig engine;  // its gid is replaced by the address's
   // Keep engine.seed as given (reproducible keys and QPNs, for tests); by
   // default each device mixes in fresh randomness so rkeys cannot be guessed.
@@ -129,6 +166,9 @@ class Device {
   // time slices). When the progress thread holds the lock, waits for its
   // round and takes what it found: a program that polls once per CQ event
   // must see the completion the event announced.
+  // A poll that finds completions still moves packets when the last round
+  // is older than kPolledRoundInterval, so that a stream whose CQ never runs
+  // dry keeps taking its ACKs.
   template <class F>
   int poll(F&& f) {
     std::unique_lock lock(mutex_, std::try_to_lock);
@@ -137,10 +177,14 @@ class Device {
       return f(engine_);
     }
     int found = f(engine_);
-    if (found != 0) return found;
-    progress_polled_locked();
-    return f(engine_);
+    if (!progress_polled_locked(found != 0)) return found;
+    return found != 0 ? found : f(engine_);
   }
+
+  // The application is about to sleep (it armed a CQ to wait on its
+  // completion channel): in adaptive mode the thread takes the port now
+  // instead of after the handoff time.
+  void hand_progress_to_thread();
 
   // Called under the device lock after every verbs call and progress round,
   // before the completion fd is signalled: a layer with its own completion
@@ -169,6 +213,7 @@ class Device {
 
   const Gid& gid() const { return gid_; }
   EngineCounters counters();
+  ProgressCounters progress_counters();
   port::PortCounters port_counters();
   // The largest path MTU whose packets fit the port's link (as Linux
   // Soft-RoCE derives the active MTU from the interface MTU).
@@ -177,13 +222,22 @@ class Device {
  private:
   explicit Device(const DeviceConfig& config);
   bool progress_locked(TimeNs now, bool answer_now);
-  void transmit(TimeNs now);
+  // When the bare ACKs in a transmit leave (adaptive mode holds them).
+  enum class AckRelease : std::uint8_t {
+    now,
+    after_hold,        // once ack_hold_ns old
+    behind_a_request,  // with any other datagram (a posted reply); else held on
+  };
+  void transmit(TimeNs now, AckRelease release);
   void keep_unsent(std::size_t taken);
   void signal_completions_locked();
   void transmit_posted_locked();
-  void progress_polled_locked();
+  // Returns whether it ran a round.
+  bool progress_polled_locked(bool found_completions);
   void run_progress_thread();
+  void rest_while_application_polls(TimeNs until);
   void wake();
+  void wake_resting();
 
   Gid gid_{};
   std::mutex mutex_;
@@ -193,12 +247,30 @@ class Device {
   // refused (back-pressure) stay at the front and go first next time.
   std::vector<std::uint8_t> transmit_slots_;
   std::vector<std::span<const std::uint8_t>> transmit_queue_;
+  std::vector<std::uint8_t> keep_scratch_;
+  ProgressCounters progress_counters_;  // under the lock, but for:
+  std::atomic<std::uint64_t> thread_rests_{0};
+  bool back_pressured_ = false;    // the port refused part of the last transmit
+  TimeNs acks_held_since_ = kNever;  // bare ACKs wait at the queue's end
+  bool holds_pay_off_ = true;        // the last held ACKs left behind a reply
+  TimeNs ack_hold_limit() const { return holds_pay_off_ ? ack_hold_ns_ : ack_hold_ns_ / 10; }
   int wake_fd_ = -1;
   int completion_fd_ = -1;
   bool completion_signalled_ = false;
   std::function<void(Engine&)> event_listener_;  // completion_fd_ holds a count not yet read
   std::atomic<bool> stop_{false};
-  std::atomic<bool> sleeping_{false};
+  std::atomic<bool> sleeping_{false};  // the thread sleeps watching the port
+  std::atomic<bool> resting_{false};   // the thread sleeps leaving the port to the application
+  ProgressMode progress_mode_;
+  TimeNs handoff_ns_;
+  bool hold_acks_;
+  TimeNs ack_hold_ns_;
+  TimeNs spin_ns_;
+  // adaptive: until when the application is taken to be polling.
+  std::atomic<TimeNs> application_polls_until_{0};
+  TimeNs thread_wakes_at_ = kNever;  // under the lock: when a sleeping thread looks again
+  TimeNs last_polled_round_ = 0;     // under the lock
+  static constexpr TimeNs kPolledRoundInterval = 20'000;
   std::thread thread_;
 };
 

@@ -58,6 +58,8 @@ int poll_cq(ibv_cq* ibv, int entries, ibv_wc* wc) {
 
 int req_notify_cq(ibv_cq* ibv, int solicited_only) {
   UroceCq& cq = cq_of(ibv);
+  // The application will sleep on the channel: the progress thread watches the port.
+  cq.runtime->device().hand_progress_to_thread();
   return errno_of(cq.runtime->device().inspect(
       [&](Engine& engine) { return engine.req_notify_cq(cq.handle, solicited_only != 0); }));
 }

@@ -1,4 +1,4 @@
-// configured_devices(): UROCE_ADDRESS and UROCE_INTERFACE.
+// configured_devices() and configured_progress(): the UROCE_* variables.
 #include "ibverbs/configuration.h"
 
 #include <cstdlib>
@@ -16,6 +16,15 @@ std::vector<DeviceSpec> configured_devices() {
     specs.push_back(DeviceSpec{"uroce" + std::to_string(specs.size()), address, interface ? interface : ""});
   }
   return specs;
+}
+
+Expected<ProgressChoice, std::string> configured_progress() {
+  const char* value = std::getenv("UROCE_PROGRESS");
+  std::string mode = value != nullptr ? value : "";
+  if (mode.empty() || mode == "adaptive") return ProgressChoice{true, ProgressMode::adaptive};
+  if (mode == "thread") return ProgressChoice{true, ProgressMode::thread};
+  if (mode == "inline") return ProgressChoice{false, ProgressMode::thread};
+  return unexpected("UROCE_PROGRESS='" + mode + "' is not one of adaptive, thread, inline");
 }
 
 }  // namespace uroce::ibverbs

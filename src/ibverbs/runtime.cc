@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "ibverbs/configuration.h"
 #include "ibverbs/objects.h"
 
 namespace uroce::ibverbs {
@@ -33,9 +34,13 @@ bool event_names(const ibv_async_event& event, const void* object) {
 }  // namespace
 
 Expected<std::shared_ptr<DeviceRuntime>, std::string> DeviceRuntime::open(UroceDevice& device) {
+  auto progress = configured_progress();
+  if (!progress) return unexpected(progress.error());
   DeviceConfig config;
   config.address = device.spec.address;
   config.interface = device.spec.interface;
+  config.progress_thread = progress->progress_thread;
+  config.progress_mode = progress->mode;
   auto running = Device::open(config);
   if (!running) return unexpected(running.error());
   std::shared_ptr<DeviceRuntime> runtime(new DeviceRuntime(device, std::move(*running)));
@@ -51,14 +56,22 @@ DeviceRuntime::~DeviceRuntime() {
   // interop checks (ICRC errors, retransmissions) of programs that print none.
   if (const char* stats = std::getenv("UROCE_STATS"); stats != nullptr && *stats != '\0' && *stats != '0') {
     EngineCounters counters = device_->counters();
+    ProgressCounters progress = device_->progress_counters();
     std::fprintf(stderr,
                  "uroce: %s: packets sent %llu received %llu, icrc errors %llu, retransmitted %llu, "
-                 "malformed %llu\n",
+                 "malformed %llu; receiving rounds: thread %llu application %llu; thread sleeps %llu rests %llu; "
+                 "held ACKs carried %llu expired %llu\n",
                  ibv_device_.spec.name.c_str(), static_cast<unsigned long long>(counters.packets_sent),
                  static_cast<unsigned long long>(counters.packets_received),
                  static_cast<unsigned long long>(counters.icrc_errors),
                  static_cast<unsigned long long>(counters.retransmitted_packets),
-                 static_cast<unsigned long long>(counters.malformed_packets));
+                 static_cast<unsigned long long>(counters.malformed_packets),
+                 static_cast<unsigned long long>(progress.thread_receives),
+                 static_cast<unsigned long long>(progress.application_receives),
+                 static_cast<unsigned long long>(progress.thread_sleeps),
+                 static_cast<unsigned long long>(progress.thread_rests),
+                 static_cast<unsigned long long>(progress.acks_carried),
+                 static_cast<unsigned long long>(progress.acks_expired));
   }
   device_->set_event_listener(nullptr);
   device_.reset();  // stops the progress thread before the registries go

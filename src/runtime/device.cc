@@ -3,6 +3,7 @@
 #include "uroce/device.h"
 
 #include <poll.h>
+#include <sched.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
@@ -27,6 +28,7 @@ namespace {
 
 constexpr std::size_t kTransmitBatch = 64;
 constexpr TimeNs kBackPressureRetryNs = 20'000;
+
 
 
 // An RC ACKNOWLEDGE (ACK or NAK) with no payload, as the engine builds it:
@@ -82,14 +84,26 @@ Expected<std::unique_ptr<Device>, std::string> Device::open(const DeviceConfig& 
 Device::Device(const DeviceConfig& config)
     : gid_(config.engine.gid),
       engine_(config.engine),
-      transmit_slots_(kTransmitBatch * kMaxDatagramLength) {
+      transmit_slots_(kTransmitBatch * kMaxDatagramLength),
+      keep_scratch_(kTransmitBatch * kMaxDatagramLength),
+      progress_mode_(config.progress_thread ? config.progress_mode : ProgressMode::thread),
+      handoff_ns_(config.handoff_ns),
+      hold_acks_(progress_mode_ == ProgressMode::adaptive),
+      ack_hold_ns_(config.ack_hold_ns),
+      spin_ns_(progress_mode_ == ProgressMode::adaptive ? config.spin_ns : 0) {
   transmit_queue_.reserve(kTransmitBatch);
 }
 
 Device::~Device() {
   stop_ = true;
+  sleeping_ = true;  // wake it from either sleep
   wake();
+  wake_resting();
   if (thread_.joinable()) thread_.join();
+  if (port_) {  // held ACKs leave: the peer must not retransmit what was received
+    std::lock_guard lock(mutex_);
+    transmit(monotonic_now(), AckRelease::now);
+  }
   if (wake_fd_ >= 0) ::close(wake_fd_);
   if (completion_fd_ >= 0) ::close(completion_fd_);
 }
@@ -101,6 +115,18 @@ void Device::wake() {
   [[maybe_unused]] ssize_t written = ::write(wake_fd_, &one, sizeof one);
 }
 
+void Device::wake_resting() {
+  if (wake_fd_ < 0 || !resting_.exchange(false, std::memory_order_seq_cst)) return;
+  std::uint64_t one = 1;
+  [[maybe_unused]] ssize_t written = ::write(wake_fd_, &one, sizeof one);
+}
+
+void Device::hand_progress_to_thread() {
+  if (progress_mode_ != ProgressMode::adaptive) return;
+  application_polls_until_.store(0, std::memory_order_seq_cst);
+  wake_resting();
+}
+
 void Device::signal_completions_locked() {
   if (event_listener_) event_listener_(engine_);
   if (completion_signalled_ || completion_fd_ < 0 || !engine_.cq_event_pending()) return;
@@ -110,14 +136,25 @@ void Device::signal_completions_locked() {
 }
 
 void Device::transmit_posted_locked() {
-  transmit(monotonic_now());
-  if (!transmit_queue_.empty()) wake();  // back-pressure: the progress thread retries
+  TimeNs now = monotonic_now();
+  // adaptive: an application that posts polls for the completions next.
+  if (progress_mode_ == ProgressMode::adaptive) application_polls_until_.store(now + handoff_ns_, std::memory_order_relaxed);
+  transmit(now, hold_acks_ ? AckRelease::behind_a_request : AckRelease::now);
+  // Back-pressure (the thread retries), or a timer armed before the thread
+  // meant to look again (a retransmission deadline of the posted work).
+  if (back_pressured_ || engine_.next_deadline() < thread_wakes_at_) wake();
   signal_completions_locked();
 }
 
-void Device::progress_polled_locked() {
-  progress_locked(monotonic_now(), /*answer_now=*/true);
-  if (!transmit_queue_.empty()) wake();
+bool Device::progress_polled_locked(bool found_completions) {
+  TimeNs now = monotonic_now();
+  // adaptive: the application moves the packets now; the thread rests.
+  if (progress_mode_ == ProgressMode::adaptive) application_polls_until_.store(now + handoff_ns_, std::memory_order_relaxed);
+  if (found_completions && now - last_polled_round_ < kPolledRoundInterval) return false;
+  last_polled_round_ = now;
+  progress_locked(now, /*answer_now=*/true);
+  if (back_pressured_) wake();
+  return true;
 }
 
 std::optional<std::uint32_t> Device::get_cq_event() {
@@ -134,6 +171,13 @@ std::optional<std::uint32_t> Device::get_cq_event() {
 EngineCounters Device::counters() {
   std::lock_guard lock(mutex_);
   return engine_.counters();
+}
+
+ProgressCounters Device::progress_counters() {
+  std::lock_guard lock(mutex_);
+  ProgressCounters counters = progress_counters_;
+  counters.thread_rests = thread_rests_.load(std::memory_order_relaxed);
+  return counters;
 }
 
 port::PortCounters Device::port_counters() {
@@ -159,23 +203,32 @@ void Device::progress() {
 // instead of two.
 bool Device::progress_locked(TimeNs now, bool answer_now) {
   if (engine_.next_deadline() <= now) engine_.on_timer(now);
-  transmit(now);
+  AckRelease release = hold_acks_ ? AckRelease::after_hold : AckRelease::now;
+  transmit(now, release);
   std::span<const port::ReceivedDatagram> received = port_->receive();
+  if (!received.empty()) {
+    bool by_thread = std::this_thread::get_id() == thread_.get_id();
+    ++(by_thread ? progress_counters_.thread_receives : progress_counters_.application_receives);
+  }
   for (const port::ReceivedDatagram& datagram : received) {
     engine_.on_datagram(datagram.bytes, now, datagram.icrc_checkable);
   }
-  if (answer_now && !received.empty()) transmit(now);
+  if (answer_now && !received.empty()) transmit(now, release);
   signal_completions_locked();
   return !received.empty();
 }
 
 // Moves what the engine has to send to the port, a batch at a time, until the
-// engine has nothing more or the port pushes back.
-void Device::transmit(TimeNs now) {
+// engine has nothing more or the port pushes back (back_pressured_). Bare
+// ACKs may stay queued (AckRelease): a reply the application is about to
+// post (a ping-pong's pong) then carries them out behind it, and the peer,
+// which polls for that ACK, takes the reply in the same receive.
+void Device::transmit(TimeNs now, AckRelease release) {
+  back_pressured_ = false;
   while (true) {
     bool engine_drained = false;
     while (transmit_queue_.size() < kTransmitBatch) {
-      // Slots are used in order; a refused datagram was moved to the front.
+      // Slots are used in order; kept datagrams were moved to the front.
       std::span<std::uint8_t> slot(transmit_slots_.data() + transmit_queue_.size() * kMaxDatagramLength,
                                    kMaxDatagramLength);
       std::size_t length = engine_.poll_transmit(slot, now);
@@ -186,16 +239,34 @@ void Device::transmit(TimeNs now) {
       transmit_queue_.emplace_back(slot.data(), length);
     }
     if (transmit_queue_.empty()) return;
-    // Bare ACKs go last in the batch: a reply the application just posted (a
-    // ping-pong's pong) then reaches the peer before the ACK for the ping.
-    std::stable_partition(transmit_queue_.begin(), transmit_queue_.end(),
-                          [](ByteSpan datagram) { return !is_bare_ack(datagram); });
-    std::size_t taken = port_->send(transmit_queue_);
-    if (taken < transmit_queue_.size()) {  // back-pressure: keep the rest, in order, for the retry
+    // Bare ACKs go last in the batch: a reply the application just posted
+    // then reaches the peer before the ACK for the request it answers.
+    auto first_ack = std::stable_partition(transmit_queue_.begin(), transmit_queue_.end(),
+                                           [](ByteSpan datagram) { return !is_bare_ack(datagram); });
+    std::size_t sendable = transmit_queue_.size();
+    auto requests = static_cast<std::size_t>(first_ack - transmit_queue_.begin());
+    if (release != AckRelease::now && engine_drained && requests < sendable) {
+      if (acks_held_since_ == kNever) acks_held_since_ = now;
+      bool young = now < acks_held_since_ + ack_hold_limit();
+      if (release == AckRelease::after_hold && young) sendable = requests;
+      if (release == AckRelease::behind_a_request && requests == 0) sendable = 0;
+    }
+    std::size_t taken = sendable == 0 ? 0 : port_->send(std::span(transmit_queue_.data(), sendable));
+    if (acks_held_since_ != kNever && taken == transmit_queue_.size()) {
+      std::size_t acks = static_cast<std::size_t>(transmit_queue_.end() - first_ack);
+      // Holding pays off while replies carry the ACKs (a ping-pong); in a
+      // one-way stream it only delays them, so the hold shrinks until a
+      // reply carries one again.
+      holds_pay_off_ = first_ack != transmit_queue_.begin();
+      (holds_pay_off_ ? progress_counters_.acks_carried : progress_counters_.acks_expired) += acks;
+    }
+    if (taken < transmit_queue_.size()) {  // keep the rest, in order, for the next time
       keep_unsent(taken);
+      back_pressured_ = taken < sendable;
       return;
     }
     transmit_queue_.clear();
+    acks_held_since_ = kNever;
     if (engine_drained) return;
   }
 }
@@ -204,33 +275,58 @@ void Device::transmit(TimeNs now) {
 // (through scratch space: after the ACK partition their slots are in any order).
 void Device::keep_unsent(std::size_t taken) {
   std::size_t kept = transmit_queue_.size() - taken;
-  std::vector<std::uint8_t> scratch(kept * kMaxDatagramLength);
   for (std::size_t i = 0; i < kept; ++i) {
     ByteSpan datagram = transmit_queue_[taken + i];
-    std::memcpy(scratch.data() + i * kMaxDatagramLength, datagram.data(), datagram.size());
+    std::memcpy(keep_scratch_.data() + i * kMaxDatagramLength, datagram.data(), datagram.size());
   }
   for (std::size_t i = 0; i < kept; ++i) {
     std::size_t length = transmit_queue_[taken + i].size();
     std::uint8_t* slot = transmit_slots_.data() + i * kMaxDatagramLength;
-    std::memcpy(slot, scratch.data() + i * kMaxDatagramLength, length);
+    std::memcpy(slot, keep_scratch_.data() + i * kMaxDatagramLength, length);
     transmit_queue_[i] = ByteSpan(slot, length);
   }
   transmit_queue_.resize(kept);
 }
 
 void Device::run_progress_thread() {
+  TimeNs last_arrival = 0;
   while (!stop_.load(std::memory_order_acquire)) {
+    if (progress_mode_ == ProgressMode::adaptive) {
+      TimeNs until = application_polls_until_.load(std::memory_order_relaxed);
+      if (monotonic_now() < until) {
+        rest_while_application_polls(until);
+        continue;
+      }
+    }
     // Announce the sleep before the last look at the engine: a verbs call
     // after this look finds sleeping_ set and wakes the ppoll below.
     sleeping_.store(true, std::memory_order_seq_cst);
     TimeNs deadline;
+    bool spin = false;
     {
       std::lock_guard lock(mutex_);
-      if (progress_locked(monotonic_now(), /*answer_now=*/true)) {
+      TimeNs now = monotonic_now();
+      if (progress_locked(now, /*answer_now=*/true)) {
         sleeping_.store(false, std::memory_order_relaxed);
+        last_arrival = now;
         continue;  // answers to what just arrived are waiting
       }
-      deadline = !transmit_queue_.empty() ? monotonic_now() + kBackPressureRetryNs : engine_.next_deadline();
+      // adaptive: keep looking for spin_ns after the last arrival before
+      // sleeping; waking a thread (an idle core) costs more than a round trip.
+      if (now - last_arrival < spin_ns_) {
+        sleeping_.store(false, std::memory_order_relaxed);
+        spin = true;
+      }
+      deadline = back_pressured_ ? monotonic_now() + kBackPressureRetryNs : engine_.next_deadline();
+      if (acks_held_since_ != kNever) deadline = std::min(deadline, acks_held_since_ + ack_hold_limit());
+      if (!spin) {
+        thread_wakes_at_ = std::min(deadline, monotonic_now() + 100'000'000);
+        ++progress_counters_.thread_sleeps;
+      }
+    }
+    if (spin) {  // a thread of the application that shares this core goes first
+      ::sched_yield();
+      continue;
     }
     // Sleep until a datagram arrives, a verbs call posts work, or a timer is
     // due. (A polling application may take the datagram first; the round
@@ -247,6 +343,25 @@ void Device::run_progress_thread() {
       [[maybe_unused]] ssize_t got = ::read(wake_fd_, &drained, sizeof drained);
     }
   }
+}
+
+// adaptive: the application polls, so it moves the packets and fires the
+// timers; sleep until it may have stopped (or says it sleeps), without
+// watching the port, so arrivals wake nobody but the application.
+void Device::rest_while_application_polls(TimeNs until) {
+  thread_rests_.fetch_add(1, std::memory_order_relaxed);
+  resting_.store(true, std::memory_order_seq_cst);
+  TimeNs wait = std::min<TimeNs>(until - monotonic_now(), 100'000'000);
+  if (wait > 0 && application_polls_until_.load(std::memory_order_seq_cst) != 0 && !stop_.load()) {
+    pollfd wake{wake_fd_, POLLIN, 0};
+    timespec timeout{static_cast<time_t>(wait / 1'000'000'000), static_cast<long>(wait % 1'000'000'000)};
+    ::ppoll(&wake, 1, &timeout, nullptr);
+    if (wake.revents & POLLIN) {
+      std::uint64_t drained;
+      [[maybe_unused]] ssize_t got = ::read(wake_fd_, &drained, sizeof drained);
+    }
+  }
+  resting_.store(false, std::memory_order_relaxed);
 }
 
 }  // namespace uroce

@@ -41,6 +41,7 @@ struct Side {
   std::string ns;         // empty: this namespace
   std::string address;    // UROCE_ADDRESS
   std::string interface;  // UROCE_INTERFACE: the raw Ethernet port
+  std::string progress = "";  // UROCE_PROGRESS, when not the default
 };
 
 struct PairResult {
@@ -56,6 +57,7 @@ std::string command_on(const Side& side, const std::string& command) {
   std::string environment = "LD_LIBRARY_PATH=" + kLibraryDir + " " + sanitizer_environment() +
                             "UROCE_ADDRESS=" + side.address;
   if (!side.interface.empty()) environment += " UROCE_INTERFACE=" + side.interface;
+  if (!side.progress.empty()) environment += " UROCE_PROGRESS=" + side.progress;
   return prefix + "env " + environment + " timeout 600 " + command;
 }
 
@@ -127,25 +129,30 @@ void expect_perftest(const PairResult& result, int rows) {
 }
 
 // Each test gets its own addresses and TCP port: ctest runs them in parallel.
-Side loopback(int test, int side) { return {"", "127.0.8." + std::to_string(test * 2 + side + 1), ""}; }
+Side loopback(int test, int side, const std::string& progress) {
+  return {"", "127.0.8." + std::to_string(test * 2 + side + 1), "", progress};
+}
 int tcp_port(int test) { return 19200 + test; }
 
 struct ProgramCase {
   std::string program;
   std::string options;
   int rows;     // perftest result rows; 0 for a pingpong
+  std::string progress = "";  // UROCE_PROGRESS; empty: the default (adaptive)
   int id = 0;   // distinct addresses and TCP port per case
 };
 
-void PrintTo(const ProgramCase& run, std::ostream* out) { *out << run.program << " " << run.options; }
+void PrintTo(const ProgramCase& run, std::ostream* out) {
+  *out << run.program << " " << run.options << (run.progress.empty() ? "" : " with UROCE_PROGRESS=" + run.progress);
+}
 
 class LoopbackPrograms : public ::testing::TestWithParam<ProgramCase> {};
 
 TEST_P(LoopbackPrograms, RunUnchangedBetweenTwoProcesses) {
   const ProgramCase& run = GetParam();
   if (!installed(run.program)) GTEST_SKIP() << run.program << " is not installed";
-  PairResult result = run_pair(run.program, run.options, loopback(run.id, 0), loopback(run.id, 1), "127.0.0.1",
-                               tcp_port(run.id));
+  PairResult result = run_pair(run.program, run.options, loopback(run.id, 0, run.progress),
+                               loopback(run.id, 1, run.progress), "127.0.0.1", tcp_port(run.id));
   if (run.rows == 0) {
     expect_pingpong(result);
   } else {
@@ -170,12 +177,22 @@ std::vector<ProgramCase> loopback_cases() {
   }
   cases.push_back({"ib_send_bw", "--use_old_post_send", 1});  // ibv_post_send instead of ibv_wr_*
   cases.push_back({"ib_write_bw", "-q 4 --report_gbits", 1});
+  // The progress modes: -e sleeps on a completion channel (arming the CQ
+  // hands the port to the thread); thread is the classic design; inline has
+  // no thread, for programs that poll CQs (ib_write_lat, which spins on
+  // memory, would wait forever there).
+  cases.push_back({"ib_send_lat", "-e", 1});
+  cases.push_back({"ib_write_lat", "", 1, "thread"});
+  cases.push_back({"ib_read_bw", "", 1, "thread"});
+  cases.push_back({"ibv_rc_pingpong", "-c", 0, "inline"});
+  cases.push_back({"ib_send_lat", "", 1, "inline"});
   for (std::size_t i = 0; i < cases.size(); ++i) cases[i].id = static_cast<int>(i);
   return cases;
 }
 
 std::string case_name(const ::testing::TestParamInfo<ProgramCase>& info) {
-  std::string name = info.param.program + "_" + info.param.options;
+  std::string name = info.param.program + "_" + info.param.options +
+                     (info.param.progress.empty() ? "" : "_" + info.param.progress);
   for (char& c : name) {
     if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
   }

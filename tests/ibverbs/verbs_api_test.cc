@@ -311,4 +311,24 @@ TEST(SysfsPath, IsTheEnvironmentsWithoutTrailingSlashes) {
   EXPECT_STREQ(ibv_get_sysfs_path(), "/tmp/uroce-sys");  // as rdma-core: read on first use
 }
 
+// A misspelt UROCE_PROGRESS is a clear error when the device opens (its
+// first PD), naming the variable, its value and the choices; never a crash.
+TEST(ProgressSetting, AnUnknownValueIsAClearError) {
+  ASSERT_EQ(::setenv("UROCE_ADDRESS", "127.0.4.15", 1), 0);
+  ASSERT_EQ(::setenv("UROCE_PROGRESS", "fastest", 1), 0);
+  int count = 0;
+  ibv_device** devices = ibv_get_device_list(&count);
+  ASSERT_EQ(count, 1);
+  ibv_context* context = ibv_open_device(devices[0]);
+  ASSERT_NE(context, nullptr);
+  ::testing::internal::CaptureStderr();
+  errno = 0;
+  EXPECT_EQ(ibv_alloc_pd(context), nullptr);
+  EXPECT_EQ(errno, ENODEV);
+  std::string said = ::testing::internal::GetCapturedStderr();
+  EXPECT_NE(said.find("UROCE_PROGRESS='fastest' is not one of adaptive, thread, inline"), std::string::npos) << said;
+  EXPECT_EQ(ibv_close_device(context), 0);
+  ibv_free_device_list(devices);
+}
+
 }  // namespace

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "common/expected.h"
+#include "common/monotonic_clock.h"
 #include "uroce/engine.h"
 
 namespace uroce {
@@ -102,7 +103,8 @@ struct DeviceConfig {
   // adaptive: how long after the application's last polling round the
   // thread still leaves the port to it.
   TimeNs handoff_ns = 200'000;
-  // adaptive: the longest a bare ACK waits for a reply to carry it out.
+  // adaptive: how long a bare ACK first waits for a reply to carry it out;
+  // the device adapts it between 2 us and ten times this (see device.cc).
   TimeNs ack_hold_ns = 20'000;
   // adaptive: how long the thread keeps polling the port after an arrival
   // before it sleeps.
@@ -173,6 +175,7 @@ class Device {
   int poll(F&& f) {
     std::unique_lock lock(mutex_, std::try_to_lock);
     if (!lock.owns_lock()) {
+      note_application_polls(monotonic_now());  // the thread, in a round now, rests after it
       lock.lock();
       return f(engine_);
     }
@@ -230,10 +233,17 @@ class Device {
   };
   void transmit(TimeNs now, AckRelease release);
   void keep_unsent(std::size_t taken);
+  void note_expired_hold(TimeNs now);
+  void note_reply_posted(TimeNs now);
   void signal_completions_locked();
   void transmit_posted_locked();
   // Returns whether it ran a round.
   bool progress_polled_locked(bool found_completions);
+  void note_application_polls(TimeNs now) {
+    if (progress_mode_ == ProgressMode::adaptive) {
+      application_polls_until_.store(now + handoff_ns_, std::memory_order_relaxed);
+    }
+  }
   void run_progress_thread();
   void rest_while_application_polls(TimeNs until);
   void wake();
@@ -252,8 +262,9 @@ class Device {
   std::atomic<std::uint64_t> thread_rests_{0};
   bool back_pressured_ = false;    // the port refused part of the last transmit
   TimeNs acks_held_since_ = kNever;  // bare ACKs wait at the queue's end
-  bool holds_pay_off_ = true;        // the last held ACKs left behind a reply
-  TimeNs ack_hold_limit() const { return holds_pay_off_ ? ack_hold_ns_ : ack_hold_ns_ / 10; }
+  TimeNs acks_expired_at_ = kNever;  // the last held ACKs left alone, and no reply came since
+  bool sent_requests_ = false;       // a transmit sent datagrams other than bare ACKs
+  static constexpr TimeNs kShortestAckHold = 2'000;
   int wake_fd_ = -1;
   int completion_fd_ = -1;
   bool completion_signalled_ = false;
@@ -264,7 +275,8 @@ class Device {
   ProgressMode progress_mode_;
   TimeNs handoff_ns_;
   bool hold_acks_;
-  TimeNs ack_hold_ns_;
+  TimeNs ack_hold_;  // under the lock: adapts between kShortestAckHold and longest_ack_hold_
+  TimeNs longest_ack_hold_;
   TimeNs spin_ns_;
   // adaptive: until when the application is taken to be polling.
   std::atomic<TimeNs> application_polls_until_{0};

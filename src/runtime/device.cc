@@ -28,6 +28,7 @@ namespace {
 
 constexpr std::size_t kTransmitBatch = 64;
 constexpr TimeNs kBackPressureRetryNs = 20'000;
+constexpr TimeNs kLongestRest = 2'000'000;
 
 
 
@@ -89,7 +90,8 @@ Device::Device(const DeviceConfig& config)
       progress_mode_(config.progress_thread ? config.progress_mode : ProgressMode::thread),
       handoff_ns_(config.handoff_ns),
       hold_acks_(progress_mode_ == ProgressMode::adaptive),
-      ack_hold_ns_(config.ack_hold_ns),
+      ack_hold_(config.ack_hold_ns),
+      longest_ack_hold_(10 * config.ack_hold_ns),
       spin_ns_(progress_mode_ == ProgressMode::adaptive ? config.spin_ns : 0) {
   transmit_queue_.reserve(kTransmitBatch);
 }
@@ -137,9 +139,10 @@ void Device::signal_completions_locked() {
 
 void Device::transmit_posted_locked() {
   TimeNs now = monotonic_now();
-  // adaptive: an application that posts polls for the completions next.
-  if (progress_mode_ == ProgressMode::adaptive) application_polls_until_.store(now + handoff_ns_, std::memory_order_relaxed);
+  note_application_polls(now);  // adaptive: an application that posts polls for the completions next
+  sent_requests_ = false;
   transmit(now, hold_acks_ ? AckRelease::behind_a_request : AckRelease::now);
+  if (sent_requests_) note_reply_posted(now);
   // Back-pressure (the thread retries), or a timer armed before the thread
   // meant to look again (a retransmission deadline of the posted work).
   if (back_pressured_ || engine_.next_deadline() < thread_wakes_at_) wake();
@@ -148,8 +151,7 @@ void Device::transmit_posted_locked() {
 
 bool Device::progress_polled_locked(bool found_completions) {
   TimeNs now = monotonic_now();
-  // adaptive: the application moves the packets now; the thread rests.
-  if (progress_mode_ == ProgressMode::adaptive) application_polls_until_.store(now + handoff_ns_, std::memory_order_relaxed);
+  note_application_polls(now);  // adaptive: the application moves the packets now; the thread rests
   if (found_completions && now - last_polled_round_ < kPolledRoundInterval) return false;
   last_polled_round_ = now;
   progress_locked(now, /*answer_now=*/true);
@@ -247,18 +249,21 @@ void Device::transmit(TimeNs now, AckRelease release) {
     auto requests = static_cast<std::size_t>(first_ack - transmit_queue_.begin());
     if (release != AckRelease::now && engine_drained && requests < sendable) {
       if (acks_held_since_ == kNever) acks_held_since_ = now;
-      bool young = now < acks_held_since_ + ack_hold_limit();
+      bool young = now < acks_held_since_ + ack_hold_;
       if (release == AckRelease::after_hold && young) sendable = requests;
       if (release == AckRelease::behind_a_request && requests == 0) sendable = 0;
     }
     std::size_t taken = sendable == 0 ? 0 : port_->send(std::span(transmit_queue_.data(), sendable));
+    sent_requests_ |= std::min(taken, requests) > 0;
     if (acks_held_since_ != kNever && taken == transmit_queue_.size()) {
-      std::size_t acks = static_cast<std::size_t>(transmit_queue_.end() - first_ack);
-      // Holding pays off while replies carry the ACKs (a ping-pong); in a
-      // one-way stream it only delays them, so the hold shrinks until a
-      // reply carries one again.
-      holds_pay_off_ = first_ack != transmit_queue_.begin();
-      (holds_pay_off_ ? progress_counters_.acks_carried : progress_counters_.acks_expired) += acks;
+      auto acks = static_cast<std::size_t>(transmit_queue_.end() - first_ack);
+      if (requests > 0) {
+        progress_counters_.acks_carried += acks;
+        acks_expired_at_ = kNever;
+      } else {
+        progress_counters_.acks_expired += acks;
+        note_expired_hold(now);
+      }
     }
     if (taken < transmit_queue_.size()) {  // keep the rest, in order, for the next time
       keep_unsent(taken);
@@ -269,6 +274,21 @@ void Device::transmit(TimeNs now, AckRelease release) {
     acks_held_since_ = kNever;
     if (engine_drained) return;
   }
+}
+
+// The ACK hold adapts to the application. A hold that expires with no reply
+// posted since the last one (a one-way stream) halves the next; a reply
+// posted soon after a hold expired (a ping-pong whose application answers
+// slower than the hold: a loaded machine, a sanitizer build) doubles it.
+void Device::note_expired_hold(TimeNs now) {
+  if (acks_expired_at_ != kNever) ack_hold_ = std::max(kShortestAckHold, ack_hold_ / 2);
+  acks_expired_at_ = now;
+}
+
+void Device::note_reply_posted(TimeNs now) {
+  if (acks_expired_at_ == kNever) return;
+  if (now - acks_expired_at_ < 4 * ack_hold_) ack_hold_ = std::min(longest_ack_hold_, ack_hold_ * 2);
+  acks_expired_at_ = kNever;
 }
 
 // Moves the datagrams the port did not take to the first slots, in order
@@ -290,13 +310,21 @@ void Device::keep_unsent(std::size_t taken) {
 
 void Device::run_progress_thread() {
   TimeNs last_arrival = 0;
+  // adaptive: how long the thread rests before it looks whether the
+  // application still polls. Each look costs a wakeup (tens of microseconds
+  // of a vCPU), so while the application keeps polling the rests grow, to
+  // kLongestRest; the first after the thread had the port lasts the handoff time.
+  TimeNs rest = handoff_ns_;
   while (!stop_.load(std::memory_order_acquire)) {
     if (progress_mode_ == ProgressMode::adaptive) {
+      TimeNs now = monotonic_now();
       TimeNs until = application_polls_until_.load(std::memory_order_relaxed);
-      if (monotonic_now() < until) {
-        rest_while_application_polls(until);
+      if (now < until) {
+        rest_while_application_polls(std::max(until, now + rest));
+        rest = std::min(2 * rest, std::max(handoff_ns_, kLongestRest));
         continue;
       }
+      rest = handoff_ns_;
     }
     // Announce the sleep before the last look at the engine: a verbs call
     // after this look finds sleeping_ set and wakes the ppoll below.
@@ -318,7 +346,7 @@ void Device::run_progress_thread() {
         spin = true;
       }
       deadline = back_pressured_ ? monotonic_now() + kBackPressureRetryNs : engine_.next_deadline();
-      if (acks_held_since_ != kNever) deadline = std::min(deadline, acks_held_since_ + ack_hold_limit());
+      if (acks_held_since_ != kNever) deadline = std::min(deadline, acks_held_since_ + ack_hold_);
       if (!spin) {
         thread_wakes_at_ = std::min(deadline, monotonic_now() + 100'000'000);
         ++progress_counters_.thread_sleeps;

@@ -14,7 +14,7 @@ cd "$(dirname "$0")/.."
 
 UROCE=build/release/tools/uroce
 REPEAT=${REPEAT:-3}
-[[ -x $UROCE && -e build/release/lib/libibverbs.so.1 ]] || { ./scripts/install-deps.sh && ./scripts/build.sh release --quiet; }
+[[ -x $UROCE && -e build/release/lib/libibverbs.so.1 && -x build/release/bench/udp_pingpong ]] || { ./scripts/install-deps.sh && ./scripts/build.sh release --quiet; }
 command -v sockperf >/dev/null || apt-get install -y sockperf >/dev/null 2>&1 || true
 OUT=$(mktemp -d)
 trap 'rm -rf "$OUT"; pkill -f "sockperf sr .*127.0.3.12" 2>/dev/null || true' EXIT
@@ -80,6 +80,31 @@ for test in write_lat send_lat read_lat; do
   [[ -s $OUT/s ]] && sock=$(cell "$OUT/s")
   echo "| $test | $(cell "$OUT/a") | $(cell "$OUT/t") | $(cell "$OUT/n") | $sock |"
 done
+
+# The socket floor under the wire path: bench/udp_pingpong with one datagram
+# per ping (sockperf's test) and with two (a WRITE and the peer's ACK, what
+# uroce perf write_lat moves each way), against uroce perf write_lat.
+PINGPONG=build/release/bench/udp_pingpong
+if [[ -x $PINGPONG ]]; then
+  echo
+  echo "The socket floor: busy-polling UDP ping-pong, 20000 round trips: median / 99th percentile half round trip, us; median of $REPEAT runs"
+  echo
+  echo "| path | median / 99% |"
+  echo "|---|---:|"
+  for datagrams in 1 2; do
+    : >"$OUT/u"
+    for _ in $(seq "$REPEAT"); do
+      port=$((port + 1))
+      "$PINGPONG" --serve 127.0.3.12 --port "$port" --datagrams "$datagrams" --size 36 -n 20000 &
+      server=$!
+      sleep 0.3
+      "$PINGPONG" --to 127.0.3.12 --from 127.0.3.13 --port "$port" --datagrams "$datagrams" --size 36 -n 20000 |
+        awk '{ print $(NF - 7), $(NF - 1) }' >>"$OUT/u" || true
+      wait "$server" || true
+    done
+    echo "| UDP, $datagrams datagram(s) of 36 B each way | $(median "$OUT/u" 1) / $(median "$OUT/u" 2) |"
+  done
+fi
 
 echo
 echo "Bandwidth, 64 KiB messages, 30000 iterations: average MB/s; median of $REPEAT runs"

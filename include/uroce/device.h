@@ -175,7 +175,7 @@ class Device {
   int poll(F&& f) {
     std::unique_lock lock(mutex_, std::try_to_lock);
     if (!lock.owns_lock()) {
-      note_application_polls(monotonic_now());  // the thread, in a round now, rests after it
+      note_application_polls(monotonic_now(), false);  // the thread, in a round now, rests after it
       lock.lock();
       return f(engine_);
     }
@@ -239,11 +239,26 @@ class Device {
   void transmit_posted_locked();
   // Returns whether it ran a round.
   bool progress_polled_locked(bool found_completions);
-  void note_application_polls(TimeNs now) {
-    if (progress_mode_ == ProgressMode::adaptive) {
-      application_polls_until_.store(now + handoff_ns_, std::memory_order_relaxed);
+  // A poll or post marks the application as polling, unless it armed a CQ
+  // since: an application that sleeps on a channel polls after each event
+  // until the CQ is empty, then sleeps again, and that is not busy-polling.
+  // kEmptyPollsToPoll empty polls in a row after arming are.
+  void note_application_polls(TimeNs now, bool found_nothing) {
+    if (progress_mode_ != ProgressMode::adaptive) return;
+    if (application_sleeps_.load(std::memory_order_relaxed)) {
+      if (!found_nothing || empty_polls_after_arming_.fetch_add(1, std::memory_order_relaxed) + 1 < kEmptyPollsToPoll) {
+        return;
+      }
+      application_sleeps_.store(false, std::memory_order_relaxed);
     }
+    application_polls_until_.store(now + handoff_ns_, std::memory_order_relaxed);
   }
+  // Whether bare ACKs may wait for a reply: not while the application sleeps
+  // on a completion channel. It then takes its completions as events arrive,
+  // and a program that polls the send CQ once per receive event (perftest's
+  // -e) must find the send completion already there, as on hardware, whose
+  // ACK leaves on receipt rather than behind the reply.
+  bool may_hold_acks() const { return hold_acks_ && !application_sleeps_.load(std::memory_order_relaxed); }
   void run_progress_thread();
   void rest_while_application_polls(TimeNs until);
   void wake();
@@ -280,6 +295,9 @@ class Device {
   TimeNs spin_ns_;
   // adaptive: until when the application is taken to be polling.
   std::atomic<TimeNs> application_polls_until_{0};
+  std::atomic<bool> application_sleeps_{false};  // it armed a CQ and has not busy-polled since
+  std::atomic<int> empty_polls_after_arming_{0};
+  static constexpr int kEmptyPollsToPoll = 16;
   TimeNs thread_wakes_at_ = kNever;  // under the lock: when a sleeping thread looks again
   TimeNs last_polled_round_ = 0;     // under the lock
   static constexpr TimeNs kPolledRoundInterval = 20'000;

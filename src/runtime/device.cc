@@ -125,6 +125,8 @@ void Device::wake_resting() {
 
 void Device::hand_progress_to_thread() {
   if (progress_mode_ != ProgressMode::adaptive) return;
+  empty_polls_after_arming_.store(0, std::memory_order_relaxed);
+  application_sleeps_.store(true, std::memory_order_relaxed);
   application_polls_until_.store(0, std::memory_order_seq_cst);
   wake_resting();
 }
@@ -139,9 +141,9 @@ void Device::signal_completions_locked() {
 
 void Device::transmit_posted_locked() {
   TimeNs now = monotonic_now();
-  note_application_polls(now);  // adaptive: an application that posts polls for the completions next
+  note_application_polls(now, false);  // adaptive: an application that posts polls for the completions next
   sent_requests_ = false;
-  transmit(now, hold_acks_ ? AckRelease::behind_a_request : AckRelease::now);
+  transmit(now, may_hold_acks() ? AckRelease::behind_a_request : AckRelease::now);
   if (sent_requests_) note_reply_posted(now);
   // Back-pressure (the thread retries), or a timer armed before the thread
   // meant to look again (a retransmission deadline of the posted work).
@@ -151,7 +153,7 @@ void Device::transmit_posted_locked() {
 
 bool Device::progress_polled_locked(bool found_completions) {
   TimeNs now = monotonic_now();
-  note_application_polls(now);  // adaptive: the application moves the packets now; the thread rests
+  note_application_polls(now, !found_completions);  // adaptive: the application moves the packets now
   if (found_completions && now - last_polled_round_ < kPolledRoundInterval) return false;
   last_polled_round_ = now;
   progress_locked(now, /*answer_now=*/true);
@@ -205,7 +207,7 @@ void Device::progress() {
 // instead of two.
 bool Device::progress_locked(TimeNs now, bool answer_now) {
   if (engine_.next_deadline() <= now) engine_.on_timer(now);
-  AckRelease release = hold_acks_ ? AckRelease::after_hold : AckRelease::now;
+  AckRelease release = may_hold_acks() ? AckRelease::after_hold : AckRelease::now;
   transmit(now, release);
   std::span<const port::ReceivedDatagram> received = port_->receive();
   if (!received.empty()) {

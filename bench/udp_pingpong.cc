@@ -1,0 +1,144 @@
+// The socket floor under a RoCE ping-pong: a busy-polling UDP ping-pong
+// (non-blocking sockets, as `sockperf pp --nonblocked`) whose every ping and
+// pong is a batch of D datagrams sent with one sendmmsg. With D = 1 it is
+// sockperf's test; with D = 2 it moves what `uroce perf write_lat` moves per
+// half round trip (a WRITE and the ACK of the peer's WRITE), so the two
+// figures split uroce's cost into the kernel's and the engine's.
+//
+//   udp_pingpong --serve 127.0.3.12 --port 19900 --datagrams 2 &
+//   udp_pingpong --to 127.0.3.12 --from 127.0.3.13 --port 19900 --datagrams 2 --size 70 -n 20000
+//
+// The client prints the median, average and 99th percentile half round trip.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+namespace {
+
+constexpr std::size_t kMostDatagrams = 8;
+
+struct Options {
+  std::string serve;  // the server's address, or empty for a client
+  std::string to;
+  std::string from = "127.0.0.1";
+  int port = 19900;
+  int datagrams = 1;
+  int size = 16;
+  int iterations = 20000;
+};
+
+int bound_socket(const std::string& address, int port) {
+  int fd = ::socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  sockaddr_in local{};
+  local.sin_family = AF_INET;
+  local.sin_port = htons(static_cast<std::uint16_t>(port));
+  if (fd < 0 || ::inet_pton(AF_INET, address.c_str(), &local.sin_addr) != 1 ||
+      ::bind(fd, reinterpret_cast<sockaddr*>(&local), sizeof local) != 0) {
+    std::fprintf(stderr, "udp_pingpong: cannot bind %s:%d: %s\n", address.c_str(), port, std::strerror(errno));
+    std::exit(1);
+  }
+  return fd;
+}
+
+// Spins until `count` datagrams have arrived; returns the sender. A peer
+// silent for 5 s ends the program.
+sockaddr_in receive_batch(int fd, int count, std::vector<std::uint8_t>& buffer) {
+  sockaddr_in from{};
+  auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  for (int got = 0, spins = 0; got < count; ++spins) {
+    socklen_t length = sizeof from;
+    if (::recvfrom(fd, buffer.data(), buffer.size(), 0, reinterpret_cast<sockaddr*>(&from), &length) >= 0) ++got;
+    if (spins % 4096 == 4095 && std::chrono::steady_clock::now() > give_up) {
+      std::fprintf(stderr, "udp_pingpong: the peer fell silent\n");
+      std::exit(1);
+    }
+  }
+  return from;
+}
+
+void send_batch(int fd, const sockaddr_in& to, int count, std::vector<std::uint8_t>& payload) {
+  std::array<iovec, kMostDatagrams> iovs{};
+  std::array<mmsghdr, kMostDatagrams> messages{};
+  for (int i = 0; i < count; ++i) {
+    iovs[i] = iovec{payload.data(), payload.size()};
+    messages[i].msg_hdr.msg_name = const_cast<sockaddr_in*>(&to);
+    messages[i].msg_hdr.msg_namelen = sizeof to;
+    messages[i].msg_hdr.msg_iov = &iovs[i];
+    messages[i].msg_hdr.msg_iovlen = 1;
+  }
+  for (int sent = 0; sent < count;) {
+    int now = ::sendmmsg(fd, messages.data() + sent, static_cast<unsigned>(count - sent), 0);
+    if (now > 0) sent += now;
+  }
+}
+
+int serve(const Options& options) {
+  int fd = bound_socket(options.serve, options.port);
+  std::vector<std::uint8_t> buffer(65536), payload(static_cast<std::size_t>(options.size), 0x42);
+  for (int i = 0; i < options.iterations + 100; ++i) {
+    sockaddr_in peer = receive_batch(fd, options.datagrams, buffer);
+    send_batch(fd, peer, options.datagrams, payload);
+  }
+  return 0;
+}
+
+int ping(const Options& options) {
+  int fd = bound_socket(options.from, options.port);
+  sockaddr_in server{};
+  server.sin_family = AF_INET;
+  server.sin_port = htons(static_cast<std::uint16_t>(options.port));
+  if (::inet_pton(AF_INET, options.to.c_str(), &server.sin_addr) != 1) {
+    std::fprintf(stderr, "udp_pingpong: '%s' is not an IPv4 address\n", options.to.c_str());
+    return 2;
+  }
+  std::vector<std::uint8_t> buffer(65536), payload(static_cast<std::size_t>(options.size), 0x24);
+  std::vector<double> half_trips;
+  half_trips.reserve(static_cast<std::size_t>(options.iterations));
+  for (int i = 0; i < options.iterations + 100; ++i) {  // the first 100 warm up
+    auto start = std::chrono::steady_clock::now();
+    send_batch(fd, server, options.datagrams, payload);
+    receive_batch(fd, options.datagrams, buffer);
+    std::chrono::duration<double, std::micro> trip = std::chrono::steady_clock::now() - start;
+    if (i >= 100) half_trips.push_back(trip.count() / 2);
+  }
+  std::sort(half_trips.begin(), half_trips.end());
+  double sum = 0;
+  for (double value : half_trips) sum += value;
+  std::printf("datagrams %d size %d iterations %d: half round trip median %.2f us average %.2f us 99%% %.2f us\n",
+              options.datagrams, options.size, options.iterations, half_trips[half_trips.size() / 2],
+              sum / static_cast<double>(half_trips.size()), half_trips[half_trips.size() * 99 / 100]);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options options;
+  CLI::App app{"Busy-polling UDP ping-pong with D datagrams per ping (the socket floor under a RoCE ping-pong)"};
+  app.add_option("--serve", options.serve, "Serve on this IPv4 address");
+  app.add_option("--to", options.to, "Ping the server at this IPv4 address");
+  app.add_option("--from", options.from, "Ping from this IPv4 address");
+  app.add_option("--port", options.port, "UDP port of both ends")->check(CLI::Range(1, 65535));
+  app.add_option("--datagrams", options.datagrams, "Datagrams per ping and per pong")
+      ->check(CLI::Range(1, static_cast<int>(kMostDatagrams)));
+  app.add_option("--size", options.size, "UDP payload bytes")->check(CLI::Range(1, 65000));
+  app.add_option("-n,--iterations", options.iterations, "Round trips measured")->check(CLI::Range(1, 100'000'000));
+  CLI11_PARSE(app, argc, argv);
+  if (options.serve.empty() == options.to.empty()) {
+    std::fprintf(stderr, "udp_pingpong: give --serve ADDRESS or --to ADDRESS\n");
+    return 2;
+  }
+  return options.serve.empty() ? ping(options) : serve(options);
+}

@@ -52,6 +52,14 @@ server=$!
 sleep 1
 "$uroce" run --address 127.0.0.3 -- ib_write_bw -p $port 127.0.0.1 | grep -A1 "#bytes"
 wait $server
+port=$((port + 1))
+echo "-- ib_write_lat through the progress engine (UROCE_PROGRESS=adaptive): who moved the client's packets"
+"$uroce" run --address 127.0.0.2 -- ib_write_lat -p $port -n 5000 >/dev/null &
+server=$!
+sleep 1
+UROCE_STATS=1 "$uroce" run --address 127.0.0.3 -- ib_write_lat -p $port -n 5000 127.0.0.1 2>&1 |
+  grep -E "#bytes|^ 2 |uroce:" | sed 's/; /\n    /g'
+wait $server
 echo
 capture=tests/vectors/roce-public.pcap
 echo "== uroce decode $capture (first 5 frames)"

@@ -102,10 +102,10 @@ Device::~Device() {
   wake();
   wake_resting();
   if (thread_.joinable()) thread_.join();
-  if (port_) {  // held ACKs leave: the peer must not retransmit what was received
-    std::lock_guard lock(mutex_);
-    transmit(monotonic_now(), AckRelease::now);
-  }
+  // Held ACKs leave, so that the peer does not resend what was received.
+  // Only what is already built: the engine may hold WQEs whose buffers the
+  // application has freed by now, and must not be asked for new packets.
+  if (port_ && !transmit_queue_.empty()) port_->send(transmit_queue_);
   if (wake_fd_ >= 0) ::close(wake_fd_);
   if (completion_fd_ >= 0) ::close(completion_fd_);
 }

@@ -14,8 +14,7 @@ cd "$(dirname "$0")/.."
 
 UROCE=build/release/tools/uroce
 REPEAT=${REPEAT:-3}
-[[ -x $UROCE && -e build/release/lib/libibverbs.so.1 && -x build/release/bench/udp_pingpong ]] || { ./scripts/install-deps.sh && ./scripts/build.sh release --quiet; }
-command -v sockperf >/dev/null || apt-get install -y sockperf >/dev/null 2>&1 || true
+[[ -x $UROCE && -e build/release/lib/libibverbs.so.1 && -x build/release/bench/udp_pingpong ]] && command -v sockperf >/dev/null || { ./scripts/install-deps.sh && ./scripts/build.sh release --quiet; }
 OUT=$(mktemp -d)
 trap 'rm -rf "$OUT"; pkill -f "sockperf sr .*127.0.3.12" 2>/dev/null || true' EXIT
 port=19700
@@ -44,9 +43,10 @@ native() {  # TEST OPTIONS FILE
 
 # The figures of one run: bandwidth, the average MB/s; latency, "typical 99%".
 bw_of() { awk '$1 ~ /^[0-9]+$/ && NF >= 5 { value = $4 } END { print value ? value : "-" }' "$1"; }
-lat_of() { awk '$1 ~ /^[0-9]+$/ && NF >= 8 { value = $5 " " $8 } END { print value ? value : "- -" }' "$1"; }
+lat_of() { awk '$1 ~ /^[0-9]+$/ && NF >= 8 { value = $5 " " $8 " " $9 } END { print value ? value : "- - -" }' "$1"; }
 sockperf_lat_of() {
-  awk '/percentile 50.000/ { median = $NF } /percentile 99.000/ { tail = $NF } END { print (median ? median : "-") " " (tail ? tail : "-") }' "$1"
+  awk '/percentile 50.000/ { median = $NF } /percentile 99.000/ { tail = $NF } /percentile 99.900/ { far = $NF }
+       END { print (median ? median : "-") " " (tail ? tail : "-") " " (far ? far : "-") }' "$1"
 }
 
 # median FILE COLUMN: the median of one column of numbers ("-" if none).
@@ -55,7 +55,7 @@ median() {
     awk '{ v[NR] = $1 } END { if (NR == 0) print "-"; else if (NR % 2) print v[(NR + 1) / 2]; else printf "%.2f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
 }
 
-echo "Latency, 2 B, 5000 iterations (sockperf: 16 B for 1 s): typical (sockperf: median) / 99th percentile, us; median of $REPEAT runs"
+echo "Latency, 2 B, 5000 iterations (sockperf: 16 B for 1 s): typical (sockperf: median) / 99% / 99.9% percentile, us; median of $REPEAT runs"
 echo
 echo "| test | library, adaptive | library, thread | uroce perf | sockperf pp --nonblocked |"
 echo "|---|---:|---:|---:|---:|"
@@ -75,7 +75,7 @@ for test in write_lat send_lat read_lat; do
       sockperf_lat_of "$OUT/run" >>"$OUT/s"
     fi
   done
-  cell() { echo "$(median "$1" 1) / $(median "$1" 2)"; }
+  cell() { echo "$(median "$1" 1) / $(median "$1" 2) / $(median "$1" 3)"; }
   sock="-"
   [[ -s $OUT/s ]] && sock=$(cell "$OUT/s")
   echo "| $test | $(cell "$OUT/a") | $(cell "$OUT/t") | $(cell "$OUT/n") | $sock |"

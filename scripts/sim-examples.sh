@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs the six example scenarios of the README's simulator section, each as
+# Runs the seven example scenarios of the README's simulator section, each as
 # shipped and with the one setting it is about changed, and prints each run's
 # summary: the figures the README quotes come from this script.
 # Usage: scripts/sim-examples.sh [--build DIR] [--out DIR]
@@ -46,5 +46,8 @@ run lossy-selective-repeat-no-tail lossy_recovery.toml 's/^tail_timeout_us = 100
 run lossy-selective-repeat-ack-every-packet lossy_recovery.toml 's/^recovery = "selective_repeat"/recovery = "selective_repeat"\nack_every_packet = true/'
 run allreduce-straggler allreduce_straggler.toml
 run allreduce-even allreduce_straggler.toml '/^straggler/d'
+run link-failure link_failure.toml
+run link-failure-slow-reconvergence link_failure.toml 's/^reconverge_us = 500/reconverge_us = 3000/'
+run link-failure-none link_failure.toml '/^\[\[failures\]\]/,/^at_us/d'
 run web-search web_search_load.toml
 echo "outputs in $out"

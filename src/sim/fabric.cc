@@ -9,7 +9,8 @@
 namespace uroce::sim {
 
 Fabric::Fabric(SimWorld& world, const Topology& topology, const SwitchConfig& switch_config,
-               const EngineConfig& engine_config, std::uint64_t seed) {
+               const EngineConfig& engine_config, std::uint64_t seed)
+    : topology_(topology) {
   std::uint64_t seeds = seed;
   for (std::uint32_t s = 0; s < topology.switches; ++s) {
     switches_.push_back(std::make_unique<SwitchNode>(world, switch_config, s, splitmix64(seeds)));
@@ -47,7 +48,7 @@ Fabric::Fabric(SimWorld& world, const Topology& topology, const SwitchConfig& sw
   build_routes(topology);
 }
 
-// Shortest paths by hop count. Hosts under the same switch share every other
+// Shortest paths by hop count over the links that are up. Hosts under the same switch share every other
 // switch's distances, so one breadth-first search runs per switch that has
 // hosts, and each switch interns its distinct sets of equal-cost ports and
 // keeps one entry per such target switch. A switch's own hosts and static
@@ -90,7 +91,7 @@ void Fabric::build_routes(const Topology& topology) {
       next.clear();
       for (std::uint32_t s : frontier) {
         for (const Neighbour& n : switch_ports_[s]) {
-          if (n.node.is_host || distance[n.node.index] != kUnreached) continue;
+          if (n.node.is_host || distance[n.node.index] != kUnreached || !link_up(s, n.port)) continue;
           distance[n.node.index] = distance[s] + 1;
           next.push_back(n.node.index);
         }
@@ -104,7 +105,8 @@ void Fabric::build_routes(const Topology& topology) {
       }
       std::vector<std::uint16_t> ports;
       for (const Neighbour& n : switch_ports_[s]) {
-        if (!n.node.is_host && distance[n.node.index] + 1 == distance[s]) ports.push_back(n.port);
+        if (n.node.is_host || !link_up(s, n.port) || distance[s] == kUnreached) continue;
+        if (distance[n.node.index] != kUnreached && distance[n.node.index] + 1 == distance[s]) ports.push_back(n.port);
       }
       routes[s].group_of_switch[target] = intern(s, std::move(ports));
     }
@@ -132,6 +134,25 @@ Transmitter* Fabric::transmitter_between(NodeRef from, NodeRef to) {
     if (n.node == to) return &switches_[from.index]->transmitter(n.port);
   }
   return nullptr;
+}
+
+bool Fabric::set_link_down(NodeRef a, NodeRef b, bool down, SimTime now) {
+  if (a.is_host && b.is_host) return false;
+  if (a.is_host) std::swap(a, b);  // a is a switch
+  if (a.index >= switches_.size() || (b.is_host ? b.index >= hosts_.size() : b.index >= switches_.size())) return false;
+  bool found = false;
+  for (const Neighbour& n : switch_ports_[a.index]) {
+    if (!(n.node == b)) continue;
+    found = true;
+    switches_[a.index]->transmitter(n.port).set_down(down, now);
+    if (!b.is_host) {
+      for (const Neighbour& back : switch_ports_[b.index]) {
+        if (back.node == a) switches_[b.index]->transmitter(back.port).set_down(down, now);
+      }
+    }
+  }
+  if (found && b.is_host) hosts_[b.index]->transmitter().set_down(down, now);
+  return found;
 }
 
 void Fabric::close_pauses(SimTime now) {

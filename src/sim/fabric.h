@@ -34,9 +34,22 @@ class Fabric {
   // Ends every pause still in force in the counters (the end of a run).
   void close_pauses(SimTime now);
 
+  // Fails (or restores) the link between two neighbours, both directions
+  // (every parallel link between them). Routes do not change: a switch
+  // keeps sending into a failed link until reroute() runs. Returns false
+  // when the two are not linked.
+  bool set_link_down(NodeRef a, NodeRef b, bool down, SimTime now);
+  // Recomputes every switch's shortest-path routes over the links that are
+  // up (the routing protocol has converged).
+  void reroute() { build_routes(topology_); }
+
  private:
   void build_routes(const Topology& topology);
+  bool link_up(std::uint32_t switch_index, std::uint16_t port) const {
+    return !switches_[switch_index]->transmitter(port).down();
+  }
 
+  Topology topology_;
   std::vector<std::unique_ptr<HostNode>> hosts_;
   std::vector<std::unique_ptr<SwitchNode>> switches_;
   struct Neighbour {

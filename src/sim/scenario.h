@@ -44,6 +44,15 @@ struct AllreduceSpec {
   SimTime straggler_delay = 0;
 };
 
+// A link (both directions, every parallel link between the two nodes) that
+// fails at `at` and comes back at `recover` (kSimNever: stays down).
+struct LinkFailure {
+  NodeRef a;
+  NodeRef b;
+  SimTime at = 0;
+  SimTime recover = kSimNever;
+};
+
 // How every flow's QPs are set up.
 struct TransportSpec {
   PathMtu mtu = PathMtu::mtu4096;
@@ -65,6 +74,11 @@ struct Scenario {
   EngineConfig engine;  // congestion control and window; the address and seed are per host
   std::vector<FlowSpec> flows;
   std::optional<AllreduceSpec> allreduce;
+  std::vector<LinkFailure> failures;
+  // How long after a link fails or recovers every switch's routes are
+  // recomputed around it (the routing protocol's convergence); until then
+  // packets routed into a failed link are lost.
+  SimTime reconverge = 1'000 * kPicosecondsPerUs;
   // PFC deadlock checks, this often (0: never); a run stops at a deadlock.
   SimTime deadlock_check = 200 * kPicosecondsPerUs;
   // Time series: a sample this often (0: none); each flow's delivery is

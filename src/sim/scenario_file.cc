@@ -14,6 +14,7 @@
 #include <string_view>
 
 #include "sim/congestion_table.h"
+#include "sim/failure_table.h"
 #include "sim/toml_fields.h"
 #include "sim/workload_file.h"
 
@@ -29,14 +30,6 @@ LinkSpec link(const toml::table& table, std::string_view where, std::string_view
   auto delay_ns = number<std::int64_t>(table, where, "delay_ns", fallback.propagation / kPicosecondsPerNs, 0,
                                        kMaxDelayNs);
   return LinkSpec{static_cast<std::uint64_t>(gbps * 1e9), delay_ns * kPicosecondsPerNs};
-}
-
-NodeRef node_name(const std::string& name, std::string_view where) {
-  if (name.size() >= 2 && (name[0] == 'h' || name[0] == 's') &&
-      std::all_of(name.begin() + 1, name.end(), [](char c) { return c >= '0' && c <= '9'; }) && name.size() < 10) {
-    return NodeRef{name[0] == 'h', static_cast<std::uint32_t>(std::stoul(name.substr(1)))};
-  }
-  throw ScenarioError(fmt::format("{}: '{}' is not a node name (h<N> for a host, s<N> for a switch)", where, name));
 }
 
 Topology topology_from(const toml::table& table) {
@@ -238,7 +231,7 @@ void output_from(const toml::table& table, Scenario& scenario) {
 Scenario scenario_from(const toml::table& root, const std::filesystem::path& base_dir) {
   only_keys(root, "scenario",
             {"name", "seed", "time_limit_us", "deadlock_check_us", "topology", "switch", "transport", "dcqcn", "flows",
-             "workloads", "output"});
+             "workloads", "output", "failures", "routing"});
   Scenario scenario;
   if (auto name = root.get_as<std::string>("name")) scenario.name = name->get();
   scenario.seed = number<std::uint64_t>(root, "scenario", "seed", scenario.seed, 0, UINT32_MAX);
@@ -253,6 +246,7 @@ Scenario scenario_from(const toml::table& root, const std::filesystem::path& bas
   transport_from(table_or_empty(root, "transport"), scenario);
   congestion_from(table_or_empty(root, "dcqcn"), scenario.engine.congestion);
   output_from(table_or_empty(root, "output"), scenario);
+  failures_from(root, scenario);
   std::uint64_t random = scenario.seed;
   if (const toml::node* flows = root.get("flows")) {
     if (!flows->is_array()) throw ScenarioError("[[flows]] must be an array of tables");

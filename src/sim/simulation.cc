@@ -13,6 +13,7 @@
 
 #include "sim/allreduce_runner.h"
 #include "sim/fabric.h"
+#include "sim/failure_runner.h"
 #include "sim/link_capture.h"
 #include "sim/qp_setup.h"
 
@@ -167,6 +168,7 @@ SimResult run_simulation(const Scenario& scenario, const std::function<void(doub
     captures.push_back(std::move(*capture));
   }
   FlowRunner flows(scenario, fabric, world);
+  FailureRunner failures(scenario, fabric, world);
   std::optional<AllreduceRunner> allreduce;
   if (scenario.allreduce) allreduce.emplace(*scenario.allreduce, scenario.transport, fabric, world);
   for (std::uint32_t h = 0; h < fabric.host_count(); ++h) {

@@ -53,6 +53,7 @@ std::uint16_t SwitchNode::route(const Packet& packet) {
     if (found != routes_.host_overrides.end()) group = found->second;
   }
   const std::vector<std::uint16_t>& ports = routes_.groups[group];
+  if (ports.empty()) return kNoRoute;  // failed links cut this switch off from the target
   if (ports.size() == 1) return ports[0];
   if (config_.forwarding == Forwarding::spray) return ports[spray_next_++ % ports.size()];
   return ports[mix32(packet.flow_hash ^ hash_salt_) % ports.size()];
@@ -112,7 +113,13 @@ void SwitchNode::receive(Packet* packet, std::uint16_t port, SimTime now) {
     world_.packets.release(packet);
     return;
   }
-  Port& egress = ports_[route(*packet)];  // once: spraying picks anew on every call
+  std::uint16_t chosen = route(*packet);  // once: spraying picks anew on every call
+  if (chosen == kNoRoute) {
+    if (packet->kind == PacketKind::roce) ++world_.counters.failure_losses;
+    world_.packets.release(packet);
+    return;
+  }
+  Port& egress = ports_[chosen];
   PacketQueue& queue = egress.egress[packet->priority];
   packet->ingress_port = port;
   if (!admit(*packet, ports_[port], queue, now)) {

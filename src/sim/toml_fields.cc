@@ -76,4 +76,13 @@ SimTime microseconds_field(const toml::table& table, std::string_view where, std
                               static_cast<double>(kPicosecondsPerUs));
 }
 
+NodeRef node_name(const std::string& name, std::string_view where) {
+  if (name.size() >= 2 && (name[0] == 'h' || name[0] == 's') &&
+      std::all_of(name.begin() + 1, name.end(), [](char c) { return c >= '0' && c <= '9'; }) && name.size() < 10) {
+    return NodeRef{name[0] == 'h', static_cast<std::uint32_t>(std::stoul(name.substr(1)))};
+  }
+  throw ScenarioError(fmt::format("{}: '{}' is not a node name (h<N> for a host, s<N> for a switch)", where, name));
+}
+
+
 }  // namespace uroce::sim

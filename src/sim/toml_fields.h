@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "sim/sim_time.h"
+#include "sim/topology.h"
 
 namespace uroce::sim {
 
@@ -34,6 +35,9 @@ SimTime start_time(const toml::table& table, std::string_view where);
 // A duration given in microseconds under key.
 SimTime microseconds_field(const toml::table& table, std::string_view where, std::string_view key, double fallback_us,
                            double high_us);
+
+// A node named h<N> (a host) or s<N> (a switch).
+NodeRef node_name(const std::string& name, std::string_view where);
 
 std::string describe_number_error(std::string_view where, std::string_view key, double value, double low, double high);
 

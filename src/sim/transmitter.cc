@@ -17,9 +17,14 @@ void Transmitter::kick(SimTime now) {
   Packet* packet = control_.empty() ? owner_.next_to_send(port_, now) : control_.pop();
   choosing_ = false;
   if (packet == nullptr) return;
-  if (tap_ != nullptr) tap_->on_transmit(*packet, now);
   busy_until_ = now + serialization_time(packet->wire_bytes, spec_.rate_bps);
   if (!control_.empty() || owner_.may_have_more(port_)) wake_at(busy_until_);
+  if (down_) {
+    if (packet->kind == PacketKind::roce) ++world_.counters.failure_losses;
+    world_.packets.release(packet);
+    return;
+  }
+  if (tap_ != nullptr) tap_->on_transmit(*packet, now);
   packet->arrives_at = busy_until_ + spec_.propagation;
   bool wire_was_empty = on_wire_.empty();
   on_wire_.push(packet);
@@ -66,6 +71,23 @@ void Transmitter::close_pauses(SimTime now) {
   }
 }
 
+void Transmitter::set_down(bool down, SimTime now) {
+  if (down == down_) return;
+  down_ = down;
+  if (!down) {
+    kick(now);
+    return;
+  }
+  while (!on_wire_.empty()) {  // the pending kArrived event finds the wire empty
+    Packet* packet = on_wire_.pop();
+    if (packet->kind == PacketKind::roce) ++world_.counters.failure_losses;
+    world_.packets.release(packet);
+  }
+  close_pauses(now);
+  paused_ = 0;
+  kick(now);
+}
+
 void Transmitter::on_event(SimTime now, std::uint32_t tag) {
   if (tag == kSerialized) {
     if (now != wake_at_) return;  // superseded: a kick at that moment already sent, and asked for a later wake
@@ -73,6 +95,9 @@ void Transmitter::on_event(SimTime now, std::uint32_t tag) {
     kick(now);
     return;
   }
+  // A link that failed emptied its wire: the arrival event of a lost packet
+  // finds nothing, or a packet sent since, which has its own event.
+  if (on_wire_.empty() || on_wire_.front()->arrives_at > now) return;
   Packet* packet = on_wire_.pop();
   if (!on_wire_.empty()) world_.events.schedule(on_wire_.front()->arrives_at, this, kArrived);
   if (spec_.loss > 0 && packet->kind == PacketKind::roce && unit_interval(loss_state_) < spec_.loss) {

@@ -53,6 +53,12 @@ class Transmitter final : public EventHandler {
   void on_pfc(const Packet& frame, SimTime now);
   // Adds pauses still in force to the counters (the end of a run).
   void close_pauses(SimTime now);
+  // A failed link loses what is on the wire and everything it is given
+  // until it comes back up; the owner keeps handing it packets at line
+  // rate (as a port whose routes still point at the dead link). Pauses from
+  // the far end end with the link.
+  void set_down(bool down, SimTime now);
+  bool down() const { return down_; }
 
   void on_event(SimTime now, std::uint32_t tag) override;
 
@@ -70,6 +76,7 @@ class Transmitter final : public EventHandler {
   SimTime busy_until_ = 0;     // the current frame's last bit leaves then
   SimTime wake_at_ = kSimNever;  // the kSerialized event that counts, if any
   bool choosing_ = false;
+  bool down_ = false;
   std::uint8_t paused_ = 0;
   SimTime paused_since_[kPriorities] = {};
   std::uint64_t loss_state_ = 0;

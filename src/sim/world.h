@@ -18,6 +18,7 @@ struct FabricCounters {
   std::uint64_t drops = 0;                // lossy priorities over their limit, and violations below
   std::uint64_t lossless_violations = 0;  // lossless packets beyond XOFF plus headroom
   std::uint64_t link_losses = 0;          // RoCE packets a lossy link took (LinkSpec::loss)
+  std::uint64_t failure_losses = 0;       // RoCE packets lost on a failed link (on it, or sent into it)
 };
 
 struct SimWorld {

@@ -185,5 +185,84 @@ TEST(Examples, AStragglerSlowsTheWholeRing) {
   for (SimTime t : slow.allreduce_iterations) EXPECT_GT(t, 14 * 671 * kPicosecondsPerUs);
 }
 
+// A leaf-to-spine link fails under ECMP: the flows hashed into it (data or
+// ACKs) stall until the routes converge around it and their retransmission
+// timer fires; the others finish as if nothing happened. A slower
+// convergence delays exactly the stalled flows, by about the difference.
+TEST(Examples, ALinkFailureStallsTheFlowsHashedIntoItUntilTheRoutesConverge) {
+  Scenario scenario = example("link_failure.toml");
+  SimResult failed = run_simulation(scenario);
+  ASSERT_EQ(finished(failed), 4u);
+  EXPECT_GT(failed.fabric.failure_losses, 0u);
+  EXPECT_GT(failed.timeouts, 0u);
+
+  Scenario healthy = scenario;
+  healthy.failures.clear();
+  SimResult untouched = run_simulation(healthy);
+  ASSERT_EQ(finished(untouched), 4u);
+  EXPECT_EQ(untouched.fabric.failure_losses, 0u);
+
+  Scenario slow = scenario;
+  slow.reconverge = 3'000 * kPicosecondsPerUs;
+  SimResult slower = run_simulation(slow);
+  ASSERT_EQ(finished(slower), 4u);
+  SimTime rerouted_at = scenario.failures[0].at + scenario.reconverge;
+  int stalled = 0;
+  for (std::size_t i = 0; i < failed.flows.size(); ++i) {
+    SimTime base = fct(failed.flows[i]);
+    if (base > fct(untouched.flows[i]) + 400 * kPicosecondsPerUs) {  // waited for the routes, then its timer
+      ++stalled;
+      EXPECT_GT(base, rerouted_at) << "flow " << i;
+      EXPECT_GT(fct(slower.flows[i]), base + 2'000 * kPicosecondsPerUs) << "flow " << i;
+    } else if (base < rerouted_at) {  // done before the routes changed: the delay is nothing to it
+      EXPECT_EQ(fct(slower.flows[i]), base) << "flow " << i;
+    }
+  }
+  EXPECT_GT(stalled, 0);
+  EXPECT_LT(stalled, 4);
+}
+
+// A link that comes back before the routes change: the stalled flows resume
+// over it once their timers fire after the recovery.
+TEST(LinkFailures, AFlowStalledOnAFailedLinkResumesWhenItRecovers) {
+  Scenario scenario = example("link_failure.toml");
+  scenario.reconverge = 1'000'000 * kPicosecondsPerUs;  // never within the run
+  scenario.failures[0].recover = 400 * kPicosecondsPerUs;
+  SimResult result = run_simulation(scenario);
+  ASSERT_EQ(finished(result), 4u);
+  EXPECT_GT(result.fabric.failure_losses, 0u);
+  SimTime longest = 0;
+  for (const FlowResult& flow : result.flows) longest = std::max(longest, fct(flow));
+  EXPECT_GT(longest, 400 * kPicosecondsPerUs);
+}
+
+// Failing two nodes that are not neighbours is an error that names them.
+TEST(LinkFailures, NodesThatAreNotLinkedAreAnError) {
+  Scenario scenario = example("link_failure.toml");
+  scenario.failures[0].b = NodeRef{false, 1};  // leaf s0 to leaf s1: no such link
+  try {
+    run_simulation(scenario);
+    FAIL() << "no error";
+  } catch (const std::invalid_argument& error) {
+    EXPECT_NE(std::string(error.what()).find("failures[0]: s0 and s1 are not linked"), std::string::npos) << error.what();
+  }
+}
+
+// A failure that cuts a leaf off entirely (its only uplinks gone) leaves the
+// routes with no port towards it: packets for it are counted and dropped,
+// never sent through a switch that has no route.
+TEST(LinkFailures, APartitionDropsWhatHasNoRoute) {
+  Scenario scenario = example("link_failure.toml");
+  scenario.reconverge = 10 * kPicosecondsPerUs;
+  scenario.time_limit = 3'000 * kPicosecondsPerUs;
+  scenario.failures.clear();
+  for (std::uint32_t spine = 2; spine < 6; ++spine) {
+    scenario.failures.push_back(LinkFailure{NodeRef{false, 0}, NodeRef{false, spine}, 100 * kPicosecondsPerUs, kSimNever});
+  }
+  SimResult result = run_simulation(scenario);
+  EXPECT_EQ(finished(result), 0u);
+  EXPECT_GT(result.fabric.failure_losses, 0u);
+}
+
 }  // namespace
 }  // namespace uroce::sim

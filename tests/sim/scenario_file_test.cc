@@ -235,6 +235,15 @@ TEST(ScenarioFile, MistakesAreNamed) {
        "cannot read"},
       {"seed = 1\n", "[topology] is required"},
       {"[topology]\nkind = \"star\"\nhosts = 3\n[transport]\ntail_timeout_us = -5\n", "transport.tail_timeout_us"},
+      {"[topology]\nkind = \"star\"\nhosts = 3\n[[failures]]\nlink = \"s0\"\nat_us = 5\n",
+       "failures[0].link: expected the two ends of a link"},
+      {"[topology]\nkind = \"star\"\nhosts = 3\n[[failures]]\nlink = \"h0-h1\"\nat_us = 5\n",
+       "two hosts are never linked"},
+      {"[topology]\nkind = \"star\"\nhosts = 3\n[[failures]]\nlink = \"s0-h1\"\n", "failures[0].at_us: missing"},
+      {"[topology]\nkind = \"star\"\nhosts = 3\n[[failures]]\nlink = \"s0-h1\"\nat_us = 5\nrecover_us = 2\n",
+       "must recover after it fails"},
+      {"[topology]\nkind = \"star\"\nhosts = 3\n[[failures]]\nlink = \"s0-q1\"\nat_us = 5\n", "not a node name"},
+      {"[topology]\nkind = \"star\"\nhosts = 3\n[routing]\nreconverge = 5\n", "unknown key 'reconverge'"},
   };
   for (const BadCase& bad : cases) {
     auto scenario = parse_scenario(bad.toml, "bad.toml");

@@ -155,6 +155,12 @@ bool Fabric::set_link_down(NodeRef a, NodeRef b, bool down, SimTime now) {
   return found;
 }
 
+bool Fabric::set_switch_down(std::uint32_t switch_index, bool down, SimTime now) {
+  if (switch_index >= switches_.size()) return false;
+  for (const Neighbour& n : switch_ports_[switch_index]) set_link_down(NodeRef{false, switch_index}, n.node, down, now);
+  return true;
+}
+
 void Fabric::close_pauses(SimTime now) {
   for (auto& host : hosts_) host->transmitter().close_pauses(now);
   for (auto& s : switches_) {

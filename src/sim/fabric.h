@@ -39,6 +39,8 @@ class Fabric {
   // keeps sending into a failed link until reroute() runs. Returns false
   // when the two are not linked.
   bool set_link_down(NodeRef a, NodeRef b, bool down, SimTime now);
+  // Fails (or restores) every link of a switch. Returns false for no such switch.
+  bool set_switch_down(std::uint32_t switch_index, bool down, SimTime now);
   // Recomputes every switch's shortest-path routes over the links that are
   // up (the routing protocol has converged).
   void reroute() { build_routes(topology_); }

@@ -1,5 +1,5 @@
-// Link failures and recoveries at their scenario times: the link goes down
-// (or up) at once, and every switch's routes are recomputed around it the
+// Link and switch failures and recoveries at their scenario times: the
+// links go down (or up) at once, and every switch's routes are recomputed around it the
 // scenario's reconvergence delay later. Between the two, packets that the
 // stale routes send into a failed link are lost, as under ECMP while the
 // routing protocol converges.
@@ -14,7 +14,8 @@ namespace uroce::sim {
 
 class FailureRunner final : public EventHandler {
  public:
-  // Throws std::invalid_argument when a failure names nodes that are not linked.
+  // Throws std::invalid_argument when a failure names nodes that are not
+  // linked, or a switch the fabric does not have.
   FailureRunner(const Scenario& scenario, Fabric& fabric, SimWorld& world);
 
   void on_event(SimTime now, std::uint32_t tag) override;
@@ -24,7 +25,7 @@ class FailureRunner final : public EventHandler {
 
   Fabric& fabric_;
   SimWorld& world_;
-  std::vector<LinkFailure> failures_;
+  std::vector<Failure> failures_;
   SimTime reconverge_;
 };
 

@@ -5,6 +5,10 @@
 //   at_us = 100
 //   recover_us = 600    # optional: the link stays down
 //
+//   [[failures]]
+//   switch = "s5"       # the switch and all its links
+//   at_us = 200
+//
 //   [routing]
 //   reconverge_us = 1000
 #include "sim/failure_table.h"
@@ -19,26 +23,35 @@ namespace {
 
 constexpr double kLatestUs = 1e9;
 
-LinkFailure failure_from(const toml::table& table, std::string_view where) {
-  only_keys(table, where, {"link", "at_us", "recover_us"});
+Failure failure_from(const toml::table& table, std::string_view where) {
+  only_keys(table, where, {"link", "switch", "at_us", "recover_us"});
+  Failure failure;
   auto link = table.get_as<std::string>("link");
-  std::size_t dash = link ? link->get().find('-') : std::string::npos;
-  if (dash == std::string::npos) {
-    throw ScenarioError(fmt::format("{}.link: expected the two ends of a link, such as \"s0-s4\"", where));
+  auto whole = table.get_as<std::string>("switch");
+  if ((link == nullptr) == (whole == nullptr)) {
+    throw ScenarioError(fmt::format("{}: give either link = \"s0-s4\" or switch = \"s4\"", where));
   }
-  const std::string& name = link->get();
-  LinkFailure failure;
-  failure.a = node_name(name.substr(0, dash), where);
-  failure.b = node_name(name.substr(dash + 1), where);
-  if (failure.a.is_host && failure.b.is_host) {
-    throw ScenarioError(fmt::format("{}.link: two hosts are never linked directly", where));
+  if (whole != nullptr) {
+    failure.a = node_name(whole->get(), where);
+    if (failure.a.is_host) throw ScenarioError(fmt::format("{}.switch: '{}' is a host", where, whole->get()));
+  } else {
+    const std::string& name = link->get();
+    std::size_t dash = name.find('-');
+    if (dash == std::string::npos) {
+      throw ScenarioError(fmt::format("{}.link: expected the two ends of a link, such as \"s0-s4\"", where));
+    }
+    failure.a = node_name(name.substr(0, dash), where);
+    failure.b = node_name(name.substr(dash + 1), where);
+    if (failure.a.is_host && failure.b->is_host) {
+      throw ScenarioError(fmt::format("{}.link: two hosts are never linked directly", where));
+    }
   }
-  if (!table.contains("at_us")) throw ScenarioError(fmt::format("{}.at_us: missing (when the link fails)", where));
+  if (!table.contains("at_us")) throw ScenarioError(fmt::format("{}.at_us: missing (when it fails)", where));
   failure.at = microseconds_field(table, where, "at_us", 0, kLatestUs);
   if (table.contains("recover_us")) {
     failure.recover = microseconds_field(table, where, "recover_us", 0, kLatestUs);
     if (failure.recover <= failure.at) {
-      throw ScenarioError(fmt::format("{}.recover_us: the link must recover after it fails", where));
+      throw ScenarioError(fmt::format("{}.recover_us: it must recover after it fails", where));
     }
   }
   return failure;

@@ -1,5 +1,6 @@
-// Reading a scenario's [[failures]] (links that fail and recover at given
-// times) and its [routing] table (how long the routes take to converge).
+// Reading a scenario's [[failures]] (links and switches that fail and
+// recover at given times) and its [routing] table (how long the routes take
+// to converge).
 #pragma once
 
 #include <toml++/toml.h>

@@ -44,11 +44,13 @@ struct AllreduceSpec {
   SimTime straggler_delay = 0;
 };
 
-// A link (both directions, every parallel link between the two nodes) that
-// fails at `at` and comes back at `recover` (kSimNever: stays down).
-struct LinkFailure {
+// A failure at `at` that recovers at `recover` (kSimNever: never): the link
+// between a and b (both directions, every parallel link between them), or,
+// without b, switch a and every link it has. Where failures overlap, the
+// latest event wins (a switch that recovers brings all its links up).
+struct Failure {
   NodeRef a;
-  NodeRef b;
+  std::optional<NodeRef> b;
   SimTime at = 0;
   SimTime recover = kSimNever;
 };
@@ -74,7 +76,7 @@ struct Scenario {
   EngineConfig engine;  // congestion control and window; the address and seed are per host
   std::vector<FlowSpec> flows;
   std::optional<AllreduceSpec> allreduce;
-  std::vector<LinkFailure> failures;
+  std::vector<Failure> failures;
   // How long after a link fails or recovers every switch's routes are
   // recomputed around it (the routing protocol's convergence); until then
   // packets routed into a failed link are lost.

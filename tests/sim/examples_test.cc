@@ -257,11 +257,34 @@ TEST(LinkFailures, APartitionDropsWhatHasNoRoute) {
   scenario.time_limit = 3'000 * kPicosecondsPerUs;
   scenario.failures.clear();
   for (std::uint32_t spine = 2; spine < 6; ++spine) {
-    scenario.failures.push_back(LinkFailure{NodeRef{false, 0}, NodeRef{false, spine}, 100 * kPicosecondsPerUs, kSimNever});
+    scenario.failures.push_back(Failure{NodeRef{false, 0}, NodeRef{false, spine}, 100 * kPicosecondsPerUs, kSimNever});
   }
   SimResult result = run_simulation(scenario);
   EXPECT_EQ(finished(result), 0u);
   EXPECT_GT(result.fabric.failure_losses, 0u);
+}
+
+// A spine switch fails: every flow hashed through it (data or ACKs) stalls
+// until the routes converge around it; the same as failing each of its links.
+TEST(LinkFailures, ASwitchFailureIsTheFailureOfAllItsLinks) {
+  Scenario by_switch = example("link_failure.toml");
+  by_switch.failures.assign(1, Failure{NodeRef{false, 2}, std::nullopt, 100 * kPicosecondsPerUs, kSimNever});
+  SimResult whole = run_simulation(by_switch);
+  ASSERT_EQ(finished(whole), 4u);
+  EXPECT_GT(whole.fabric.failure_losses, 0u);
+
+  Scenario by_links = by_switch;
+  by_links.failures.clear();
+  for (std::uint32_t leaf = 0; leaf < 2; ++leaf) {
+    by_links.failures.push_back(Failure{NodeRef{false, leaf}, NodeRef{false, 2}, 100 * kPicosecondsPerUs, kSimNever});
+  }
+  SimResult links = run_simulation(by_links);
+  ASSERT_EQ(finished(links), 4u);
+  EXPECT_EQ(links.fabric.failure_losses, whole.fabric.failure_losses);
+  for (std::size_t i = 0; i < whole.flows.size(); ++i) EXPECT_EQ(fct(whole.flows[i]), fct(links.flows[i]));
+
+  by_switch.failures[0].a = NodeRef{false, 9};
+  EXPECT_THROW(run_simulation(by_switch), std::invalid_argument);
 }
 
 }  // namespace

@@ -242,6 +242,9 @@ TEST(ScenarioFile, MistakesAreNamed) {
       {"[topology]\nkind = \"star\"\nhosts = 3\n[[failures]]\nlink = \"s0-h1\"\n", "failures[0].at_us: missing"},
       {"[topology]\nkind = \"star\"\nhosts = 3\n[[failures]]\nlink = \"s0-h1\"\nat_us = 5\nrecover_us = 2\n",
        "must recover after it fails"},
+      {"[topology]\nkind = \"star\"\nhosts = 3\n[[failures]]\nswitch = \"h1\"\nat_us = 5\n", "failures[0].switch: 'h1' is a host"},
+      {"[topology]\nkind = \"star\"\nhosts = 3\n[[failures]]\nswitch = \"s0\"\nlink = \"s0-h1\"\nat_us = 5\n",
+       "give either link"},
       {"[topology]\nkind = \"star\"\nhosts = 3\n[[failures]]\nlink = \"s0-q1\"\nat_us = 5\n", "not a node name"},
       {"[topology]\nkind = \"star\"\nhosts = 3\n[routing]\nreconverge = 5\n", "unknown key 'reconverge'"},
   };

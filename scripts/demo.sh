@@ -4,8 +4,8 @@
 # 127.0.0.3) doing RDMA WRITE, READ, SEND and atomics with every byte checked,
 # then perftest's bandwidth and latency tables, unmodified perftest on the
 # libibverbs, a decode of the public RoCEv2 sample capture, forged packets
-# and a killed peer; last, the fabric simulator on the parking lot and its
-# DCQCN against HPCC's ns-3.
+# and a killed peer; last, the fabric simulator on the parking lot, a link
+# failure, and its DCQCN against HPCC's ns-3.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -74,6 +74,11 @@ sim_out=$(mktemp -d)
 "$uroce" sim run examples/parking_lot.toml --out "$sim_out/dcqcn" --quiet | grep -E "flows:|pause frames|fairness"
 sed 's/^enabled = true/enabled = false/' examples/parking_lot.toml > "$sim_out/pfc.toml"
 "$uroce" sim run "$sim_out/pfc.toml" --out "$sim_out/pfc" --quiet | grep -E "flows:|pause frames|fairness"
+echo
+echo "== A leaf-spine link fails at 100 us (examples/link_failure.toml): routes converge after 500 us, then 3 ms"
+"$uroce" sim run examples/link_failure.toml --out "$sim_out/failure" --quiet | grep -E "flows:|lost to failed"
+sed 's/^reconverge_us = 500/reconverge_us = 3000/' examples/link_failure.toml > "$sim_out/slow.toml"
+"$uroce" sim run "$sim_out/slow.toml" --out "$sim_out/slow" --quiet | grep -E "flows:"
 echo
 echo "== DCQCN against HPCC's ns-3 (ten runs of the peer, stored): slowdown by finishing rank"
 build/release/tests/uroce_sim_tests --gtest_filter='HpccDcqcnValidation.ConnectxDefaults*' | grep -E '^\||toml'

@@ -160,6 +160,19 @@ class Device {
     return f(engine_);
   }
 
+  // For posting receive WQEs (ibv_post_recv), which give the port nothing
+  // to send: runs f(engine) under the lock and signals completions (a QP in
+  // error flushes what is posted to it), without a transmit or a wake.
+  template <class F>
+  decltype(auto) post_receive(F&& f) {
+    std::lock_guard lock(mutex_);
+    struct Signal {  // runs before the lock is released
+      Device* device;
+      ~Signal() { device->signal_completions_locked(); }
+    } signal{this};
+    return f(engine_);
+  }
+
   // For an application that busy-polls (ibv_poll_cq in a loop): runs
   // f(engine), which returns how many completions it took; when it took none,
   // drives a progress round from the calling thread and asks again, so a

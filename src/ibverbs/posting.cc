@@ -83,7 +83,7 @@ int post_send(ibv_qp* ibv, ibv_send_wr* wr, ibv_send_wr** bad_wr) {
 
 template <class PostOne>
 int post_receives(DeviceRuntime& runtime, ibv_recv_wr* wr, ibv_recv_wr** bad_wr, PostOne post_one) {
-  return runtime.device().post([&](Engine& engine) {
+  return runtime.device().post_receive([&](Engine& engine) {
     for (; wr != nullptr; wr = wr->next) {
       int error = EINVAL;
       if (wr->num_sge >= 0 && (wr->num_sge == 0 || wr->sg_list != nullptr)) {

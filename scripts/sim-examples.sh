@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs the seven example scenarios of the README's simulator section, each as
+# Runs the eight example scenarios of the README's simulator section, each as
 # shipped and with the one setting it is about changed, and prints each run's
 # summary: the figures the README quotes come from this script.
 # Usage: scripts/sim-examples.sh [--build DIR] [--out DIR]
@@ -49,5 +49,8 @@ run allreduce-even allreduce_straggler.toml '/^straggler/d'
 run link-failure link_failure.toml
 run link-failure-slow-reconvergence link_failure.toml 's/^reconverge_us = 500/reconverge_us = 3000/'
 run link-failure-none link_failure.toml '/^\[\[failures\]\]/,/^at_us/d'
+run allreduce-link-failure allreduce_link_failure.toml
+run allreduce-link-failure-slow allreduce_link_failure.toml 's/^reconverge_us = 2000/reconverge_us = 5000/'
+run allreduce-link-failure-too-slow allreduce_link_failure.toml 's/^reconverge_us = 2000/reconverge_us = 20000/'
 run web-search web_search_load.toml
 echo "outputs in $out"

@@ -287,5 +287,39 @@ TEST(LinkFailures, ASwitchFailureIsTheFailureOfAllItsLinks) {
   EXPECT_THROW(run_simulation(by_switch), std::invalid_argument);
 }
 
+// A link fails during a ring all-reduce: the iteration it hits stalls for
+// about the routes' convergence (every step waits for its slowest WRITE);
+// the iterations before and after run as without the failure; a slower
+// convergence stalls it by as much more, and one beyond the QPs' retry
+// budget fails the collective.
+TEST(Examples, ALinkFailureStallsTheWholeAllReduceUntilTheRoutesConverge) {
+  Scenario scenario = example("allreduce_link_failure.toml");
+  Scenario healthy = scenario;
+  healthy.failures.clear();
+  SimResult even = run_simulation(healthy);
+  ASSERT_EQ(even.allreduce_iterations.size(), 5u);
+  SimResult hit = run_simulation(scenario);
+  ASSERT_EQ(hit.allreduce_iterations.size(), 5u);
+  EXPECT_FALSE(hit.allreduce_failed);
+  EXPECT_GT(hit.fabric.failure_losses, 0u);
+  // The failure at 4 ms falls in the second iteration.
+  EXPECT_GT(hit.allreduce_iterations[1], even.allreduce_iterations[1] + scenario.reconverge / 2);
+  for (std::size_t i : {0u, 2u, 3u, 4u}) EXPECT_EQ(hit.allreduce_iterations[i], even.allreduce_iterations[i]) << i;
+
+  Scenario slow = scenario;
+  slow.reconverge = 5'000 * kPicosecondsPerUs;
+  SimResult slower = run_simulation(slow);
+  ASSERT_EQ(slower.allreduce_iterations.size(), 5u);
+  EXPECT_GT(slower.allreduce_iterations[1], hit.allreduce_iterations[1] + 2'000 * kPicosecondsPerUs);
+
+  // Longer than the QPs' retry budget (7 retries of a 1 ms timeout): the
+  // WRITEs in the dead link exhaust their retries, and the collective fails.
+  Scenario too_slow = scenario;
+  too_slow.reconverge = 20'000 * kPicosecondsPerUs;
+  SimResult failed = run_simulation(too_slow);
+  EXPECT_TRUE(failed.allreduce_failed);
+  EXPECT_LT(failed.allreduce_iterations.size(), 5u);
+}
+
 }  // namespace
 }  // namespace uroce::sim

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <string>
 
+#include "sim/collective_bandwidth.h"
 #include "sim/fairness.h"
 #include "sim/scenario_file.h"
 #include "sim/simulation.h"
@@ -179,6 +180,14 @@ TEST(Examples, AStragglerSlowsTheWholeRing) {
   for (SimTime t : even.allreduce_iterations) {
     EXPECT_GT(t, 14 * 168 * kPicosecondsPerUs);
     EXPECT_LT(t, 14 * 200 * kPicosecondsPerUs);
+  }
+  // nccl-tests' bus bandwidth of the even ring: close to, and never above,
+  // the 100 Gb/s (12.5 GB/s) every member's link can carry.
+  for (SimTime t : even.allreduce_iterations) {
+    CollectiveBandwidth bandwidth = allreduce_bandwidth(16 << 20, 8, t);
+    EXPECT_GT(bandwidth.busbw_gb_per_s, 0.85 * 12.5);
+    EXPECT_LT(bandwidth.busbw_gb_per_s, 12.5);
+    EXPECT_DOUBLE_EQ(bandwidth.busbw_gb_per_s, bandwidth.algbw_gb_per_s * 14 / 8);
   }
   // A 25 Gb/s member makes every step take at least its 671 us.
   EXPECT_GT(mean(slow.allreduce_iterations), 3 * mean(even.allreduce_iterations));

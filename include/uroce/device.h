@@ -122,20 +122,15 @@ class Device {
   Device(const Device&) = delete;
   Device& operator=(const Device&) = delete;
 
-  // Runs f(engine) under the device lock, then lets the progress thread see
-  // what it posted.
+  // Runs f(engine) under the device lock (signalling completions, as
+  // post_receive), then lets the progress thread see what it posted.
   template <class F>
   decltype(auto) call(F&& f) {
-    struct Wake {
+    struct Wake {  // runs after the lock is released
       Device* device;
       ~Wake() { device->wake(); }
     } wake{this};
-    std::lock_guard lock(mutex_);
-    struct Signal {  // runs before the lock is released
-      Device* device;
-      ~Signal() { device->signal_completions_locked(); }
-    } signal{this};
-    return f(engine_);
+    return post_receive(std::forward<F>(f));
   }
 
   // Runs f(engine) under the device lock without waking the progress thread:

@@ -46,6 +46,13 @@ TEST(UroceRun, MissingProgramOrLibraryIsAClearError) {
   auto no_library = run_uroce("run --library-dir /nonexistent -- true 2>&1");
   EXPECT_EQ(no_library.exit_code, 1);
   EXPECT_NE(no_library.output.find("cannot find uroce's libibverbs.so.1"), std::string::npos) << no_library.output;
+  auto bad_progress = run_uroce("run --progress fastest -- true 2>&1");
+  EXPECT_NE(bad_progress.exit_code, 0);
+  EXPECT_NE(bad_progress.output.find("--progress: fastest not in {adaptive,thread,inline}"), std::string::npos)
+      << bad_progress.output;
+  auto progress = run_uroce("run --progress thread -- sh -c 'echo \"progress=$UROCE_PROGRESS\"' 2>&1");
+  EXPECT_EQ(progress.exit_code, 0) << progress.output;
+  EXPECT_NE(progress.output.find("progress=thread"), std::string::npos) << progress.output;
   auto no_program = run_uroce("run 2>&1");
   EXPECT_EQ(no_program.exit_code, 2) << no_program.output;
 }

@@ -1,4 +1,4 @@
-// `uroce run [--address A] [--interface IF] -- PROGRAM ARGS`: puts uroce's
+// `uroce run [--address A] [--interface IF] [--progress MODE] -- PROGRAM ARGS`: puts uroce's
 // libibverbs.so.1 first on the program's library path, says which device
 // address (and port) to use, and replaces itself with the program, which
 // runs unchanged: its exit status is the program's.
@@ -23,6 +23,7 @@ struct RunOptions {
   std::string address;
   std::string interface;
   std::string library_dir;
+  std::string progress;
 };
 
 // Where libibverbs.so.1 lies: given, next to this binary in the build tree
@@ -59,6 +60,7 @@ int run_program(const RunOptions& options, std::vector<std::string> command) {
   ::setenv("LD_LIBRARY_PATH", path.c_str(), 1);
   if (!options.address.empty()) ::setenv("UROCE_ADDRESS", options.address.c_str(), 1);
   if (!options.interface.empty()) ::setenv("UROCE_INTERFACE", options.interface.c_str(), 1);
+  if (!options.progress.empty()) ::setenv("UROCE_PROGRESS", options.progress.c_str(), 1);
   std::vector<char*> argv;
   for (std::string& argument : command) argv.push_back(argument.data());
   argv.push_back(nullptr);
@@ -78,6 +80,9 @@ void add_run_command(CLI::App& app, int& exit_status) {
   run->add_option("--interface", options->interface,
                   "Use the raw Ethernet port on this interface (needs CAP_NET_RAW; IPv4)");
   run->add_option("--library-dir", options->library_dir, "Where uroce's libibverbs.so.1 is");
+  run->add_option("--progress", options->progress,
+                  "Who moves packets (UROCE_PROGRESS): adaptive (default), thread or inline")
+      ->check(CLI::IsMember({"adaptive", "thread", "inline"}));
   run->add_option("command", *command, "The program and its arguments (after --)")->required();
   run->callback([options, command, &exit_status] { exit_status = run_program(*options, *command); });
 }

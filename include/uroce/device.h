@@ -147,12 +147,7 @@ class Device {
   // calling thread, instead of waking the progress thread for it.
   template <class F>
   decltype(auto) post(F&& f) {
-    std::lock_guard lock(mutex_);
-    struct Flush {  // runs before the lock is released
-      Device* device;
-      ~Flush() { device->transmit_posted_locked(); }
-    } flush{this};
-    return f(engine_);
+    return locked_then<&Device::transmit_posted_locked>(std::forward<F>(f));
   }
 
   // For posting receive WQEs (ibv_post_recv), which give the port nothing
@@ -160,12 +155,7 @@ class Device {
   // error flushes what is posted to it), without a transmit or a wake.
   template <class F>
   decltype(auto) post_receive(F&& f) {
-    std::lock_guard lock(mutex_);
-    struct Signal {  // runs before the lock is released
-      Device* device;
-      ~Signal() { device->signal_completions_locked(); }
-    } signal{this};
-    return f(engine_);
+    return locked_then<&Device::signal_completions_locked>(std::forward<F>(f));
   }
 
   // For an application that busy-polls (ibv_poll_cq in a loop): runs
@@ -232,6 +222,16 @@ class Device {
 
  private:
   explicit Device(const DeviceConfig& config);
+  // Runs f(engine) under the device lock, then After, still under it.
+  template <void (Device::*After)(), class F>
+  decltype(auto) locked_then(F&& f) {
+    std::lock_guard lock(mutex_);
+    struct Then {  // runs before the lock is released, also after a throw
+      Device* device;
+      ~Then() { (device->*After)(); }
+    } then{this};
+    return f(engine_);
+  }
   bool progress_locked(TimeNs now, bool answer_now);
   // When the bare ACKs in a transmit leave (adaptive mode holds them).
   enum class AckRelease : std::uint8_t {
@@ -266,7 +266,9 @@ class Device {
   // and a program that polls the send CQ once per receive event (perftest's
   // -e) must find the send completion already there, as on hardware, whose
   // ACK leaves on receipt rather than behind the reply.
-  bool may_hold_acks() const { return hold_acks_ && !application_sleeps_.load(std::memory_order_relaxed); }
+  bool may_hold_acks() const {
+    return progress_mode_ == ProgressMode::adaptive && !application_sleeps_.load(std::memory_order_relaxed);
+  }
   void run_progress_thread();
   void rest_while_application_polls(TimeNs until);
   void wake();
@@ -297,7 +299,6 @@ class Device {
   std::atomic<bool> resting_{false};   // the thread sleeps leaving the port to the application
   ProgressMode progress_mode_;
   TimeNs handoff_ns_;
-  bool hold_acks_;
   TimeNs ack_hold_;  // under the lock: adapts between kShortestAckHold and longest_ack_hold_
   TimeNs longest_ack_hold_;
   TimeNs spin_ns_;

@@ -30,8 +30,6 @@ constexpr std::size_t kTransmitBatch = 64;
 constexpr TimeNs kBackPressureRetryNs = 20'000;
 constexpr TimeNs kLongestRest = 2'000'000;
 
-
-
 // An RC ACKNOWLEDGE (ACK or NAK) with no payload, as the engine builds it:
 // plain IPv4 or IPv6 header, UDP, then the BTH's opcode.
 bool is_bare_ack(ByteSpan datagram) {
@@ -39,6 +37,17 @@ bool is_bare_ack(ByteSpan datagram) {
   std::size_t ip_length = (datagram[0] >> 4) == 4 ? wire::kIpv4HeaderLength : wire::kIpv6HeaderLength;
   std::size_t opcode_at = ip_length + wire::kUdpHeaderLength;
   return datagram.size() > opcode_at && datagram[opcode_at] == wire::opcode::kRcAcknowledge;
+}
+
+// Sleeps in ppoll on fds, the wake eventfd last, for at most wait
+// nanoseconds, and takes the wake's count if it fired.
+void sleep_on(std::span<pollfd> fds, TimeNs wait) {
+  timespec timeout{static_cast<time_t>(wait / 1'000'000'000), static_cast<long>(wait % 1'000'000'000)};
+  ::ppoll(fds.data(), fds.size(), &timeout, nullptr);
+  if (fds.back().revents & POLLIN) {
+    std::uint64_t drained;
+    [[maybe_unused]] ssize_t got = ::read(fds.back().fd, &drained, sizeof drained);
+  }
 }
 
 PathMtu largest_path_mtu(const port::Port& port) {
@@ -89,7 +98,6 @@ Device::Device(const DeviceConfig& config)
       keep_scratch_(kTransmitBatch * kMaxDatagramLength),
       progress_mode_(config.progress_thread ? config.progress_mode : ProgressMode::thread),
       handoff_ns_(config.handoff_ns),
-      hold_acks_(progress_mode_ == ProgressMode::adaptive),
       ack_hold_(config.ack_hold_ns),
       longest_ack_hold_(10 * config.ack_hold_ns),
       spin_ns_(progress_mode_ == ProgressMode::adaptive ? config.spin_ns : 0) {
@@ -365,13 +373,8 @@ void Device::run_progress_thread() {
     std::array<pollfd, 2> fds{pollfd{port_->receive_fd(), POLLIN, 0}, pollfd{wake_fd_, POLLIN, 0}};
     TimeNs wait = deadline == kNever ? 100'000'000 : std::max<TimeNs>(0, deadline - monotonic_now());
     wait = std::min<TimeNs>(wait, 100'000'000);  // stop_ is checked at least this often
-    timespec timeout{static_cast<time_t>(wait / 1'000'000'000), static_cast<long>(wait % 1'000'000'000)};
-    ::ppoll(fds.data(), fds.size(), &timeout, nullptr);
+    sleep_on(fds, wait);
     sleeping_.store(false, std::memory_order_relaxed);
-    if (fds[1].revents & POLLIN) {
-      std::uint64_t drained;
-      [[maybe_unused]] ssize_t got = ::read(wake_fd_, &drained, sizeof drained);
-    }
   }
 }
 
@@ -383,13 +386,8 @@ void Device::rest_while_application_polls(TimeNs until) {
   resting_.store(true, std::memory_order_seq_cst);
   TimeNs wait = std::min<TimeNs>(until - monotonic_now(), 100'000'000);
   if (wait > 0 && application_polls_until_.load(std::memory_order_seq_cst) != 0 && !stop_.load()) {
-    pollfd wake{wake_fd_, POLLIN, 0};
-    timespec timeout{static_cast<time_t>(wait / 1'000'000'000), static_cast<long>(wait % 1'000'000'000)};
-    ::ppoll(&wake, 1, &timeout, nullptr);
-    if (wake.revents & POLLIN) {
-      std::uint64_t drained;
-      [[maybe_unused]] ssize_t got = ::read(wake_fd_, &drained, sizeof drained);
-    }
+    std::array<pollfd, 1> wake{pollfd{wake_fd_, POLLIN, 0}};
+    sleep_on(wake, wait);
   }
   resting_.store(false, std::memory_order_relaxed);
 }

@@ -98,6 +98,11 @@ struct DeviceConfig {
   std::uint16_t udp_port = 4791;
   UdpIcrcPolicy icrc = UdpIcrcPolicy::verify_assuming_id0;
   UdpGsoPolicy gso = UdpGsoPolicy::where_bytes_unchanged;
+  // The intra-host path (UDP port only): datagrams for another uroce device
+  // of this user in this network namespace go through shared memory
+  // (port/local_port.h) instead of the kernel; other peers are unaffected.
+  // Off, every datagram is on the wire, where captures and other stacks see it.
+  bool local_path = false;
   bool progress_thread = true;
   ProgressMode progress_mode = ProgressMode::thread;
   // adaptive: how long after the application's last polling round the

@@ -1,4 +1,5 @@
-// configured_devices() and configured_progress(): the UROCE_* variables.
+// configured_devices(), configured_progress() and configured_local_path():
+// the UROCE_* variables.
 #include "ibverbs/configuration.h"
 
 #include <cstdlib>
@@ -25,6 +26,14 @@ Expected<ProgressChoice, std::string> configured_progress() {
   if (mode == "thread") return ProgressChoice{true, ProgressMode::thread};
   if (mode == "inline") return ProgressChoice{false, ProgressMode::thread};
   return unexpected("UROCE_PROGRESS='" + mode + "' is not one of adaptive, thread, inline");
+}
+
+Expected<bool, std::string> configured_local_path() {
+  const char* value = std::getenv("UROCE_WIRE");
+  std::string wire = value != nullptr ? value : "";
+  if (wire.empty() || wire == "0") return true;
+  if (wire == "1") return false;
+  return unexpected("UROCE_WIRE='" + wire + "' is not 0 or 1");
 }
 
 }  // namespace uroce::ibverbs

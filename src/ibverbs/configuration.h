@@ -7,6 +7,10 @@
 //                    application while it polls, a progress thread when it
 //                    stops), thread (the thread always), or inline (no
 //                    thread: only the application's ibv_poll_cq)
+//   UROCE_WIRE       1: every datagram goes on the wire. By default (0)
+//                    datagrams for another uroce device of this user on
+//                    this host go through shared memory (the intra-host
+//                    path), which captures and other RoCE stacks do not see
 // Two programs on one host need two addresses (each device binds UDP 4791
 // on its own); `uroce run --address A -- PROGRAM` sets these for you.
 #pragma once
@@ -30,5 +34,9 @@ struct ProgressChoice {
   ProgressMode mode = ProgressMode::adaptive;
 };
 Expected<ProgressChoice, std::string> configured_progress();
+
+// Whether devices take the intra-host path (UROCE_WIRE unset, empty or 0);
+// a value other than 0 or 1 is an error naming it.
+Expected<bool, std::string> configured_local_path();
 
 }  // namespace uroce::ibverbs

@@ -11,6 +11,7 @@
 
 #include "ibverbs/configuration.h"
 #include "ibverbs/objects.h"
+#include "port/port.h"
 
 namespace uroce::ibverbs {
 namespace {
@@ -36,11 +37,14 @@ bool event_names(const ibv_async_event& event, const void* object) {
 Expected<std::shared_ptr<DeviceRuntime>, std::string> DeviceRuntime::open(UroceDevice& device) {
   auto progress = configured_progress();
   if (!progress) return unexpected(progress.error());
+  auto local_path = configured_local_path();
+  if (!local_path) return unexpected(local_path.error());
   DeviceConfig config;
   config.address = device.spec.address;
   config.interface = device.spec.interface;
   config.progress_thread = progress->progress_thread;
   config.progress_mode = progress->mode;
+  config.local_path = *local_path;
   auto running = Device::open(config);
   if (!running) return unexpected(running.error());
   std::shared_ptr<DeviceRuntime> runtime(new DeviceRuntime(device, std::move(*running)));
@@ -57,10 +61,11 @@ DeviceRuntime::~DeviceRuntime() {
   if (const char* stats = std::getenv("UROCE_STATS"); stats != nullptr && *stats != '\0' && *stats != '0') {
     EngineCounters counters = device_->counters();
     ProgressCounters progress = device_->progress_counters();
+    port::PortCounters port = device_->port_counters();
     std::fprintf(stderr,
                  "uroce: %s: packets sent %llu received %llu, icrc errors %llu, retransmitted %llu, "
                  "malformed %llu; receiving rounds: thread %llu application %llu; thread sleeps %llu rests %llu; "
-                 "held ACKs carried %llu expired %llu\n",
+                 "held ACKs carried %llu expired %llu; intra-host sent %llu received %llu dropped %llu\n",
                  ibv_device_.spec.name.c_str(), static_cast<unsigned long long>(counters.packets_sent),
                  static_cast<unsigned long long>(counters.packets_received),
                  static_cast<unsigned long long>(counters.icrc_errors),
@@ -71,7 +76,10 @@ DeviceRuntime::~DeviceRuntime() {
                  static_cast<unsigned long long>(progress.thread_sleeps),
                  static_cast<unsigned long long>(progress.thread_rests),
                  static_cast<unsigned long long>(progress.acks_carried),
-                 static_cast<unsigned long long>(progress.acks_expired));
+                 static_cast<unsigned long long>(progress.acks_expired),
+                 static_cast<unsigned long long>(port.local_sends),
+                 static_cast<unsigned long long>(port.local_receives),
+                 static_cast<unsigned long long>(port.local_drops));
   }
   device_->set_event_listener(nullptr);
   device_.reset();  // stops the progress thread before the registries go

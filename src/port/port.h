@@ -26,6 +26,9 @@ struct PortCounters {
   std::uint64_t arp_requests = 0;      // raw: requests sent to resolve a peer's MAC address
   std::uint64_t unresolved_drops = 0;  // raw: datagrams dropped while no MAC address answered
   std::uint64_t foreign_frames = 0;    // raw: frames on the interface that were not for this port
+  std::uint64_t local_sends = 0;       // intra-host: datagrams put into local devices' inboxes
+  std::uint64_t local_receives = 0;    // intra-host: datagrams taken from this device's inbox
+  std::uint64_t local_drops = 0;       // intra-host: datagrams for a local device that stopped taking them
 };
 
 class Port {
@@ -45,6 +48,10 @@ class Port {
   virtual PortCounters counters() const = 0;
   // The largest IP datagram the port can put on its link.
   virtual std::size_t max_datagram_length() const = 0;
+  // The device is about to take its last look at receive() and sleep on
+  // receive_fd() (true), or is awake again (false). A port whose senders
+  // need asking to make the fd readable (the intra-host path) asks them.
+  virtual void announce_sleep(bool /*sleeping*/) {}
 };
 
 }  // namespace uroce::port

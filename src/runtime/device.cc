@@ -16,6 +16,7 @@
 
 #include "common/monotonic_clock.h"
 #include "port/interface_info.h"
+#include "port/local_port.h"
 #include "port/raw_port.h"
 #include "port/udp_port.h"
 #include "wire/ipv4.h"
@@ -68,7 +69,12 @@ Expected<std::unique_ptr<port::Port>, std::string> open_port(const DeviceConfig&
   options.gso = config.gso;
   auto udp = port::UdpPort::open(config.address, options);
   if (!udp) return unexpected(udp.error());
-  return std::unique_ptr<port::Port>(std::make_unique<port::UdpPort>(std::move(*udp)));
+  std::unique_ptr<port::Port> wire = std::make_unique<port::UdpPort>(std::move(*udp));
+  if (!config.local_path) return wire;
+  // Without a usable /dev/shm the device still works, over the wire only.
+  auto local = port::LocalPort::wrap(wire, config.udp_port);
+  if (!local) return wire;
+  return std::unique_ptr<port::Port>(std::move(*local));
 }
 
 }  // namespace
@@ -343,9 +349,11 @@ void Device::run_progress_thread() {
     bool spin = false;
     {
       std::lock_guard lock(mutex_);
+      port_->announce_sleep(true);  // the port's senders, too, wake the sleep below
       TimeNs now = monotonic_now();
       if (progress_locked(now, /*answer_now=*/true)) {
         sleeping_.store(false, std::memory_order_relaxed);
+        port_->announce_sleep(false);
         last_arrival = now;
         continue;  // answers to what just arrived are waiting
       }
@@ -353,6 +361,7 @@ void Device::run_progress_thread() {
       // sleeping; waking a thread (an idle core) costs more than a round trip.
       if (now - last_arrival < spin_ns_) {
         sleeping_.store(false, std::memory_order_relaxed);
+        port_->announce_sleep(false);
         spin = true;
       }
       deadline = back_pressured_ ? monotonic_now() + kBackPressureRetryNs : engine_.next_deadline();
@@ -375,6 +384,8 @@ void Device::run_progress_thread() {
     wait = std::min<TimeNs>(wait, 100'000'000);  // stop_ is checked at least this often
     sleep_on(fds, wait);
     sleeping_.store(false, std::memory_order_relaxed);
+    std::lock_guard lock(mutex_);
+    port_->announce_sleep(false);
   }
 }
 

@@ -40,6 +40,8 @@ void add_perf_command(CLI::App& app, int& exit_status) {
                  "Selective-repeat loss recovery instead of go-back-N (give it on both sides)");
   perf->add_flag("--progress-thread", options->progress_thread,
                  "Move packets on a progress thread instead of in the polling loops");
+  perf->add_flag("--local", options->local_path,
+                 "Take the intra-host path (shared memory) to a peer on this host instead of UDP (give it on both sides)");
   perf->add_option("--timeout", options->timeout_s, "Seconds to wait for the peer at each step")->check(CLI::Range(1, 3600));
   perf->callback([options, &exit_status] {
     if (options->latency() && options->qps > 1) throw CLI::ValidationError("-q", "latency tests run on one QP");

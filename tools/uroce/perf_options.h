@@ -29,6 +29,7 @@ struct PerfOptions {
   bool verify = false;
   bool selective_repeat = false;  // uroce's selective-repeat loss recovery instead of go-back-N (both sides)
   bool progress_thread = false;  // move packets on a progress thread instead of in the polling loops
+  bool local_path = false;       // shared memory to a peer device on this host instead of the wire
   int timeout_s = 60;            // how long to wait for the peer at each step
 
   PerfVerb verb() const {

@@ -69,6 +69,7 @@ void PerfSession::open_device() {
   config.interface = options_.interface;
   config.udp_port = options_.udp_port;
   config.progress_thread = options_.progress_thread;
+  config.local_path = options_.local_path;
   device_ = must(Device::open(config), "cannot open a device on " + options_.bind);
   std::size_t region = 2 * std::size_t{largest_};
   buffer_.assign(region * options_.qps, 0);

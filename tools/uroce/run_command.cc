@@ -1,4 +1,4 @@
-// `uroce run [--address A] [--interface IF] [--progress MODE] -- PROGRAM ARGS`: puts uroce's
+// `uroce run [--address A] [--interface IF] [--progress MODE] [--wire] -- PROGRAM ARGS`: puts uroce's
 // libibverbs.so.1 first on the program's library path, says which device
 // address (and port) to use, and replaces itself with the program, which
 // runs unchanged: its exit status is the program's.
@@ -24,6 +24,7 @@ struct RunOptions {
   std::string interface;
   std::string library_dir;
   std::string progress;
+  bool wire = false;
 };
 
 // Where libibverbs.so.1 lies: given, next to this binary in the build tree
@@ -61,6 +62,7 @@ int run_program(const RunOptions& options, std::vector<std::string> command) {
   if (!options.address.empty()) ::setenv("UROCE_ADDRESS", options.address.c_str(), 1);
   if (!options.interface.empty()) ::setenv("UROCE_INTERFACE", options.interface.c_str(), 1);
   if (!options.progress.empty()) ::setenv("UROCE_PROGRESS", options.progress.c_str(), 1);
+  if (options.wire) ::setenv("UROCE_WIRE", "1", 1);
   std::vector<char*> argv;
   for (std::string& argument : command) argv.push_back(argument.data());
   argv.push_back(nullptr);
@@ -83,6 +85,9 @@ void add_run_command(CLI::App& app, int& exit_status) {
   run->add_option("--progress", options->progress,
                   "Who moves packets (UROCE_PROGRESS): adaptive (default), thread or inline")
       ->check(CLI::IsMember({"adaptive", "thread", "inline"}));
+  run->add_flag("--wire", options->wire,
+                "Put every datagram on the wire (UROCE_WIRE=1), also between uroce devices on this host, "
+                "which otherwise use shared memory");
   run->add_option("command", *command, "The program and its arguments (after --)")->required();
   run->callback([options, command, &exit_status] { exit_status = run_program(*options, *command); });
 }

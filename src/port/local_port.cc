@@ -1,0 +1,205 @@
+// LocalPort: choosing the path per destination, and merging what the inbox
+// and the UDP socket hold into one receive.
+#include "port/local_port.h"
+
+#include <sys/epoll.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <random>
+
+#include "common/monotonic_clock.h"
+#include "wire/ipv4.h"
+#include "wire/ipv6.h"
+#include "wire/udp.h"
+
+namespace uroce::port {
+namespace {
+
+constexpr std::uint8_t kUdpProtocol = 17;
+
+// The destination address (as a GID) and UDP port of an IP datagram; false
+// for anything that is not UDP over IPv4 or IPv6 (the UDP port sends or drops it).
+bool destination_of(ByteSpan datagram, std::array<std::uint8_t, 18>& key) {
+  if (datagram.empty()) return false;
+  std::size_t udp_at;
+  if ((datagram[0] >> 4) == 4) {
+    udp_at = static_cast<std::size_t>(datagram[0] & 0x0f) * 4;
+    if (udp_at < wire::kIpv4HeaderLength || datagram.size() < udp_at + wire::kUdpHeaderLength ||
+        datagram[9] != kUdpProtocol) {
+      return false;
+    }
+    Gid gid = gid_from_ipv4({datagram[16], datagram[17], datagram[18], datagram[19]});
+    std::memcpy(key.data(), gid.data(), gid.size());
+  } else if ((datagram[0] >> 4) == 6) {
+    udp_at = wire::kIpv6HeaderLength;
+    if (datagram.size() < udp_at + wire::kUdpHeaderLength || datagram[6] != kUdpProtocol) return false;
+    std::memcpy(key.data(), datagram.data() + 24, 16);
+  } else {
+    return false;
+  }
+  key[16] = datagram[udp_at + 2];
+  key[17] = datagram[udp_at + 3];
+  return true;
+}
+
+std::uint64_t sender_token() {
+  std::random_device random;
+  std::uint32_t salt = random() | 1;  // never 0: a token of 0 means a free lane
+  return (std::uint64_t{static_cast<std::uint32_t>(::getpid())} << 32) | salt;
+}
+
+}  // namespace
+
+Expected<std::unique_ptr<LocalPort>, std::string> LocalPort::wrap(std::unique_ptr<Port>& udp, std::uint16_t udp_port) {
+  auto inbox = LocalInbox::create(udp->gid(), udp_port);
+  if (!inbox) return unexpected(inbox.error());
+  std::unique_ptr<LocalPort> port(new LocalPort(std::move(udp), std::move(*inbox)));
+  port->epoll_fd_ = ::epoll_create1(EPOLL_CLOEXEC);
+  bool watched = port->epoll_fd_ >= 0;
+  for (int fd : {port->wire_->receive_fd(), port->inbox_.wake_fd()}) {
+    epoll_event event{};
+    event.events = EPOLLIN;
+    event.data.fd = fd;
+    watched = watched && ::epoll_ctl(port->epoll_fd_, EPOLL_CTL_ADD, fd, &event) == 0;
+  }
+  if (!watched) {
+    udp = std::move(port->wire_);  // the caller keeps its UDP port
+    return unexpected(std::string("cannot watch the UDP socket and the inbox together"));
+  }
+  return port;
+}
+
+LocalPort::LocalPort(std::unique_ptr<Port> wire, LocalInbox inbox)
+    : wire_(std::move(wire)), inbox_(std::move(inbox)), token_(sender_token()) {}
+
+LocalPort::~LocalPort() {
+  if (epoll_fd_ >= 0) ::close(epoll_fd_);
+}
+
+LocalPort::Peer* LocalPort::local_peer(ByteSpan datagram, TimeNs now) {
+  PeerKey key;
+  if (datagram.size() > kMaxDatagramLength || !destination_of(datagram, key)) return nullptr;
+  Peer& peer = peers_[key];
+  if (peer.outbox) return &peer;
+  if (now < peer.look_again_at) return nullptr;
+  Gid gid;
+  std::memcpy(gid.data(), key.data(), gid.size());
+  auto udp_port = static_cast<std::uint16_t>(key[16] << 8 | key[17]);
+  std::optional<LocalOutbox> attached = LocalOutbox::attach(local_segment_path(gid, udp_port), token_);
+  if (attached) peer.outbox.emplace(std::move(*attached));
+  if (!peer.outbox) {
+    peer.look_again_at = now + kRetryLookupNs;
+    return nullptr;
+  }
+  peer.released = peer.outbox->released();
+  peer.released_since = now;
+  return &peer;
+}
+
+// A full lane whose receiver released nothing for kStuckNs: the process is
+// stopped, or died without closing. Its datagrams are dropped from now on,
+// and the segment looked for again later (a new device may have replaced it).
+bool LocalPort::stuck(Peer& peer, TimeNs now) {
+  std::uint64_t released = peer.outbox->released();
+  if (released != peer.released) {
+    peer.released = released;
+    peer.released_since = now;
+    return false;
+  }
+  if (now - peer.released_since < kStuckNs) return false;
+  peer.outbox.reset();
+  peer.unrung = false;
+  peer.look_again_at = now + kRetryLookupNs;
+  return true;
+}
+
+void LocalPort::ring_all() {
+  for (Peer* peer : to_ring_) {
+    if (peer->outbox) peer->outbox->ring();
+    peer->unrung = false;
+  }
+  to_ring_.clear();
+}
+
+// In order: runs of datagrams for the wire go to the UDP port, local ones to
+// their peer's lane. The first that cannot go yet (back-pressure from either
+// path) ends the call, as the Port contract says.
+std::size_t LocalPort::send(std::span<const ByteSpan> datagrams) {
+  TimeNs now = monotonic_now();
+  std::size_t wire_run_from = datagrams.size();  // none pending
+  auto send_wire_run = [&](std::size_t until) {
+    if (wire_run_from >= until) return true;
+    std::size_t taken = wire_->send(datagrams.subspan(wire_run_from, until - wire_run_from));
+    bool all = taken == until - wire_run_from;
+    wire_run_from = all ? datagrams.size() : wire_run_from + taken;
+    return all;
+  };
+  for (std::size_t i = 0; i < datagrams.size(); ++i) {
+    Peer* peer = local_peer(datagrams[i], now);
+    if (peer == nullptr) {
+      if (wire_run_from == datagrams.size()) wire_run_from = i;
+      continue;
+    }
+    if (!send_wire_run(i)) {
+      ring_all();
+      return wire_run_from;
+    }
+    LocalOutbox::Put put = peer->outbox->put(datagrams[i]);
+    if (put == LocalOutbox::Put::taken) {
+      ++local_sends_;
+      if (!peer->unrung) to_ring_.push_back(peer);
+      peer->unrung = true;
+    } else if (put == LocalOutbox::Put::closed) {  // the device closed: its address may now be a remote one
+      peer->outbox.reset();
+      peer->unrung = false;
+      peer->look_again_at = now + kRetryLookupNs;
+      wire_run_from = i;
+    } else if (stuck(*peer, now)) {
+      ++local_drops_;
+    } else {
+      ring_all();
+      return i;
+    }
+  }
+  ring_all();
+  if (!send_wire_run(datagrams.size())) return wire_run_from;
+  return datagrams.size();
+}
+
+std::span<const ReceivedDatagram> LocalPort::receive() {
+  inbox_.release();
+  received_.clear();
+  std::size_t local = inbox_.take(taken_);
+  received_.assign(taken_.begin(), taken_.begin() + static_cast<std::ptrdiff_t>(local));
+  local_receives_ += local;
+  local_seen_ |= local > 0;
+  TimeNs now = monotonic_now();
+  TimeNs since = now - wire_looked_at_;
+  bool look = !local_seen_ || since >= kWireLookWhileLocalBusyNs || (local == 0 && since >= kWireLookWhileLocalIdleNs);
+  if (look) {
+    wire_looked_at_ = now;
+    std::span<const ReceivedDatagram> wire = wire_->receive();
+    received_.insert(received_.end(), wire.begin(), wire.end());
+  }
+  return received_;
+}
+
+PortCounters LocalPort::counters() const {
+  PortCounters counters = wire_->counters();
+  counters.local_sends = local_sends_;
+  counters.local_receives = local_receives_;
+  counters.local_drops = local_drops_;
+  return counters;
+}
+
+void LocalPort::announce_sleep(bool sleeping) {
+  if (sleeping) {
+    inbox_.announce_sleep();
+    wire_looked_at_ = 0;  // the last look before the sleep must see the socket
+  } else {
+    inbox_.announce_awake();
+  }
+}
+
+}  // namespace uroce::port

@@ -1,0 +1,86 @@
+// The intra-host path: a UDP port that hands datagrams for another uroce
+// device on this host (same user, same network namespace) to that device's
+// shared-memory inbox instead of the kernel, and takes what local devices put
+// into its own. The datagrams are the very bytes the wire would carry, ICRC
+// included, and the receiving engine checks them as it checks any arrival:
+// rkeys, access, bounds, PSNs and completion order are the engine's, as on
+// the wire. Peers that are not local devices get the UDP port as before.
+//
+// A device chooses the path per peer: the first datagram to an address looks
+// for its segment (again every kRetryLookupNs while there is none). A peer
+// whose lane stays full for kStuckNs without releasing a slot is taken to be
+// gone: its datagrams are dropped, as the kernel drops datagrams to a socket
+// nobody reads, and the engine's retries and timeouts take it from there.
+#pragma once
+
+#include <sys/types.h>
+
+#include <array>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/expected.h"
+#include "port/local_ring.h"
+#include "port/port.h"
+
+namespace uroce::port {
+
+class LocalPort : public Port {
+ public:
+  // Wraps a UDP port bound to udp_port: publishes its inbox. Fails (and the
+  // caller keeps the bare UDP port) where /dev/shm cannot hold one.
+  static Expected<std::unique_ptr<LocalPort>, std::string> wrap(std::unique_ptr<Port>& udp, std::uint16_t udp_port);
+  ~LocalPort() override;
+
+  const Gid& gid() const override { return wire_->gid(); }
+  // Readable when the UDP socket is, or a local sender rang.
+  int receive_fd() const override { return epoll_fd_; }
+  std::size_t send(std::span<const ByteSpan> datagrams) override;
+  std::span<const ReceivedDatagram> receive() override;
+  PortCounters counters() const override;
+  std::size_t max_datagram_length() const override { return wire_->max_datagram_length(); }
+  void announce_sleep(bool sleeping) override;
+
+  static constexpr TimeNs kRetryLookupNs = 100'000'000;
+  static constexpr TimeNs kStuckNs = 100'000'000;
+  // While local datagrams arrive, the UDP socket is looked at (a system
+  // call) only this often, or when the lanes are empty, at most every
+  // kWireLookWhileLocalIdleNs: a local ping-pong then makes no system call.
+  static constexpr TimeNs kWireLookWhileLocalBusyNs = 20'000;
+  static constexpr TimeNs kWireLookWhileLocalIdleNs = 2'000;
+
+ private:
+  // A destination: address and UDP port, as the datagram's headers give them.
+  using PeerKey = std::array<std::uint8_t, 18>;
+  struct Peer {
+    std::optional<LocalOutbox> outbox;
+    TimeNs look_again_at = 0;     // without an outbox: when to look for a segment again
+    std::uint64_t released = 0;   // the receiver's progress when last seen full
+    TimeNs released_since = 0;
+    bool unrung = false;          // puts in this send() not rung yet
+  };
+
+  LocalPort(std::unique_ptr<Port> wire, LocalInbox inbox);
+  Peer* local_peer(ByteSpan datagram, TimeNs now);
+  bool stuck(Peer& peer, TimeNs now);
+  void ring_all();
+
+  std::unique_ptr<Port> wire_;
+  LocalInbox inbox_;
+  int epoll_fd_ = -1;
+  std::uint64_t token_;
+  std::map<PeerKey, Peer> peers_;
+  std::vector<Peer*> to_ring_;
+  std::array<ReceivedDatagram, 32> taken_{};
+  std::vector<ReceivedDatagram> received_;
+  bool local_seen_ = false;  // a local datagram ever arrived
+  TimeNs wire_looked_at_ = 0;
+  std::uint64_t local_sends_ = 0;
+  std::uint64_t local_receives_ = 0;
+  std::uint64_t local_drops_ = 0;
+};
+
+}  // namespace uroce::port

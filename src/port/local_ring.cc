@@ -1,0 +1,284 @@
+// The intra-host path's segment: its layout, creating and attaching it, and
+// the single-producer lanes that carry datagrams through it.
+#include "port/local_ring.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <new>
+
+namespace uroce::port {
+
+// Each index has a cache line of its own: the sender writes head, the
+// receiver tail, and neither should stall the other.
+struct LaneControl {
+  alignas(64) std::atomic<std::uint64_t> owner;  // 0: free; else the sender's token
+  alignas(64) std::atomic<std::uint64_t> head;   // datagrams published, ever
+  alignas(64) std::atomic<std::uint64_t> tail;   // datagrams the receiver released, ever
+};
+
+struct LocalSegment {
+  std::atomic<std::uint64_t> magic;  // written last by the creator
+  std::uint32_t version;
+  std::uint32_t lane_count;
+  std::uint32_t slots_per_lane;
+  std::uint32_t slot_bytes;
+  std::atomic<std::uint32_t> closed;          // the receiver is gone
+  std::atomic<std::uint64_t> claimed_lanes;   // a bit per lane ever claimed: the ones the receiver reads
+  alignas(64) std::atomic<std::uint32_t> sleeping;  // the receiver sleeps on the FIFO: ring it
+  LaneControl lanes[kLocalLanes];
+};
+
+namespace {
+
+static_assert(std::atomic<std::uint64_t>::is_always_lock_free, "the lanes' atomics are shared between processes");
+
+constexpr std::uint64_t kMagic = 0x31454356494c5255;  // "URLIVCE1"
+constexpr std::uint32_t kVersion = 1;
+constexpr std::size_t kSlotHeader = 8;  // the datagram's length, then padding
+constexpr std::size_t kSlotBytes = (kSlotHeader + kMaxDatagramLength + 63) / 64 * 64;
+constexpr std::size_t kSlotsOffset = (sizeof(LocalSegment) + 4095) / 4096 * 4096;
+constexpr std::size_t kSegmentBytes = kSlotsOffset + std::size_t{kLocalLanes} * kLocalSlotsPerLane * kSlotBytes;
+
+std::string wake_path(const std::string& path) { return path + ".wake"; }
+
+}  // namespace
+
+std::string local_segment_path(const Gid& gid, std::uint16_t udp_port) {
+  // Devices in different network namespaces may share an address and never
+  // reach each other directly: the namespace is part of the name.
+  struct stat netns {};
+  unsigned long long namespace_id = ::stat("/proc/self/ns/net", &netns) == 0 ? netns.st_ino : 0;
+  char gid_hex[33];
+  for (std::size_t i = 0; i < gid.size(); ++i) std::snprintf(gid_hex + 2 * i, 3, "%02x", gid[i]);
+  char path[128];
+  std::snprintf(path, sizeof path, "/dev/shm/uroce.%llx.%s.%u", namespace_id, gid_hex, unsigned{udp_port});
+  return path;
+}
+
+SegmentMapping::SegmentMapping(SegmentMapping&& other) noexcept
+    : base_(std::exchange(other.base_, nullptr)), length_(other.length_) {}
+
+SegmentMapping& SegmentMapping::operator=(SegmentMapping&& other) noexcept {
+  if (this != &other) {
+    if (base_ != nullptr) ::munmap(base_, length_);
+    base_ = std::exchange(other.base_, nullptr);
+    length_ = other.length_;
+  }
+  return *this;
+}
+
+SegmentMapping::~SegmentMapping() {
+  if (base_ != nullptr) ::munmap(base_, length_);
+}
+
+std::uint8_t* SegmentMapping::slot(std::uint32_t lane, std::uint64_t index) const {
+  std::size_t slot = std::size_t{lane} * kLocalSlotsPerLane + index % kLocalSlotsPerLane;
+  return static_cast<std::uint8_t*>(base_) + kSlotsOffset + slot * kSlotBytes;
+}
+
+// ---- the receiver --------------------------------------------------------------
+
+Expected<LocalInbox, std::string> LocalInbox::create(const Gid& gid, std::uint16_t udp_port) {
+  LocalInbox inbox;
+  inbox.path_ = local_segment_path(gid, udp_port);
+  auto failed = [&](const char* what) {
+    return unexpected(std::string(what) + " " + inbox.path_ + ": " + std::strerror(errno));
+  };
+  // The address is ours (its UDP socket is bound), so a segment already
+  // there was left by a device that died without removing it.
+  ::unlink(inbox.path_.c_str());
+  int fd = ::open(inbox.path_.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (fd < 0) return failed("cannot create");
+  if (::ftruncate(fd, kSegmentBytes) != 0) {
+    ::close(fd);
+    ::unlink(inbox.path_.c_str());
+    return failed("cannot size");
+  }
+  void* base = ::mmap(nullptr, kSegmentBytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  ::close(fd);
+  if (base == MAP_FAILED) {
+    ::unlink(inbox.path_.c_str());
+    return failed("cannot map");
+  }
+  inbox.mapping_ = SegmentMapping(base, kSegmentBytes);
+  auto* segment = new (base) LocalSegment{};
+  segment->version = kVersion;
+  segment->lane_count = kLocalLanes;
+  segment->slots_per_lane = kLocalSlotsPerLane;
+  segment->slot_bytes = kSlotBytes;
+  std::string wake = wake_path(inbox.path_);
+  ::unlink(wake.c_str());
+  // Opened for reading and writing, so that it never reports a hang-up when
+  // the last sender closes its end.
+  if (::mkfifo(wake.c_str(), 0600) != 0 ||
+      (inbox.wake_fd_ = ::open(wake.c_str(), O_RDWR | O_NONBLOCK | O_CLOEXEC)) < 0) {
+    ::unlink(inbox.path_.c_str());
+    ::unlink(wake.c_str());
+    return failed("cannot create the wake FIFO beside");
+  }
+  segment->magic.store(kMagic, std::memory_order_release);
+  return inbox;
+}
+
+LocalInbox::LocalInbox(LocalInbox&& other) noexcept
+    : path_(std::move(other.path_)),
+      mapping_(std::move(other.mapping_)),
+      wake_fd_(std::exchange(other.wake_fd_, -1)),
+      next_lane_(other.next_lane_),
+      tails_(other.tails_),
+      taken_(other.taken_) {
+  other.path_.clear();
+}
+
+LocalInbox::~LocalInbox() {
+  if (path_.empty()) return;
+  mapping_.segment().closed.store(1, std::memory_order_release);
+  ::unlink(path_.c_str());
+  ::unlink(wake_path(path_).c_str());
+  if (wake_fd_ >= 0) ::close(wake_fd_);
+}
+
+std::size_t LocalInbox::take(std::span<ReceivedDatagram> out) {
+  LocalSegment& segment = mapping_.segment();
+  std::uint64_t claimed = segment.claimed_lanes.load(std::memory_order_acquire);
+  std::size_t count = 0;
+  for (std::uint32_t k = 0; k < kLocalLanes && count < out.size() && claimed != 0; ++k) {
+    std::uint32_t lane = (next_lane_ + k) % kLocalLanes;
+    if ((claimed >> lane & 1) == 0) continue;
+    std::uint64_t head = segment.lanes[lane].head.load(std::memory_order_acquire);
+    std::uint64_t next = tails_[lane] + taken_[lane];
+    // A head behind what we took, or more than a lane ahead, is a broken
+    // sender's: take at most one lane's worth, never read outside the lane.
+    std::uint64_t waiting = head > next ? std::min<std::uint64_t>(head - next, kLocalSlotsPerLane - taken_[lane]) : 0;
+    for (std::uint64_t i = 0; i < waiting && count < out.size(); ++i) {
+      const std::uint8_t* slot = mapping_.slot(lane, next + i);
+      std::uint32_t length;
+      std::memcpy(&length, slot, sizeof length);
+      out[count++] = ReceivedDatagram{ByteSpan(slot + kSlotHeader, std::min<std::size_t>(length, kMaxDatagramLength))};
+      ++taken_[lane];
+    }
+  }
+  next_lane_ = (next_lane_ + 1) % kLocalLanes;
+  return count;
+}
+
+void LocalInbox::release() {
+  LocalSegment& segment = mapping_.segment();
+  for (std::uint32_t lane = 0; lane < kLocalLanes; ++lane) {
+    if (taken_[lane] == 0) continue;
+    tails_[lane] += taken_[lane];
+    taken_[lane] = 0;
+    segment.lanes[lane].tail.store(tails_[lane], std::memory_order_release);
+  }
+}
+
+void LocalInbox::announce_sleep() {
+  char drained[64];
+  while (::read(wake_fd_, drained, sizeof drained) > 0) {
+  }
+  mapping_.segment().sleeping.store(1, std::memory_order_seq_cst);
+  // Pairs with the sender's fence in ring(): either it sees us sleeping, or
+  // our last look, which comes after this, sees its datagram.
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+}
+
+void LocalInbox::announce_awake() { mapping_.segment().sleeping.store(0, std::memory_order_relaxed); }
+
+// ---- a sender ---------------------------------------------------------------------
+
+std::optional<LocalOutbox> LocalOutbox::attach(const std::string& path, std::uint64_t token) {
+  int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0) return std::nullopt;
+  struct stat file {};
+  // Only a segment of our own user, of the size this version lays out.
+  bool usable = ::fstat(fd, &file) == 0 && S_ISREG(file.st_mode) && file.st_uid == ::geteuid() &&
+                static_cast<std::size_t>(file.st_size) == kSegmentBytes;
+  void* base = usable ? ::mmap(nullptr, kSegmentBytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0) : MAP_FAILED;
+  ::close(fd);
+  if (base == MAP_FAILED) return std::nullopt;
+  LocalOutbox outbox;
+  outbox.mapping_ = SegmentMapping(base, kSegmentBytes);
+  outbox.token_ = token;
+  LocalSegment& segment = outbox.mapping_.segment();
+  if (segment.magic.load(std::memory_order_acquire) != kMagic || segment.version != kVersion ||
+      segment.lane_count != kLocalLanes || segment.slots_per_lane != kLocalSlotsPerLane ||
+      segment.slot_bytes != kSlotBytes || segment.closed.load(std::memory_order_acquire) != 0) {
+    return std::nullopt;
+  }
+  outbox.wake_fd_ = ::open(wake_path(path).c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+  if (outbox.wake_fd_ < 0) return std::nullopt;
+  auto claim = [&](std::uint32_t lane, std::uint64_t expected) {
+    if (!segment.lanes[lane].owner.compare_exchange_strong(expected, token, std::memory_order_acq_rel)) return false;
+    outbox.lane_ = lane;
+    segment.claimed_lanes.fetch_or(std::uint64_t{1} << lane, std::memory_order_acq_rel);
+    outbox.head_ = segment.lanes[lane].head.load(std::memory_order_acquire);
+    return true;
+  };
+  for (std::uint32_t lane = 0; lane < kLocalLanes; ++lane) {
+    if (claim(lane, 0)) return outbox;
+  }
+  // All taken: take over a lane whose sender's process is gone.
+  for (std::uint32_t lane = 0; lane < kLocalLanes; ++lane) {
+    std::uint64_t owner = segment.lanes[lane].owner.load(std::memory_order_acquire);
+    auto pid = static_cast<pid_t>(owner >> 32);
+    if (pid > 0 && ::kill(pid, 0) != 0 && errno == ESRCH && claim(lane, owner)) return outbox;
+  }
+  outbox.token_ = 0;  // owns no lane
+  return std::nullopt;
+}
+
+LocalOutbox::LocalOutbox(LocalOutbox&& other) noexcept
+    : mapping_(std::move(other.mapping_)),
+      wake_fd_(std::exchange(other.wake_fd_, -1)),
+      lane_(other.lane_),
+      token_(std::exchange(other.token_, 0)),
+      head_(other.head_),
+      unrung_(other.unrung_) {}
+
+LocalOutbox::~LocalOutbox() {
+  if (token_ != 0) {
+    std::uint64_t mine = token_;
+    mapping_.segment().lanes[lane_].owner.compare_exchange_strong(mine, 0, std::memory_order_acq_rel);
+  }
+  if (wake_fd_ >= 0) ::close(wake_fd_);
+}
+
+LocalOutbox::Put LocalOutbox::put(ByteSpan datagram) {
+  LocalSegment& segment = mapping_.segment();
+  if (segment.closed.load(std::memory_order_relaxed) != 0) return Put::closed;
+  // A tail ahead of our head (a broken receiver) reads as full, for good.
+  if (head_ - segment.lanes[lane_].tail.load(std::memory_order_acquire) >= kLocalSlotsPerLane) return Put::full;
+  std::uint8_t* slot = mapping_.slot(lane_, head_);
+  auto length = static_cast<std::uint32_t>(std::min(datagram.size(), kMaxDatagramLength));
+  std::memcpy(slot, &length, sizeof length);
+  std::memcpy(slot + kSlotHeader, datagram.data(), length);
+  segment.lanes[lane_].head.store(++head_, std::memory_order_release);
+  unrung_ = true;
+  return Put::taken;
+}
+
+void LocalOutbox::ring() {
+  if (!unrung_) return;
+  unrung_ = false;
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  std::atomic<std::uint32_t>& sleeping = mapping_.segment().sleeping;
+  // One ring per sleep, however many senders: the first to see it takes it.
+  if (sleeping.load(std::memory_order_relaxed) != 0 && sleeping.exchange(0, std::memory_order_acq_rel) != 0) {
+    char one = 1;
+    [[maybe_unused]] ssize_t written = ::write(wake_fd_, &one, 1);
+  }
+}
+
+std::uint64_t LocalOutbox::released() const {
+  return mapping_.segment().lanes[lane_].tail.load(std::memory_order_acquire);
+}
+
+}  // namespace uroce::port

@@ -1,0 +1,120 @@
+// The intra-host path's shared memory. A receiving device publishes a
+// segment in /dev/shm, named by its network namespace, address and UDP port;
+// another device of the same user on the same host puts whole RoCEv2
+// datagrams into it instead of sending them through the kernel. Each sending
+// device owns one lane of the segment, a single-producer ring of datagram
+// slots; the receiver reads every lane ever claimed. A FIFO beside the
+// segment wakes a receiver that sleeps; a receiver that polls costs its
+// senders no system call.
+//
+// Everything in the segment may be written by another process: the reader
+// bounds every index and length it takes from it, so a broken or hostile
+// sender can garble its own datagrams (which the engine then checks like any
+// arrival) but never make the reader touch memory outside the segment.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+
+#include "common/bytes.h"
+#include "common/expected.h"
+#include "port/port.h"
+#include "uroce/engine.h"
+
+namespace uroce::port {
+
+inline constexpr std::uint32_t kLocalLanes = 64;         // local senders one receiver takes; more go by UDP
+inline constexpr std::uint32_t kLocalSlotsPerLane = 64;  // datagrams in flight from one sender
+
+// Where the segment of the device on gid:udp_port in this process's network
+// namespace lives ("/dev/shm/uroce.<netns>.<gid>.<port>"); the FIFO adds ".wake".
+std::string local_segment_path(const Gid& gid, std::uint16_t udp_port);
+
+struct LocalSegment;  // the layout, in local_ring.cc
+
+// A mapping of one segment, unmapped when destroyed.
+class SegmentMapping {
+ public:
+  SegmentMapping() = default;
+  SegmentMapping(void* base, std::size_t length) : base_(base), length_(length) {}
+  SegmentMapping(SegmentMapping&& other) noexcept;
+  SegmentMapping& operator=(SegmentMapping&& other) noexcept;
+  ~SegmentMapping();
+  LocalSegment& segment() const { return *static_cast<LocalSegment*>(base_); }
+  std::uint8_t* slot(std::uint32_t lane, std::uint64_t index) const;
+
+ private:
+  void* base_ = nullptr;
+  std::size_t length_ = 0;
+};
+
+// The receiving side: creates the segment and its FIFO, removes both when
+// destroyed (senders holding it see it closed).
+class LocalInbox {
+ public:
+  static Expected<LocalInbox, std::string> create(const Gid& gid, std::uint16_t udp_port);
+  LocalInbox(LocalInbox&& other) noexcept;
+  LocalInbox& operator=(LocalInbox&&) = delete;
+  ~LocalInbox();
+
+  // Readable when a sender rang while the receiver announced a sleep.
+  int wake_fd() const { return wake_fd_; }
+  // Fills out with what the lanes hold, oldest first per lane; the spans point
+  // into the slots and stay valid until release(). Returns how many.
+  std::size_t take(std::span<ReceivedDatagram> out);
+  // Gives the slots of the last take() back to their senders.
+  void release();
+  // Before the receiver's last look and sleep on wake_fd(): from then on a
+  // sender that puts a datagram rings. After the sleep: senders stop ringing.
+  void announce_sleep();
+  void announce_awake();
+
+ private:
+  LocalInbox() = default;
+
+  std::string path_;
+  SegmentMapping mapping_;
+  int wake_fd_ = -1;
+  std::uint32_t next_lane_ = 0;  // where the next take starts: lanes take turns
+  std::array<std::uint64_t, kLocalLanes> tails_{};  // ours: the shared copy is only for the senders
+  std::array<std::uint32_t, kLocalLanes> taken_{};  // per lane, by the last take()
+};
+
+// The sending side: one claimed lane in one peer's segment, given back when
+// destroyed.
+class LocalOutbox {
+ public:
+  // nullopt when no segment exists at path (the peer is not a local uroce
+  // device, or belongs to another user), it is closed or malformed, or all
+  // its lanes are taken. token identifies this sender: its pid in the high
+  // half, so that a lane left by a dead process can be taken over.
+  static std::optional<LocalOutbox> attach(const std::string& path, std::uint64_t token);
+  LocalOutbox(LocalOutbox&& other) noexcept;
+  LocalOutbox& operator=(LocalOutbox&&) = delete;
+  ~LocalOutbox();
+
+  enum class Put : std::uint8_t { taken, full, closed };
+  // Copies the datagram into the next slot (at most kMaxDatagramLength bytes).
+  Put put(ByteSpan datagram);
+  // After a batch of puts: wakes the receiver if it announced a sleep.
+  void ring();
+  // The receiver's progress through this lane (to tell a slow receiver from a stuck one).
+  std::uint64_t released() const;
+
+ private:
+  LocalOutbox() = default;
+
+  SegmentMapping mapping_;
+  int wake_fd_ = -1;
+  std::uint32_t lane_ = 0;
+  std::uint64_t token_ = 0;
+  std::uint64_t head_ = 0;  // ours: published to the lane after each put
+  bool unrung_ = false;     // puts since the last ring()
+};
+
+}  // namespace uroce::port

@@ -1,6 +1,7 @@
 // Transport engine throughput without I/O: two engines in one thread exchange
 // 64 KiB RDMA WRITEs at MTU 4096 (datagrams handed over in memory), next to
-// the floor of moving the same bytes once: memcpy + ICRC per 4 KiB packet.
+// the floor of moving the same bytes once: memcpy + ICRC per 4 KiB packet;
+// and the engines' share of a 2-byte WRITE ping-pong's latency.
 #include <benchmark/benchmark.h>
 
 #include <cstring>
@@ -79,9 +80,49 @@ void BM_MemcpyIcrcFloor64K(benchmark::State& state) {
                                                        benchmark::Counter::kIsRate);
 }
 
+// A 2-byte WRITE ping-pong, as write_lat runs it, without I/O: each side
+// posts a WRITE, the other takes it and ACKs it, the ACK completes it. One
+// iteration is a round trip: what the engines alone add to each half of it.
+void BM_EngineWrite2BytePingPong(benchmark::State& state) {
+  EngineConfig config_a, config_b;
+  config_a.gid = gid_from_ipv4({10, 0, 0, 1});
+  config_b.gid = gid_from_ipv4({10, 0, 0, 2});
+  Engine a(config_a), b(config_b);
+  auto [end_a, end_b] = testing::connect_rc(a, b, testing::RcOptions{});
+  std::vector<std::uint8_t> memory_a(64), memory_b(64);
+  MrKeys keys_a = *a.reg_mr(end_a.pd, memory_a.data(), memory_a.size(), kAccessLocalWrite | kAccessRemoteWrite);
+  MrKeys keys_b = *b.reg_mr(end_b.pd, memory_b.data(), memory_b.size(), kAccessLocalWrite | kAccessRemoteWrite);
+  std::vector<std::uint8_t> buffer(kMaxDatagramLength);
+  WorkCompletion completion[1];
+  TimeNs now = 0;
+  auto half_trip = [&](Engine& from, const testing::Endpoint& sender, std::vector<std::uint8_t>& source, MrKeys source_keys,
+                       Engine& to, std::vector<std::uint8_t>& target, MrKeys target_keys) {
+    Sge sge{reinterpret_cast<std::uintptr_t>(source.data()), 2, source_keys.lkey};
+    SendWr wr;
+    wr.opcode = WrOpcode::rdma_write;
+    wr.send_flags = kSendSignaled | kSendInline;
+    wr.sg_list = {&sge, 1};
+    wr.rdma = {reinterpret_cast<std::uintptr_t>(target.data()), target_keys.rkey};
+    from.post_send(sender.qpn, wr);
+    std::size_t length = from.poll_transmit(buffer, now);
+    to.on_datagram(std::span(buffer).first(length), now);
+    length = to.poll_transmit(buffer, now);
+    from.on_datagram(std::span(buffer).first(length), now);
+    if (*from.poll_cq(sender.cq, completion) != 1) state.SkipWithError("no completion");
+  };
+  for (auto _ : state) {
+    half_trip(a, end_a, memory_a, keys_a, b, memory_b, keys_b);
+    half_trip(b, end_b, memory_b, keys_b, a, memory_a, keys_a);
+    now += 1000;
+  }
+  state.counters["half_trip_ns"] =
+      benchmark::Counter(static_cast<double>(state.iterations()) * 2, benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+}
+
 // Argument: 0 go-back-N, 1 selective repeat (same work on a clean link).
 BENCHMARK(BM_EngineRdmaWrite64K)->ArgName("selective_repeat")->Arg(0)->Arg(1);
 BENCHMARK(BM_MemcpyIcrcFloor64K);
+BENCHMARK(BM_EngineWrite2BytePingPong);
 
 }  // namespace
 

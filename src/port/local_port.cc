@@ -5,6 +5,7 @@
 #include <sys/epoll.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <random>
 
@@ -77,11 +78,17 @@ LocalPort::~LocalPort() {
   if (epoll_fd_ >= 0) ::close(epoll_fd_);
 }
 
-LocalPort::Peer* LocalPort::local_peer(ByteSpan datagram, TimeNs now) {
+LocalPort::Peer* LocalPort::local_peer(ByteSpan datagram, LazyNow& clock) {
   PeerKey key;
   if (datagram.size() > kMaxDatagramLength || !destination_of(datagram, key)) return nullptr;
-  Peer& peer = peers_[key];
+  // A batch mostly goes to one peer: look it up once.
+  if (last_peer_ == nullptr || key != last_key_) {
+    last_peer_ = &peers_[key];
+    last_key_ = key;
+  }
+  Peer& peer = *last_peer_;
   if (peer.outbox) return &peer;
+  TimeNs now = clock();
   if (now < peer.look_again_at) return nullptr;
   Gid gid;
   std::memcpy(gid.data(), key.data(), gid.size());
@@ -100,7 +107,8 @@ LocalPort::Peer* LocalPort::local_peer(ByteSpan datagram, TimeNs now) {
 // A full lane whose receiver released nothing for kStuckNs: the process is
 // stopped, or died without closing. Its datagrams are dropped from now on,
 // and the segment looked for again later (a new device may have replaced it).
-bool LocalPort::stuck(Peer& peer, TimeNs now) {
+bool LocalPort::stuck(Peer& peer, LazyNow& clock) {
+  TimeNs now = clock();
   std::uint64_t released = peer.outbox->released();
   if (released != peer.released) {
     peer.released = released;
@@ -126,7 +134,7 @@ void LocalPort::ring_all() {
 // their peer's lane. The first that cannot go yet (back-pressure from either
 // path) ends the call, as the Port contract says.
 std::size_t LocalPort::send(std::span<const ByteSpan> datagrams) {
-  TimeNs now = monotonic_now();
+  LazyNow now;
   std::size_t wire_run_from = datagrams.size();  // none pending
   auto send_wire_run = [&](std::size_t until) {
     if (wire_run_from >= until) return true;
@@ -153,7 +161,7 @@ std::size_t LocalPort::send(std::span<const ByteSpan> datagrams) {
     } else if (put == LocalOutbox::Put::closed) {  // the device closed: its address may now be a remote one
       peer->outbox.reset();
       peer->unrung = false;
-      peer->look_again_at = now + kRetryLookupNs;
+      peer->look_again_at = now() + kRetryLookupNs;
       wire_run_from = i;
     } else if (stuck(*peer, now)) {
       ++local_drops_;
@@ -174,13 +182,17 @@ std::span<const ReceivedDatagram> LocalPort::receive() {
   received_.assign(taken_.begin(), taken_.begin() + static_cast<std::ptrdiff_t>(local));
   local_receives_ += local;
   local_seen_ |= local > 0;
-  TimeNs now = monotonic_now();
-  TimeNs since = now - wire_looked_at_;
-  bool look = !local_seen_ || since >= kWireLookWhileLocalBusyNs || (local == 0 && since >= kWireLookWhileLocalIdleNs);
-  if (look) {
+  // Without local traffic the socket is looked at every time, and the clock never read.
+  TimeNs now = local_seen_ ? monotonic_now() : 0;
+  if (!local_seen_ || now - wire_looked_at_ >= wire_interval_) {
     wire_looked_at_ = now;
     std::span<const ReceivedDatagram> wire = wire_->receive();
     received_.insert(received_.end(), wire.begin(), wire.end());
+    if (!wire.empty()) {
+      wire_interval_ = 0;
+    } else if (local_seen_) {
+      wire_interval_ = std::clamp(2 * wire_interval_, kFirstWireIntervalNs, kLongestWireIntervalNs);
+    }
   }
   return received_;
 }
@@ -196,7 +208,7 @@ PortCounters LocalPort::counters() const {
 void LocalPort::announce_sleep(bool sleeping) {
   if (sleeping) {
     inbox_.announce_sleep();
-    wire_looked_at_ = 0;  // the last look before the sleep must see the socket
+    wire_interval_ = 0;  // the last look before the sleep must see the socket
   } else {
     inbox_.announce_awake();
   }

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "common/expected.h"
+#include "common/monotonic_clock.h"
 #include "port/local_ring.h"
 #include "port/port.h"
 
@@ -46,11 +47,13 @@ class LocalPort : public Port {
 
   static constexpr TimeNs kRetryLookupNs = 100'000'000;
   static constexpr TimeNs kStuckNs = 100'000'000;
-  // While local datagrams arrive, the UDP socket is looked at (a system
-  // call) only this often, or when the lanes are empty, at most every
-  // kWireLookWhileLocalIdleNs: a local ping-pong then makes no system call.
-  static constexpr TimeNs kWireLookWhileLocalBusyNs = 20'000;
-  static constexpr TimeNs kWireLookWhileLocalIdleNs = 2'000;
+  // Once local datagrams have arrived, the UDP socket (a system call per
+  // look) is looked at less often while it stays empty: the interval doubles
+  // from kFirstWireIntervalNs to kLongestWireIntervalNs, and drops to 0
+  // (every receive) when it has something. A local ping-pong then makes
+  // almost no system call, and a device with no local peer looks every time.
+  static constexpr TimeNs kFirstWireIntervalNs = 1'000;
+  static constexpr TimeNs kLongestWireIntervalNs = 50'000;
 
  private:
   // A destination: address and UDP port, as the datagram's headers give them.
@@ -63,21 +66,30 @@ class LocalPort : public Port {
     bool unrung = false;          // puts in this send() not rung yet
   };
 
+  // The clock, read once and only if needed: sending to a known local peer reads none.
+  struct LazyNow {
+    TimeNs value = -1;
+    TimeNs operator()() { return value >= 0 ? value : (value = monotonic_now()); }
+  };
+
   LocalPort(std::unique_ptr<Port> wire, LocalInbox inbox);
-  Peer* local_peer(ByteSpan datagram, TimeNs now);
-  bool stuck(Peer& peer, TimeNs now);
+  Peer* local_peer(ByteSpan datagram, LazyNow& clock);
+  bool stuck(Peer& peer, LazyNow& clock);
   void ring_all();
 
   std::unique_ptr<Port> wire_;
   LocalInbox inbox_;
   int epoll_fd_ = -1;
   std::uint64_t token_;
-  std::map<PeerKey, Peer> peers_;
+  std::map<PeerKey, Peer> peers_;  // never erased: last_peer_ and to_ring_ point into it
+  PeerKey last_key_{};
+  Peer* last_peer_ = nullptr;
   std::vector<Peer*> to_ring_;
   std::array<ReceivedDatagram, 32> taken_{};
   std::vector<ReceivedDatagram> received_;
   bool local_seen_ = false;  // a local datagram ever arrived
   TimeNs wire_looked_at_ = 0;
+  TimeNs wire_interval_ = 0;
   std::uint64_t local_sends_ = 0;
   std::uint64_t local_receives_ = 0;
   std::uint64_t local_drops_ = 0;

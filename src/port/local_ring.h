@@ -83,6 +83,7 @@ class LocalInbox {
   std::uint32_t next_lane_ = 0;  // where the next take starts: lanes take turns
   std::array<std::uint64_t, kLocalLanes> tails_{};  // ours: the shared copy is only for the senders
   std::array<std::uint32_t, kLocalLanes> taken_{};  // per lane, by the last take()
+  std::uint64_t lanes_taken_ = 0;                    // a bit per lane with taken_ above 0
 };
 
 // The sending side: one claimed lane in one peer's segment, given back when
@@ -113,7 +114,8 @@ class LocalOutbox {
   int wake_fd_ = -1;
   std::uint32_t lane_ = 0;
   std::uint64_t token_ = 0;
-  std::uint64_t head_ = 0;  // ours: published to the lane after each put
+  std::uint64_t head_ = 0;        // ours: published to the lane after each put
+  std::uint64_t known_tail_ = 0;  // the receiver's tail when we last read it
   bool unrung_ = false;     // puts since the last ring()
 };
 

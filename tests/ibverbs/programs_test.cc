@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <ostream>
+#include <optional>
 #include <regex>
 #include <sstream>
 #include <string>
@@ -42,6 +43,7 @@ struct Side {
   std::string address;    // UROCE_ADDRESS
   std::string interface;  // UROCE_INTERFACE: the raw Ethernet port
   std::string progress = "";  // UROCE_PROGRESS, when not the default
+  bool wire = false;          // UROCE_WIRE=1: no intra-host path
 };
 
 struct PairResult {
@@ -58,6 +60,8 @@ std::string command_on(const Side& side, const std::string& command) {
                             "UROCE_ADDRESS=" + side.address;
   if (!side.interface.empty()) environment += " UROCE_INTERFACE=" + side.interface;
   if (!side.progress.empty()) environment += " UROCE_PROGRESS=" + side.progress;
+  if (side.wire) environment += " UROCE_WIRE=1";
+  environment += " UROCE_STATS=1";  // the counters on standard error: which path the packets took
   return prefix + "env " + environment + " timeout 600 " + command;
 }
 
@@ -129,8 +133,16 @@ void expect_perftest(const PairResult& result, int rows) {
 }
 
 // Each test gets its own addresses and TCP port: ctest runs them in parallel.
-Side loopback(int test, int side, const std::string& progress) {
-  return {"", "127.0.8." + std::to_string(test * 2 + side + 1), "", progress};
+Side loopback(int test, int side, const std::string& progress, bool wire) {
+  return {"", "127.0.8." + std::to_string(test * 2 + side + 1), "", progress, wire};
+}
+
+// What UROCE_STATS printed for the device: datagrams sent through the intra-host path.
+std::optional<long> intra_host_sends(const std::string& errors) {
+  static const std::regex sent(R"(intra-host sent (\d+))");
+  std::smatch match;
+  if (!std::regex_search(errors, match, sent)) return std::nullopt;
+  return std::stol(match[1]);
 }
 int tcp_port(int test) { return 19200 + test; }
 
@@ -139,11 +151,13 @@ struct ProgramCase {
   std::string options;
   int rows;     // perftest result rows; 0 for a pingpong
   std::string progress = "";  // UROCE_PROGRESS; empty: the default (adaptive)
+  bool wire = false;          // UROCE_WIRE=1 on both sides; by default they meet through shared memory
   int id = 0;   // distinct addresses and TCP port per case
 };
 
 void PrintTo(const ProgramCase& run, std::ostream* out) {
-  *out << run.program << " " << run.options << (run.progress.empty() ? "" : " with UROCE_PROGRESS=" + run.progress);
+  *out << run.program << " " << run.options << (run.progress.empty() ? "" : " with UROCE_PROGRESS=" + run.progress)
+       << (run.wire ? " with UROCE_WIRE=1" : "");
 }
 
 class LoopbackPrograms : public ::testing::TestWithParam<ProgramCase> {};
@@ -151,12 +165,20 @@ class LoopbackPrograms : public ::testing::TestWithParam<ProgramCase> {};
 TEST_P(LoopbackPrograms, RunUnchangedBetweenTwoProcesses) {
   const ProgramCase& run = GetParam();
   if (!installed(run.program)) GTEST_SKIP() << run.program << " is not installed";
-  PairResult result = run_pair(run.program, run.options, loopback(run.id, 0, run.progress),
-                               loopback(run.id, 1, run.progress), "127.0.0.1", tcp_port(run.id));
+  PairResult result = run_pair(run.program, run.options, loopback(run.id, 0, run.progress, run.wire),
+                               loopback(run.id, 1, run.progress, run.wire), "127.0.0.1", tcp_port(run.id));
   if (run.rows == 0) {
     expect_pingpong(result);
   } else {
     expect_perftest(result, run.rows);
+  }
+  // Two devices of one user on one host: shared memory, unless told otherwise.
+  std::optional<long> local_sends = intra_host_sends(result.client_errors);
+  ASSERT_TRUE(local_sends) << describe(result);
+  if (run.wire) {
+    EXPECT_EQ(*local_sends, 0) << describe(result);
+  } else {
+    EXPECT_GT(*local_sends, 0) << describe(result);
   }
 }
 
@@ -186,13 +208,18 @@ std::vector<ProgramCase> loopback_cases() {
   cases.push_back({"ib_read_bw", "", 1, "thread"});
   cases.push_back({"ibv_rc_pingpong", "-c", 0, "inline"});
   cases.push_back({"ib_send_lat", "", 1, "inline"});
+  // Every datagram on the wire (loopback UDP), as before the intra-host path.
+  cases.push_back({"ibv_rc_pingpong", "-c", 0, "", true});
+  cases.push_back({"ib_write_lat", "", 1, "", true});
+  cases.push_back({"ib_send_bw", "", 1, "", true});
+  cases.push_back({"ib_read_lat", "", 1, "", true});
   for (std::size_t i = 0; i < cases.size(); ++i) cases[i].id = static_cast<int>(i);
   return cases;
 }
 
 std::string case_name(const ::testing::TestParamInfo<ProgramCase>& info) {
   std::string name = info.param.program + "_" + info.param.options +
-                     (info.param.progress.empty() ? "" : "_" + info.param.progress);
+                     (info.param.progress.empty() ? "" : "_" + info.param.progress) + (info.param.wire ? "_wire" : "");
   for (char& c : name) {
     if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
   }
@@ -231,6 +258,8 @@ TEST_P(NamespacePrograms, RunUnchangedAcrossAVethPair) {
     } else {
       expect_perftest(result, run.rows);
     }
+    // Another network namespace is another host: never the intra-host path.
+    EXPECT_EQ(intra_host_sends(result.client_errors).value_or(-1), 0) << describe(result);
   }
 }
 

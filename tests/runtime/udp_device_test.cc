@@ -1,8 +1,10 @@
 // Devices on a real network: two soft RNICs in one process, each on its own
 // loopback address with a UDP port and a progress thread, exchange WRITE,
-// READ, SEND and atomics through the kernel; and the UDP port's ICRC policy
-// for arrivals whose IPv4 Identification it cannot see. Addresses are in
-// 127.0.1.0/24, one pair per test, so tests may run in parallel.
+// READ, SEND and atomics through the kernel, and again through the
+// intra-host path (DevicePaths: the same tests on both); and the UDP port's
+// ICRC policy for arrivals whose IPv4 Identification it cannot see.
+// Addresses are in 127.0.1.0/24 (127.0.11.0/24 on the intra-host path), one
+// pair per test, so tests may run in parallel.
 #include <gtest/gtest.h>
 
 #include <arpa/inet.h>
@@ -16,6 +18,7 @@
 #include <thread>
 #include <vector>
 
+#include "port/port.h"
 #include "tests/support/device_completions.h"
 #include "tests/support/test_network.h"
 #include "uroce/device.h"
@@ -26,18 +29,43 @@ namespace {
 
 constexpr std::uint32_t kAll = kAccessLocalWrite | kAccessRemoteWrite | kAccessRemoteRead | kAccessRemoteAtomic;
 
-std::unique_ptr<Device> open_device(const std::string& address, UdpIcrcPolicy icrc = UdpIcrcPolicy::verify_assuming_id0) {
+std::unique_ptr<Device> open_device(const std::string& address, UdpIcrcPolicy icrc = UdpIcrcPolicy::verify_assuming_id0,
+                                    bool local_path = false) {
   DeviceConfig config;
   config.address = address;
   config.icrc = icrc;
+  config.local_path = local_path;
   auto device = Device::open(config);
   if (!device) ADD_FAILURE() << device.error();
   return device ? std::move(*device) : nullptr;
 }
 
-TEST(UdpDevice, RcOperationsAcrossTheKernelLoopback) {
-  auto a = open_device("127.0.1.2");
-  auto b = open_device("127.0.1.3");
+// The parameter: whether the devices take the intra-host path.
+class DevicePaths : public ::testing::TestWithParam<bool> {
+ protected:
+  bool on_local_path() const { return GetParam(); }
+  std::string address(int host) const { return (on_local_path() ? "127.0.11." : "127.0.1.") + std::to_string(host); }
+  std::unique_ptr<Device> open(int host) const {
+    return open_device(address(host), UdpIcrcPolicy::verify_assuming_id0, on_local_path());
+  }
+  // Every datagram took the path under test.
+  void expect_path_taken(Device& device) const {
+    port::PortCounters port = device.port_counters();
+    EngineCounters engine = device.counters();
+    if (on_local_path()) {
+      EXPECT_EQ(port.local_receives, engine.packets_received);
+    } else {
+      EXPECT_EQ(port.local_receives, 0u);
+    }
+  }
+};
+
+INSTANTIATE_TEST_SUITE_P(Paths, DevicePaths, ::testing::Values(false, true),
+                         [](const ::testing::TestParamInfo<bool>& param) { return param.param ? "Local" : "Wire"; });
+
+TEST_P(DevicePaths, RcOperationsBetweenTwoDevices) {
+  auto a = open(2);
+  auto b = open(3);
   ASSERT_TRUE(a && b);
   RcOptions options;
   options.mtu = PathMtu::mtu1024;
@@ -95,15 +123,17 @@ TEST(UdpDevice, RcOperationsAcrossTheKernelLoopback) {
   EXPECT_EQ(counter, 42u);
   EXPECT_EQ(b->counters().icrc_errors, 0u);  // the kernel sent Identification 0, as the ICRC assumed
   EXPECT_GT(b->counters().packets_received, 512u);
+  expect_path_taken(*a);
+  expect_path_taken(*b);
 }
 
 // The peer's device goes away in the middle of a stream of WRITEs: the
 // survivor's work requests all complete (the first unacknowledged one with
 // RETRY_EXC_ERR after the retry budget, the rest flushed), nothing hangs, and
 // the device goes on to serve a new connection to another peer.
-TEST(UdpDevice, PeerThatVanishesFailsWorkRequestsAndTheDeviceStaysUsable) {
-  auto a = open_device("127.0.1.9");
-  auto b = open_device("127.0.1.10");
+TEST_P(DevicePaths, PeerThatVanishesFailsWorkRequestsAndTheDeviceStaysUsable) {
+  auto a = open(9);
+  auto b = open(10);
   ASSERT_TRUE(a && b);
   RcOptions options;
   options.timeout = 10;  // 4.096 us * 2^10: about 4 ms per try
@@ -142,7 +172,7 @@ TEST(UdpDevice, PeerThatVanishesFailsWorkRequestsAndTheDeviceStaysUsable) {
   EXPECT_EQ(a->call([&](Engine& e) { return e.query_qp(x.qpn)->qp_state; }), QpState::err);
 
   // The same device connects to a new peer and WRITEs again.
-  auto c = open_device("127.0.1.11");
+  auto c = open(11);
   ASSERT_TRUE(c);
   Endpoint x2, z;
   std::tie(x2, z) = a->call([&](Engine& ea) { return c->call([&](Engine& ec) { return connect_rc(ea, ec, options); }); });
@@ -156,14 +186,17 @@ TEST(UdpDevice, PeerThatVanishesFailsWorkRequestsAndTheDeviceStaysUsable) {
   ASSERT_EQ(done.size(), 1u);
   EXPECT_EQ(done[0].status, WcStatus::success);
   EXPECT_EQ(target, local);
+  if (on_local_path()) {
+    EXPECT_GT(a->port_counters().local_sends, 0u);
+  }
 }
 
 // An event-driven receiver: it arms its CQ for solicited completions and
 // sleeps in poll() on the completion channel; the progress thread receives
 // the SEND and the fd wakes it, once.
-TEST(UdpDevice, CompletionChannelWakesASleepingApplication) {
-  auto a = open_device("127.0.1.12");
-  auto b = open_device("127.0.1.13");
+TEST_P(DevicePaths, CompletionChannelWakesASleepingApplication) {
+  auto a = open(12);
+  auto b = open(13);
   ASSERT_TRUE(a && b);
   Endpoint x, y;
   std::tie(x, y) = a->call([&](Engine& ea) { return b->call([&](Engine& eb) { return connect_rc(ea, eb); }); });
@@ -190,6 +223,7 @@ TEST(UdpDevice, CompletionChannelWakesASleepingApplication) {
   EXPECT_EQ(0, std::memcmp(inbox.data(), local.data(), 3000));
   EXPECT_EQ(b->get_cq_event(), std::nullopt);
   EXPECT_EQ(::poll(&channel, 1, 0), 0);  // taken: quiet until the CQ is armed and completes again
+  expect_path_taken(*b);
 }
 
 TEST(UdpDevice, AddressInUseOrInvalidIsAClearError) {

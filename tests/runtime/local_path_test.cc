@@ -1,0 +1,360 @@
+// The intra-host path: the shared-memory lanes on their own (order, a full
+// lane, several senders, taking over a dead sender's lane, ringing a
+// sleeping receiver, a closed or dead receiver, a broken sender's slot), and
+// devices on it (verified mixed traffic, a receiver that stops taking, a
+// peer that does not take the path). The verbs operations on both paths are
+// in udp_device_test.cc (DevicePaths). Addresses are in 127.0.9.0/24.
+#include <gtest/gtest.h>
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <memory>
+#include <vector>
+
+#include "port/local_ring.h"
+#include "port/port.h"
+#include "tests/support/device_completions.h"
+#include "tests/support/mixed_traffic.h"
+#include "tests/support/test_network.h"
+#include "uroce/device.h"
+
+namespace uroce::testing {
+namespace {
+
+using port::LocalInbox;
+using port::LocalOutbox;
+using port::ReceivedDatagram;
+
+constexpr std::uint32_t kAll = kAccessLocalWrite | kAccessRemoteWrite | kAccessRemoteRead | kAccessRemoteAtomic;
+
+std::uint64_t token_of(pid_t pid, std::uint32_t salt) { return (std::uint64_t{static_cast<std::uint32_t>(pid)} << 32) | salt; }
+
+std::vector<std::uint8_t> datagram(std::uint32_t number, std::size_t length = 100) {
+  std::vector<std::uint8_t> bytes(length);
+  for (std::size_t i = 0; i < length; ++i) bytes[i] = static_cast<std::uint8_t>(number * 7 + i);
+  return bytes;
+}
+
+bool exists(const std::string& path) {
+  struct stat file {};
+  return ::stat(path.c_str(), &file) == 0;
+}
+
+// A process that has exited (and been reaped): its pid is free.
+pid_t dead_pid() {
+  pid_t child = ::fork();
+  if (child == 0) ::_exit(0);
+  ::waitpid(child, nullptr, 0);
+  return child;
+}
+
+struct Lanes {
+  explicit Lanes(std::uint8_t host)
+      : gid(gid_from_ipv4({127, 0, 9, host})), path(port::local_segment_path(gid, 4791)) {}
+  Gid gid;
+  std::string path;
+};
+
+TEST(LocalRing, DatagramsArriveInOrderAndALaneHoldsWhatItHolds) {
+  Lanes lanes(1);
+  auto inbox = LocalInbox::create(lanes.gid, 4791);
+  ASSERT_TRUE(inbox) << inbox.error();
+  auto outbox = LocalOutbox::attach(lanes.path, token_of(::getpid(), 1));
+  ASSERT_TRUE(outbox);
+  for (std::uint32_t i = 0; i < port::kLocalSlotsPerLane; ++i) {
+    ASSERT_EQ(outbox->put(datagram(i, 60 + i)), LocalOutbox::Put::taken);
+  }
+  EXPECT_EQ(outbox->put(datagram(99)), LocalOutbox::Put::full);
+  std::array<ReceivedDatagram, 40> got{};
+  std::size_t first = inbox->take(got);
+  ASSERT_EQ(first, got.size());
+  for (std::uint32_t i = 0; i < first; ++i) {
+    std::vector<std::uint8_t> expected = datagram(i, 60 + i);
+    ASSERT_TRUE(std::equal(got[i].bytes.begin(), got[i].bytes.end(), expected.begin(), expected.end())) << i;
+    EXPECT_FALSE(got[i].icrc_checkable);  // no link to corrupt it
+  }
+  std::size_t second = inbox->take(got);  // the rest, before the first ones are released
+  ASSERT_EQ(second, port::kLocalSlotsPerLane - first);
+  std::vector<std::uint8_t> last = datagram(port::kLocalSlotsPerLane - 1, 60 + port::kLocalSlotsPerLane - 1);
+  EXPECT_TRUE(std::equal(got[second - 1].bytes.begin(), got[second - 1].bytes.end(), last.begin(), last.end()));
+  EXPECT_EQ(inbox->take(got), 0u);
+  EXPECT_EQ(outbox->put(datagram(99)), LocalOutbox::Put::full);  // taken, not yet released
+  inbox->release();
+  EXPECT_EQ(outbox->released(), port::kLocalSlotsPerLane);
+  EXPECT_EQ(outbox->put(datagram(100)), LocalOutbox::Put::taken);
+  ASSERT_EQ(inbox->take(got), 1u);
+  std::vector<std::uint8_t> hundred = datagram(100);
+  EXPECT_TRUE(std::equal(got[0].bytes.begin(), got[0].bytes.end(), hundred.begin(), hundred.end()));
+}
+
+TEST(LocalRing, SendersHaveLanesOfTheirOwnAndEachKeepsItsOrder) {
+  Lanes lanes(2);
+  auto inbox = LocalInbox::create(lanes.gid, 4791);
+  ASSERT_TRUE(inbox) << inbox.error();
+  auto one = LocalOutbox::attach(lanes.path, token_of(::getpid(), 1));
+  auto two = LocalOutbox::attach(lanes.path, token_of(::getpid(), 2));
+  ASSERT_TRUE(one && two);
+  for (std::uint32_t i = 0; i < 10; ++i) {
+    ASSERT_EQ(one->put(datagram(i)), LocalOutbox::Put::taken);
+    ASSERT_EQ(two->put(datagram(1000 + i)), LocalOutbox::Put::taken);
+  }
+  std::array<ReceivedDatagram, 32> got{};
+  ASSERT_EQ(inbox->take(got), 20u);
+  std::uint32_t next_one = 0, next_two = 1000;
+  for (std::size_t i = 0; i < 20; ++i) {
+    std::vector<std::uint8_t> from_one = datagram(next_one), from_two = datagram(next_two);
+    if (std::equal(got[i].bytes.begin(), got[i].bytes.end(), from_one.begin(), from_one.end())) {
+      ++next_one;
+    } else {
+      ASSERT_TRUE(std::equal(got[i].bytes.begin(), got[i].bytes.end(), from_two.begin(), from_two.end())) << i;
+      ++next_two;
+    }
+  }
+  EXPECT_EQ(next_one, 10u);
+  EXPECT_EQ(next_two, 1010u);
+}
+
+TEST(LocalRing, AllLanesTakenByLiveSendersRefusesOneMoreButADeadSendersLaneIsTakenOver) {
+  Lanes lanes(3);
+  auto inbox = LocalInbox::create(lanes.gid, 4791);
+  ASSERT_TRUE(inbox) << inbox.error();
+  std::vector<LocalOutbox> live;
+  for (std::uint32_t i = 0; i < port::kLocalLanes; ++i) {
+    auto outbox = LocalOutbox::attach(lanes.path, token_of(::getpid(), i + 1));
+    ASSERT_TRUE(outbox) << i;
+    live.push_back(std::move(*outbox));
+  }
+  EXPECT_FALSE(LocalOutbox::attach(lanes.path, token_of(::getpid(), 999)));  // it goes by UDP instead
+  live.clear();  // lanes given back
+
+  pid_t dead = dead_pid();
+  std::vector<LocalOutbox> orphans;
+  for (std::uint32_t i = 0; i < port::kLocalLanes; ++i) {
+    auto outbox = LocalOutbox::attach(lanes.path, token_of(dead, i + 1));
+    ASSERT_TRUE(outbox);
+    orphans.push_back(std::move(*outbox));
+  }
+  auto heir = LocalOutbox::attach(lanes.path, token_of(::getpid(), 999));
+  ASSERT_TRUE(heir);
+  EXPECT_EQ(heir->put(datagram(5)), LocalOutbox::Put::taken);
+  std::array<ReceivedDatagram, 4> got{};
+  ASSERT_EQ(inbox->take(got), 1u);
+}
+
+TEST(LocalRing, ASleepingReceiverIsRungOnceAndAnAwakeOneNotAtAll) {
+  Lanes lanes(4);
+  auto inbox = LocalInbox::create(lanes.gid, 4791);
+  ASSERT_TRUE(inbox) << inbox.error();
+  auto outbox = LocalOutbox::attach(lanes.path, token_of(::getpid(), 1));
+  ASSERT_TRUE(outbox);
+  pollfd wake{inbox->wake_fd(), POLLIN, 0};
+
+  outbox->put(datagram(1));
+  outbox->ring();
+  EXPECT_EQ(::poll(&wake, 1, 0), 0);  // awake: no system call for the sender, nothing to read
+
+  inbox->announce_sleep();
+  outbox->put(datagram(2));
+  outbox->ring();
+  EXPECT_EQ(::poll(&wake, 1, 0), 1);
+  char bytes[8];
+  EXPECT_EQ(::read(inbox->wake_fd(), bytes, sizeof bytes), 1);  // one ring per sleep
+  outbox->put(datagram(3));
+  outbox->ring();
+  EXPECT_EQ(::poll(&wake, 1, 0), 0);
+  inbox->announce_awake();
+  std::array<ReceivedDatagram, 8> got{};
+  EXPECT_EQ(inbox->take(got), 3u);
+}
+
+TEST(LocalRing, AClosedReceiverIsSeenAndNoSegmentMeansNotLocal) {
+  Lanes lanes(5);
+  EXPECT_FALSE(LocalOutbox::attach(lanes.path, token_of(::getpid(), 1)));
+  auto created = LocalInbox::create(lanes.gid, 4791);
+  ASSERT_TRUE(created) << created.error();
+  auto inbox = std::make_unique<LocalInbox>(std::move(*created));
+  auto outbox = LocalOutbox::attach(lanes.path, token_of(::getpid(), 1));
+  ASSERT_TRUE(outbox);
+  EXPECT_TRUE(exists(lanes.path));
+  EXPECT_TRUE(exists(lanes.path + ".wake"));
+  inbox.reset();
+  EXPECT_EQ(outbox->put(datagram(1)), LocalOutbox::Put::closed);
+  EXPECT_FALSE(exists(lanes.path));
+  EXPECT_FALSE(exists(lanes.path + ".wake"));
+}
+
+TEST(LocalRing, ADeadReceiversSegmentIsRemovedByTheNextSender) {
+  Lanes lanes(6);
+  pid_t child = ::fork();
+  if (child == 0) {
+    auto inbox = LocalInbox::create(lanes.gid, 4791);
+    ::_exit(inbox ? 0 : 1);  // no destructors: the files stay, as after a kill
+  }
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  ASSERT_TRUE(exists(lanes.path));
+  EXPECT_FALSE(LocalOutbox::attach(lanes.path, token_of(::getpid(), 1)));
+  EXPECT_FALSE(exists(lanes.path));
+  EXPECT_FALSE(exists(lanes.path + ".wake"));
+}
+
+// A sender that writes a length beyond its slot: the receiver takes at most
+// a slot's worth, inside the segment.
+TEST(LocalRing, ABrokenSendersLengthIsBoundedBySlot) {
+  Lanes lanes(7);
+  auto inbox = LocalInbox::create(lanes.gid, 4791);
+  ASSERT_TRUE(inbox) << inbox.error();
+  auto outbox = LocalOutbox::attach(lanes.path, token_of(::getpid(), 1));
+  ASSERT_TRUE(outbox);
+  std::vector<std::uint8_t> marked(64, 0xA5);
+  std::memcpy(marked.data(), "uroce-local-ring-test-pattern", 29);
+  ASSERT_EQ(outbox->put(marked), LocalOutbox::Put::taken);
+  // Find the datagram in the segment, as another process would map it, and
+  // give it a length of 4 GiB.
+  int fd = ::open(lanes.path.c_str(), O_RDWR);
+  ASSERT_GE(fd, 0);
+  struct stat file {};
+  ASSERT_EQ(::fstat(fd, &file), 0);
+  auto* base = static_cast<std::uint8_t*>(
+      ::mmap(nullptr, static_cast<std::size_t>(file.st_size), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0));
+  ::close(fd);
+  ASSERT_NE(base, MAP_FAILED);
+  std::uint8_t* end = base + file.st_size;
+  std::uint8_t* found = std::search(base, end, marked.begin(), marked.begin() + 29);
+  ASSERT_NE(found, end);
+  std::uint32_t huge = 0xFFFFFFFF;
+  std::memcpy(found - 4, &huge, 4);
+  std::array<ReceivedDatagram, 4> got{};
+  ASSERT_EQ(inbox->take(got), 1u);
+  EXPECT_EQ(got[0].bytes.size(), kMaxDatagramLength);
+  EXPECT_GE(got[0].bytes.data(), base);  // (mapped elsewhere in the receiver; same offsets)
+  ::munmap(base, static_cast<std::size_t>(file.st_size));
+}
+
+// ---- devices on the path -------------------------------------------------------
+
+std::unique_ptr<Device> open_device(const std::string& address, bool local_path, bool progress_thread) {
+  DeviceConfig config;
+  config.address = address;
+  config.local_path = local_path;
+  config.progress_thread = progress_thread;
+  config.fixed_seed = true;
+  auto device = Device::open(config);
+  if (!device) ADD_FAILURE() << device.error();
+  return device ? std::move(*device) : nullptr;
+}
+
+std::uint64_t mixed_wrs() {
+  const char* wrs = std::getenv("UROCE_LOCAL_PATH_WRS");
+  return wrs != nullptr ? std::strtoull(wrs, nullptr, 10) : 20'000;
+}
+
+// Random WRITEs, READs, SENDs and atomics over four QP pairs, every byte and
+// every completion checked, with every datagram through shared memory.
+TEST(LocalPath, MixedTrafficArrivesAsSent) {
+  auto a = open_device("127.0.9.20", true, false);
+  auto b = open_device("127.0.9.21", true, false);
+  ASSERT_TRUE(a && b);
+  Engine& engine_a = *a->call([](Engine& e) { return &e; });
+  Engine& engine_b = *b->call([](Engine& e) { return &e; });
+  SizeMix sizes;
+  sizes.small = 0.6;
+  sizes.medium = 0.3;
+  sizes.large = 0.1;  // nothing over 64 KiB
+  MixedTraffic traffic(11, engine_a, engine_b, 4, RcOptions{}, sizes);
+  auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  while (!traffic.pump(mixed_wrs())) {
+    a->progress();
+    b->progress();
+    ASSERT_LT(std::chrono::steady_clock::now(), give_up) << traffic.completed() << " completed";
+  }
+  ASSERT_FALSE(HasFailure());
+  traffic.check_memory();
+  for (Device* device : {a.get(), b.get()}) {
+    EngineCounters engine = device->counters();
+    port::PortCounters port = device->port_counters();
+    EXPECT_GT(engine.packets_received, 0u);
+    EXPECT_EQ(port.local_receives, engine.packets_received);  // none by UDP
+    EXPECT_EQ(port.local_sends, engine.packets_sent);
+    EXPECT_EQ(engine.icrc_unchecked, engine.packets_received);
+    EXPECT_EQ(engine.retransmitted_packets, 0u);
+  }
+}
+
+// A receiver that stops taking (a stopped process; here a device nobody
+// drives): its lane fills, the sender drops what does not fit once the lane
+// has not moved for kStuckNs, and the work request fails after its retries
+// instead of waiting forever.
+TEST(LocalPath, AReceiverThatStopsTakingFailsTheWorkRequestNotTheSender) {
+  auto a = open_device("127.0.9.22", true, true);
+  auto b = open_device("127.0.9.23", true, false);  // no progress thread, and nobody calls progress()
+  ASSERT_TRUE(a && b);
+  RcOptions options;
+  options.timeout = 14;  // about 67 ms per try: the tries outlast kStuckNs
+  options.retry_cnt = 3;
+  Endpoint x, y;
+  std::tie(x, y) = a->call([&](Engine& ea) { return b->call([&](Engine& eb) { return connect_rc(ea, eb, options); }); });
+  std::vector<std::uint8_t> local(1 << 20, 3), remote(1 << 20, 0);
+  MrKeys local_keys = a->call([&](Engine& e) { return *e.reg_mr(x.pd, local.data(), local.size(), kAll); });
+  MrKeys remote_keys = b->call([&](Engine& e) { return *e.reg_mr(y.pd, remote.data(), remote.size(), kAll); });
+  Sge sge{reinterpret_cast<std::uintptr_t>(local.data()), 1 << 20, local_keys.lkey};
+  SendWr wr;
+  wr.opcode = WrOpcode::rdma_write;
+  wr.send_flags = kSendSignaled;
+  wr.sg_list = {&sge, 1};
+  wr.rdma = {reinterpret_cast<std::uintptr_t>(remote.data()), remote_keys.rkey};
+  ASSERT_EQ(a->call([&](Engine& e) { return e.post_send(x.qpn, wr); }), std::errc{});
+  auto done = wait_for(*a, x, 1);
+  ASSERT_EQ(done.size(), 1u);
+  EXPECT_EQ(done[0].status, WcStatus::retry_exc_err);
+  EXPECT_GT(a->port_counters().local_drops, 0u);
+  EXPECT_GE(a->port_counters().local_sends, port::kLocalSlotsPerLane);  // the lane filled
+}
+
+// The path is per peer: a device that takes it talks over UDP to one that
+// does not, both ways.
+TEST(LocalPath, APeerOffThePathIsReachedOverUdp) {
+  auto on = open_device("127.0.9.24", true, true);
+  auto off = open_device("127.0.9.25", false, true);
+  ASSERT_TRUE(on && off);
+  Endpoint x, y;
+  std::tie(x, y) = on->call([&](Engine& ea) { return off->call([&](Engine& eb) { return connect_rc(ea, eb); }); });
+  std::vector<std::uint8_t> source(100'000), target_on(100'000, 0), target_off(100'000, 0);
+  for (std::size_t i = 0; i < source.size(); ++i) source[i] = static_cast<std::uint8_t>(i * 31 + 1);
+  MrKeys source_keys = on->call([&](Engine& e) { return *e.reg_mr(x.pd, source.data(), source.size(), kAll); });
+  MrKeys target_on_keys = on->call([&](Engine& e) { return *e.reg_mr(x.pd, target_on.data(), target_on.size(), kAll); });
+  MrKeys target_off_keys = off->call([&](Engine& e) { return *e.reg_mr(y.pd, target_off.data(), target_off.size(), kAll); });
+  Sge write_sge{reinterpret_cast<std::uintptr_t>(source.data()), 100'000, source_keys.lkey};
+  Sge read_sge{reinterpret_cast<std::uintptr_t>(target_on.data()), 100'000, target_on_keys.lkey};
+  SendWr write, read;
+  write.opcode = WrOpcode::rdma_write;
+  write.wr_id = 1;
+  write.send_flags = kSendSignaled;
+  write.sg_list = {&write_sge, 1};
+  write.rdma = {reinterpret_cast<std::uintptr_t>(target_off.data()), target_off_keys.rkey};
+  read = write;
+  read.opcode = WrOpcode::rdma_read;
+  read.wr_id = 2;
+  read.sg_list = {&read_sge, 1};
+  ASSERT_EQ(on->call([&](Engine& e) { return e.post_send(x.qpn, write); }), std::errc{});
+  ASSERT_EQ(on->call([&](Engine& e) { return e.post_send(x.qpn, read); }), std::errc{});
+  auto done = wait_for(*on, x, 2);
+  ASSERT_EQ(done.size(), 2u);
+  EXPECT_EQ(done[0].status, WcStatus::success);
+  EXPECT_EQ(done[1].status, WcStatus::success);
+  EXPECT_EQ(target_off, source);
+  EXPECT_EQ(target_on, source);
+  EXPECT_EQ(on->port_counters().local_sends, 0u);
+  EXPECT_EQ(off->port_counters().local_sends, 0u);
+  EXPECT_EQ(on->port_counters().local_receives, 0u);
+}
+
+}  // namespace
+}  // namespace uroce::testing

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Unmodified perftest on uroce's libibverbs, in each progress mode
+# Unmodified perftest on uroce's libibverbs over loopback UDP, in each progress mode
 # (UROCE_PROGRESS=adaptive, the default, and thread), against uroce's own
 # `uroce perf` (the same engine through its C++ API, polling inline with no
 # progress thread) and, for latency, a UDP ping-pong (sockperf) over the same
@@ -30,10 +30,12 @@ pair() {
   wait "$pid" || true
 }
 
+# On the wire (UROCE_WIRE=1), as uroce perf: bench/intra_host.sh measures
+# the shared-memory path the library takes between two local devices by default.
 library() {  # MODE TEST OPTIONS FILE
   local mode=$1 test=$2 options=$3 file=$4
-  pair "$file" "UROCE_PROGRESS=$mode $UROCE run --address 127.0.3.12 -- ib_$test -p \$port $options" \
-    "UROCE_PROGRESS=$mode $UROCE run --address 127.0.3.13 -- ib_$test -p \$port $options 127.0.0.1"
+  pair "$file" "UROCE_WIRE=1 UROCE_PROGRESS=$mode $UROCE run --address 127.0.3.12 -- ib_$test -p \$port $options" \
+    "UROCE_WIRE=1 UROCE_PROGRESS=$mode $UROCE run --address 127.0.3.13 -- ib_$test -p \$port $options 127.0.0.1"
 }
 native() {  # TEST OPTIONS FILE
   local test=$1 options=$2 file=$3

@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# The intra-host path against the wire, all in one run: unmodified perftest
+# on uroce's libibverbs between two local devices (shared memory by default,
+# UROCE_WIRE=1 for loopback UDP), `uroce perf` with and without --local, and
+# the floors under them: a cache line bounced between two processes, the
+# engines' own share of a write_lat round trip (no I/O), 4 KiB datagrams
+# through a bare shared ring, and memcpy. Every uroce cell is the median of
+# REPEAT runs (default 3), the runs of one row interleaved. Prints markdown.
+#
+#   bench/intra_host.sh             # about three minutes on two cores
+#   REPEAT=5 bench/intra_host.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+UROCE=build/release/tools/uroce
+FLOOR=build/release/bench/shm_floor
+ENGINE_BENCH=build/release/bench/engine_bench
+REPEAT=${REPEAT:-3}
+[[ -x $UROCE && -e build/release/lib/libibverbs.so.1 && -x $FLOOR && -x $ENGINE_BENCH ]] || { ./scripts/install-deps.sh && ./scripts/build.sh release --quiet; }
+command -v ib_write_lat >/dev/null || { echo "perftest is not installed (scripts/install-deps.sh)" >&2; exit 1; }
+OUT=$(mktemp -d)
+trap 'rm -rf "$OUT"' EXIT
+port=19800
+
+# pair FILE SERVER-COMMAND CLIENT-COMMAND: runs both, the client's output to FILE.
+pair() {
+  local file=$1 server=$2 client=$3
+  port=$((port + 1))
+  eval "$server" >"$file.server" 2>&1 &
+  local pid=$!
+  for _ in $(seq 100); do ss -ltn | grep -q ":$port " && break; sleep 0.1; done
+  eval "$client" >"$file" 2>&1 || true
+  wait "$pid" || true
+}
+library() {  # WIRE(0|1) TEST OPTIONS FILE
+  local wire=$1 test=$2 options=$3 file=$4
+  pair "$file" "UROCE_WIRE=$wire $UROCE run --address 127.0.3.22 -- ib_$test -p \$port $options" \
+    "UROCE_WIRE=$wire $UROCE run --address 127.0.3.23 -- ib_$test -p \$port $options 127.0.0.1"
+}
+native() {  # FLAGS TEST OPTIONS FILE
+  local flags=$1 test=$2 options=$3 file=$4
+  pair "$file" "$UROCE perf $test --bind 127.0.3.22 -p \$port $flags $options" \
+    "$UROCE perf $test --bind 127.0.3.23 -p \$port $flags $options 127.0.3.22"
+}
+
+bw_of() { awk '$1 ~ /^[0-9]+$/ && NF >= 5 { value = $4 } END { print value ? value : "-" }' "$1"; }
+lat_of() { awk '$1 ~ /^[0-9]+$/ && NF >= 8 { value = $5 " " $8 " " $9 } END { print value ? value : "- - -" }' "$1"; }
+median() {
+  awk -v c="$2" '$c != "-" { print $c }' "$1" | sort -g |
+    awk '{ v[NR] = $1 } END { if (NR == 0) print "-"; else if (NR % 2) print v[(NR + 1) / 2]; else printf "%.2f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
+cell() { echo "$(median "$1" 1) / $(median "$1" 2) / $(median "$1" 3)"; }
+
+echo "Latency, 2 B, 5000 iterations: typical / 99% / 99.9% percentile, us (write_lat and send_lat: half the round trip; read_lat: all of it); median of $REPEAT runs"
+echo
+echo "| test | library, intra-host | uroce perf --local | library, wire | uroce perf, wire |"
+echo "|---|---:|---:|---:|---:|"
+for test in write_lat send_lat read_lat; do
+  : >"$OUT/l" && : >"$OUT/nl" && : >"$OUT/w" && : >"$OUT/nw"
+  for _ in $(seq "$REPEAT"); do
+    library 0 "$test" "-s 2 -n 5000" "$OUT/run" && lat_of "$OUT/run" >>"$OUT/l"
+    native --local "$test" "-s 2 -n 5000" "$OUT/run" && lat_of "$OUT/run" >>"$OUT/nl"
+    library 1 "$test" "-s 2 -n 5000" "$OUT/run" && lat_of "$OUT/run" >>"$OUT/w"
+    native "" "$test" "-s 2 -n 5000" "$OUT/run" && lat_of "$OUT/run" >>"$OUT/nw"
+  done
+  echo "| $test | $(cell "$OUT/l") | $(cell "$OUT/nl") | $(cell "$OUT/w") | $(cell "$OUT/nw") |"
+done
+
+echo
+echo "The floors under a 2-byte WRITE's half round trip:"
+echo
+echo "- $("$FLOOR" pingpong -n 200000)"
+engine=$("$ENGINE_BENCH" --benchmark_filter=PingPong 2>/dev/null | awk '/BM_EngineWrite2BytePingPong/ { for (i = 1; i <= NF; ++i) if ($i ~ /^half_trip_ns=/) { sub("half_trip_ns=", "", $i); print $i } }')
+echo "- the two engines' work per half round trip, no I/O (engine_bench BM_EngineWrite2BytePingPong: WRITE built and taken, ACK built and taken): $engine"
+
+echo
+echo "Bandwidth, 64 KiB WRITEs, 30000 iterations: average MB/s (MiB/s as perftest prints it); median of $REPEAT runs"
+echo
+echo "| test | library, intra-host | uroce perf --local | library, wire | uroce perf, wire |"
+echo "|---|---:|---:|---:|---:|"
+for test in write_bw read_bw send_bw; do
+  : >"$OUT/l" && : >"$OUT/nl" && : >"$OUT/w" && : >"$OUT/nw"
+  for _ in $(seq "$REPEAT"); do
+    library 0 "$test" "-s 65536 -n 30000" "$OUT/run" && bw_of "$OUT/run" >>"$OUT/l"
+    native --local "$test" "-s 65536 -n 30000" "$OUT/run" && bw_of "$OUT/run" >>"$OUT/nl"
+    library 1 "$test" "-s 65536 -n 30000" "$OUT/run" && bw_of "$OUT/run" >>"$OUT/w"
+    native "" "$test" "-s 65536 -n 30000" "$OUT/run" && bw_of "$OUT/run" >>"$OUT/nw"
+  done
+  echo "| $test | $(median "$OUT/l" 1) | $(median "$OUT/nl" 1) | $(median "$OUT/w" 1) | $(median "$OUT/nw" 1) |"
+done
+
+echo
+echo "The floors under it:"
+echo
+echo "- $("$FLOOR" memcpy -s 65536) (one buffer pair, in cache)"
+echo "- $("$FLOOR" memcpy -s 67108864) (beyond the caches)"
+echo "- $("$FLOOR" ring -n 2000000)"

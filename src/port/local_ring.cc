@@ -2,16 +2,20 @@
 // the single-producer lanes that carry datagrams through it.
 #include "port/local_ring.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <bit>
 #include <cerrno>
 #include <cstdio>
+#include <cstddef>
 #include <cstring>
 #include <new>
 
@@ -36,7 +40,7 @@ struct LocalSegment {
   std::atomic<std::uint32_t> closed;          // the receiver is gone
   std::uint32_t owner_pid;                    // the receiver's process
   std::atomic<std::uint64_t> claimed_lanes;   // a bit per lane ever claimed: the ones the receiver reads
-  alignas(64) std::atomic<std::uint32_t> sleeping;  // the receiver sleeps on the FIFO: ring it
+  alignas(64) std::atomic<std::uint32_t> sleeping;  // the receiver sleeps on its wake socket: ring it
   LaneControl lanes[kLocalLanes];
 };
 
@@ -61,6 +65,58 @@ constexpr std::size_t kSlotsOffset = (sizeof(LocalSegment) + 4095) / 4096 * 4096
 constexpr std::size_t kSegmentBytes = kSlotsOffset + std::size_t{kLocalLanes} * kLocalSlotsPerLane * kSlotBytes;
 
 std::string wake_path(const std::string& path) { return path + ".wake"; }
+
+// The wake socket's address: a Unix datagram socket (a FIFO would kill a
+// sender with SIGPIPE once the receiver is gone; a socket send says
+// ECONNREFUSED, with MSG_NOSIGNAL). False if the path does not fit.
+bool wake_address(const std::string& path, sockaddr_un& address, socklen_t& length) {
+  std::string wake = wake_path(path);
+  address = {};
+  address.sun_family = AF_UNIX;
+  if (wake.size() >= sizeof address.sun_path) return false;
+  std::memcpy(address.sun_path, wake.c_str(), wake.size() + 1);
+  length = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + wake.size() + 1);
+  return true;
+}
+
+// The process that created the segment at path has exited (it was killed
+// before it could remove it). Only segments of our own user are looked at.
+bool left_by_the_dead(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0) return false;
+  struct stat file {};
+  bool ours = ::fstat(fd, &file) == 0 && S_ISREG(file.st_mode) && file.st_uid == ::geteuid() &&
+              static_cast<std::size_t>(file.st_size) == kSegmentBytes;
+  void* base = ours ? ::mmap(nullptr, sizeof(LocalSegment), PROT_READ, MAP_SHARED, fd, 0) : MAP_FAILED;
+  ::close(fd);
+  if (base == MAP_FAILED) return false;
+  const auto* segment = static_cast<const LocalSegment*>(base);
+  auto owner = static_cast<pid_t>(segment->owner_pid);
+  bool dead = segment->magic.load(std::memory_order_acquire) == kMagic && owner > 0 && ::kill(owner, 0) != 0 &&
+              errno == ESRCH;
+  ::munmap(base, sizeof(LocalSegment));
+  return dead;
+}
+
+// What killed devices left in /dev/shm, whatever their namespace or
+// address: removed when a device opens, so that the files do not pile up.
+void remove_dead_segments() {
+  DIR* directory = ::opendir("/dev/shm");
+  if (directory == nullptr) return;
+  const std::string suffix = ".wake";
+  while (const dirent* entry = ::readdir(directory)) {
+    std::string name = entry->d_name;
+    if (name.rfind("uroce.", 0) != 0 ||
+        (name.size() > suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0)) {
+      continue;
+    }
+    std::string path = "/dev/shm/" + name;
+    if (!left_by_the_dead(path)) continue;
+    ::unlink(path.c_str());
+    ::unlink(wake_path(path).c_str());
+  }
+  ::closedir(directory);
+}
 
 }  // namespace
 
@@ -105,6 +161,7 @@ Expected<LocalInbox, std::string> LocalInbox::create(const Gid& gid, std::uint16
   auto failed = [&](const char* what) {
     return unexpected(std::string(what) + " " + inbox.path_ + ": " + std::strerror(errno));
   };
+  remove_dead_segments();
   // The address is ours (its UDP socket is bound), so a segment already
   // there was left by a device that died without removing it.
   ::unlink(inbox.path_.c_str());
@@ -130,13 +187,15 @@ Expected<LocalInbox, std::string> LocalInbox::create(const Gid& gid, std::uint16
   segment->owner_pid = static_cast<std::uint32_t>(::getpid());
   std::string wake = wake_path(inbox.path_);
   ::unlink(wake.c_str());
-  // Opened for reading and writing, so that it never reports a hang-up when
-  // the last sender closes its end.
-  if (::mkfifo(wake.c_str(), 0600) != 0 ||
-      (inbox.wake_fd_ = ::open(wake.c_str(), O_RDWR | O_NONBLOCK | O_CLOEXEC)) < 0) {
+  sockaddr_un address;
+  socklen_t address_length = 0;
+  inbox.wake_fd_ = ::socket(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (!wake_address(inbox.path_, address, address_length) || inbox.wake_fd_ < 0 ||
+      ::bind(inbox.wake_fd_, reinterpret_cast<const sockaddr*>(&address), address_length) != 0 ||
+      ::chmod(wake.c_str(), 0600) != 0) {  // only our user's senders may ring
     ::unlink(inbox.path_.c_str());
     ::unlink(wake.c_str());
-    return failed("cannot create the wake FIFO beside");
+    return failed("cannot create the wake socket beside");
   }
   segment->magic.store(kMagic, std::memory_order_release);
   return inbox;
@@ -202,8 +261,8 @@ void LocalInbox::release() {
 }
 
 void LocalInbox::announce_sleep() {
-  char drained[64];
-  while (::read(wake_fd_, drained, sizeof drained) > 0) {
+  char drained[8];
+  while (::recv(wake_fd_, drained, sizeof drained, MSG_DONTWAIT) > 0) {
   }
   mapping_.segment().sleeping.store(1, std::memory_order_seq_cst);
   // Pairs with the sender's fence in ring(): either it sees us sleeping, or
@@ -227,7 +286,6 @@ std::optional<LocalOutbox> LocalOutbox::attach(const std::string& path, std::uin
   if (base == MAP_FAILED) return std::nullopt;
   LocalOutbox outbox;
   outbox.mapping_ = SegmentMapping(base, kSegmentBytes);
-  outbox.token_ = token;
   LocalSegment& segment = outbox.mapping_.segment();
   if (segment.magic.load(std::memory_order_acquire) != kMagic || segment.version != kVersion ||
       segment.lane_count != kLocalLanes || segment.slots_per_lane != kLocalSlotsPerLane ||
@@ -242,11 +300,17 @@ std::optional<LocalOutbox> LocalOutbox::attach(const std::string& path, std::uin
     ::unlink(wake_path(path).c_str());
     return std::nullopt;
   }
-  outbox.wake_fd_ = ::open(wake_path(path).c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
-  if (outbox.wake_fd_ < 0) return std::nullopt;
+  sockaddr_un address;
+  socklen_t address_length = 0;
+  if (!wake_address(path, address, address_length)) return std::nullopt;
+  outbox.wake_fd_ = ::socket(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (outbox.wake_fd_ < 0 || ::connect(outbox.wake_fd_, reinterpret_cast<const sockaddr*>(&address), address_length) != 0) {
+    return std::nullopt;
+  }
   auto claim = [&](std::uint32_t lane, std::uint64_t expected) {
     if (!segment.lanes[lane].owner.compare_exchange_strong(expected, token, std::memory_order_acq_rel)) return false;
     outbox.lane_ = lane;
+    outbox.token_ = token;  // from here on the destructor gives the lane back
     segment.claimed_lanes.fetch_or(std::uint64_t{1} << lane, std::memory_order_acq_rel);
     outbox.head_ = segment.lanes[lane].head.load(std::memory_order_acquire);
     outbox.known_tail_ = segment.lanes[lane].tail.load(std::memory_order_acquire);
@@ -261,7 +325,6 @@ std::optional<LocalOutbox> LocalOutbox::attach(const std::string& path, std::uin
     auto pid = static_cast<pid_t>(owner >> 32);
     if (pid > 0 && ::kill(pid, 0) != 0 && errno == ESRCH && claim(lane, owner)) return outbox;
   }
-  outbox.token_ = 0;  // owns no lane
   return std::nullopt;
 }
 
@@ -310,7 +373,7 @@ void LocalOutbox::ring() {
   // One ring per sleep, however many senders: the first to see it takes it.
   if (sleeping.load(std::memory_order_relaxed) != 0 && sleeping.exchange(0, std::memory_order_acq_rel) != 0) {
     char one = 1;
-    [[maybe_unused]] ssize_t written = ::write(wake_fd_, &one, 1);
+    [[maybe_unused]] ssize_t sent = ::send(wake_fd_, &one, 1, MSG_DONTWAIT | MSG_NOSIGNAL);
   }
 }
 

@@ -3,8 +3,8 @@
 // another device of the same user on the same host puts whole RoCEv2
 // datagrams into it instead of sending them through the kernel. Each sending
 // device owns one lane of the segment, a single-producer ring of datagram
-// slots; the receiver reads every lane ever claimed. A FIFO beside the
-// segment wakes a receiver that sleeps; a receiver that polls costs its
+// slots; the receiver reads every lane ever claimed. A Unix datagram socket
+// beside the segment wakes a receiver that sleeps; a receiver that polls costs its
 // senders no system call.
 //
 // Everything in the segment may be written by another process: the reader
@@ -32,7 +32,7 @@ inline constexpr std::uint32_t kLocalLanes = 64;         // local senders one re
 inline constexpr std::uint32_t kLocalSlotsPerLane = 64;  // datagrams in flight from one sender
 
 // Where the segment of the device on gid:udp_port in this process's network
-// namespace lives ("/dev/shm/uroce.<netns>.<gid>.<port>"); the FIFO adds ".wake".
+// namespace lives ("/dev/shm/uroce.<netns>.<gid>.<port>"); its wake socket adds ".wake".
 std::string local_segment_path(const Gid& gid, std::uint16_t udp_port);
 
 struct LocalSegment;  // the layout, in local_ring.cc
@@ -53,7 +53,7 @@ class SegmentMapping {
   std::size_t length_ = 0;
 };
 
-// The receiving side: creates the segment and its FIFO, removes both when
+// The receiving side: creates the segment and its wake socket, removes both when
 // destroyed (senders holding it see it closed).
 class LocalInbox {
  public:

@@ -8,7 +8,9 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <signal.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -164,7 +166,8 @@ TEST(LocalRing, ASleepingReceiverIsRungOnceAndAnAwakeOneNotAtAll) {
   outbox->ring();
   EXPECT_EQ(::poll(&wake, 1, 0), 1);
   char bytes[8];
-  EXPECT_EQ(::read(inbox->wake_fd(), bytes, sizeof bytes), 1);  // one ring per sleep
+  EXPECT_EQ(::recv(inbox->wake_fd(), bytes, sizeof bytes, MSG_DONTWAIT), 1);  // one ring per sleep
+  EXPECT_EQ(::recv(inbox->wake_fd(), bytes, sizeof bytes, MSG_DONTWAIT), -1);
   outbox->put(datagram(3));
   outbox->ring();
   EXPECT_EQ(::poll(&wake, 1, 0), 0);
@@ -203,6 +206,53 @@ TEST(LocalRing, ADeadReceiversSegmentIsRemovedByTheNextSender) {
   EXPECT_FALSE(LocalOutbox::attach(lanes.path, token_of(::getpid(), 1)));
   EXPECT_FALSE(exists(lanes.path));
   EXPECT_FALSE(exists(lanes.path + ".wake"));
+}
+
+TEST(LocalRing, ANewReceiverRemovesWhatDeadReceiversLeft) {
+  Lanes dead(9), fresh(10);
+  pid_t child = ::fork();
+  if (child == 0) {
+    auto inbox = LocalInbox::create(dead.gid, 4791);
+    ::_exit(inbox ? 0 : 1);
+  }
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  ASSERT_TRUE(exists(dead.path));
+  auto inbox = LocalInbox::create(fresh.gid, 4791);
+  ASSERT_TRUE(inbox) << inbox.error();
+  EXPECT_FALSE(exists(dead.path));
+  EXPECT_FALSE(exists(dead.path + ".wake"));
+  EXPECT_TRUE(exists(fresh.path));
+}
+
+// A receiver killed while it slept: the sender that rings it gets an error
+// from its send, not a signal that would kill it (as a FIFO's SIGPIPE would).
+TEST(LocalRing, RingingAReceiverKilledInItsSleepDoesNotHurtTheSender) {
+  Lanes lanes(8);
+  int ready[2];
+  ASSERT_EQ(::pipe(ready), 0);
+  pid_t child = ::fork();
+  if (child == 0) {
+    auto inbox = LocalInbox::create(lanes.gid, 4791);
+    if (!inbox) ::_exit(1);
+    inbox->announce_sleep();
+    char one = 1;
+    [[maybe_unused]] ssize_t written = ::write(ready[1], &one, 1);
+    while (true) ::pause();
+  }
+  char byte = 0;
+  ASSERT_EQ(::read(ready[0], &byte, 1), 1);
+  auto outbox = LocalOutbox::attach(lanes.path, token_of(::getpid(), 1));
+  ASSERT_TRUE(outbox);
+  ::kill(child, SIGKILL);
+  ::waitpid(child, nullptr, 0);
+  EXPECT_EQ(outbox->put(datagram(1)), LocalOutbox::Put::taken);  // nobody will take it
+  outbox->ring();  // still alive after this line
+  ::close(ready[0]);
+  ::close(ready[1]);
+  EXPECT_FALSE(LocalOutbox::attach(lanes.path, token_of(::getpid(), 2)));  // and the files are cleaned up
+  EXPECT_FALSE(exists(lanes.path));
 }
 
 // A sender that writes a length beyond its slot: the receiver takes at most

@@ -3,7 +3,7 @@
 # job: two uroce processes over loopback (a server on 127.0.0.2, a client on
 # 127.0.0.3) doing RDMA WRITE, READ, SEND and atomics with every byte checked,
 # then perftest's bandwidth and latency tables, unmodified perftest on the
-# libibverbs, a decode of the public RoCEv2 sample capture, forged packets
+# libibverbs (through shared memory, then on the wire), a decode of the public RoCEv2 sample capture, forged packets
 # and a killed peer; last, the fabric simulator on the parking lot, a link
 # failure, and its DCQCN against HPCC's ns-3.
 set -euo pipefail
@@ -53,13 +53,22 @@ sleep 1
 "$uroce" run --address 127.0.0.3 -- ib_write_bw -p $port 127.0.0.1 | grep -A1 "#bytes"
 wait $server
 port=$((port + 1))
-echo "-- ib_write_lat through the progress engine (UROCE_PROGRESS=adaptive): who moved the client's packets"
-"$uroce" run --address 127.0.0.2 -- ib_write_lat -p $port -n 5000 >/dev/null &
-server=$!
-sleep 1
-UROCE_STATS=1 "$uroce" run --address 127.0.0.3 -- ib_write_lat -p $port -n 5000 127.0.0.1 2>&1 |
-  grep -E "#bytes|^ 2 |uroce:" | sed 's/; /\n    /g'
-wait $server
+# Two local devices meet through shared memory by default (the intra-host
+# path); UROCE_WIRE=1 puts every datagram on loopback UDP.
+for wire in 0 1; do
+  if [[ $wire == 0 ]]; then
+    echo "-- ib_write_lat between two local devices: the intra-host path (shared memory, the default), with the client's counters"
+  else
+    echo "-- the same on the wire (UROCE_WIRE=1: loopback UDP), through the progress engine (UROCE_PROGRESS=adaptive)"
+  fi
+  port=$((port + 1))
+  UROCE_WIRE=$wire "$uroce" run --address 127.0.0.2 -- ib_write_lat -p $port -n 5000 >/dev/null &
+  server=$!
+  sleep 1
+  UROCE_WIRE=$wire UROCE_STATS=1 "$uroce" run --address 127.0.0.3 -- ib_write_lat -p $port -n 5000 127.0.0.1 2>&1 |
+    grep -E "#bytes|^ 2 |uroce:" | sed 's/; /\n    /g'
+  wait $server
+done
 echo
 capture=tests/vectors/roce-public.pcap
 echo "== uroce decode $capture (first 5 frames)"

@@ -175,18 +175,16 @@ std::size_t LocalPort::send(std::span<const ByteSpan> datagrams) {
   return datagrams.size();
 }
 
-std::span<const ReceivedDatagram> LocalPort::receive() {
+std::span<const ReceivedDatagram> LocalPort::receive(TimeNs now) {
   inbox_.release();
   received_.clear();
   std::size_t local = inbox_.take(taken_);
   received_.assign(taken_.begin(), taken_.begin() + static_cast<std::ptrdiff_t>(local));
   local_receives_ += local;
   local_seen_ |= local > 0;
-  // Without local traffic the socket is looked at every time, and the clock never read.
-  TimeNs now = local_seen_ ? monotonic_now() : 0;
   if (!local_seen_ || now - wire_looked_at_ >= wire_interval_) {
     wire_looked_at_ = now;
-    std::span<const ReceivedDatagram> wire = wire_->receive();
+    std::span<const ReceivedDatagram> wire = wire_->receive(now);
     received_.insert(received_.end(), wire.begin(), wire.end());
     if (!wire.empty()) {
       wire_interval_ = 0;

@@ -40,7 +40,7 @@ class LocalPort : public Port {
   // Readable when the UDP socket is, or a local sender rang.
   int receive_fd() const override { return epoll_fd_; }
   std::size_t send(std::span<const ByteSpan> datagrams) override;
-  std::span<const ReceivedDatagram> receive() override;
+  std::span<const ReceivedDatagram> receive(TimeNs now) override;
   PortCounters counters() const override;
   std::size_t max_datagram_length() const override { return wire_->max_datagram_length(); }
   void announce_sleep(bool sleeping) override;

@@ -43,8 +43,9 @@ class Port {
   // offer the rest again soon. Datagrams that fail otherwise are counted and
   // dropped, as a lossy link would.
   virtual std::size_t send(std::span<const ByteSpan> datagrams) = 0;
-  // What has arrived, without blocking.
-  virtual std::span<const ReceivedDatagram> receive() = 0;
+  // What has arrived, without blocking. now: the device's clock this round
+  // (for a port that paces its looks; saves it reading the clock again).
+  virtual std::span<const ReceivedDatagram> receive(TimeNs now) = 0;
   virtual PortCounters counters() const = 0;
   // The largest IP datagram the port can put on its link.
   virtual std::size_t max_datagram_length() const = 0;

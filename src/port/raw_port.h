@@ -49,7 +49,7 @@ class RawPort : public Port {
   std::size_t send(std::span<const ByteSpan> datagrams) override;
   // Frames for this port's address and UDP port, Ethernet header removed;
   // ARP is handled here and never reaches the caller.
-  std::span<const ReceivedDatagram> receive() override;
+  std::span<const ReceivedDatagram> receive(TimeNs now) override;
   PortCounters counters() const override { return counters_; }
   std::size_t max_datagram_length() const override { return static_cast<std::size_t>(mtu_); }
 

@@ -76,7 +76,7 @@ std::size_t RawPort::send(std::span<const ByteSpan> datagrams) {
   return taken;
 }
 
-std::span<const ReceivedDatagram> RawPort::receive() {
+std::span<const ReceivedDatagram> RawPort::receive(TimeNs /*now*/) {
   Io& io = *io_;
   io.received.clear();
   for (std::size_t i = 0; i < kRawMessagesPerCall; ++i) {

@@ -130,7 +130,7 @@ std::size_t UdpPort::send(std::span<const ByteSpan> datagrams) {
   return taken;
 }
 
-std::span<const ReceivedDatagram> UdpPort::receive() {
+std::span<const ReceivedDatagram> UdpPort::receive(TimeNs /*now*/) {
   Io& io = *io_;
   io.received.clear();
   constexpr std::size_t kSlot = kReceiveHeadroom + kReceiveBufferPayload;

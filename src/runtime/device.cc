@@ -223,7 +223,7 @@ bool Device::progress_locked(TimeNs now, bool answer_now) {
   if (engine_.next_deadline() <= now) engine_.on_timer(now);
   AckRelease release = may_hold_acks() ? AckRelease::after_hold : AckRelease::now;
   transmit(now, release);
-  std::span<const port::ReceivedDatagram> received = port_->receive();
+  std::span<const port::ReceivedDatagram> received = port_->receive(now);
   if (!received.empty()) {
     bool by_thread = std::this_thread::get_id() == thread_.get_id();
     ++(by_thread ? progress_counters_.thread_receives : progress_counters_.application_receives);

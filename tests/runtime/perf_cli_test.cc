@@ -116,6 +116,42 @@ TEST(PerfCli, ServerKilledMidTransferIsAClearErrorNotAHang) {
   EXPECT_NE(client.output.find("failed: "), std::string::npos) << client.output;
 }
 
+// The intra-host path between two processes: every byte of every verb
+// checked, as on the wire.
+TEST(PerfCli, EveryVerbVerifiedOverTheIntraHostPath) {
+  int port = 19140;
+  int host = 30;
+  const std::pair<const char*, const char*> runs[] = {
+      {"write_bw", "-s 100000 -n 300"}, {"read_bw", "-s 100000 -n 300"}, {"send_bw", "-s 5000 -n 1000"},
+      {"atomic_bw", "-n 1000"},         {"write_lat", "-n 500"},         {"read_lat", "-n 500"}};
+  for (auto [test, flags] : runs) {
+    SCOPED_TRACE(test);
+    std::string server_address = "127.0.2." + std::to_string(host++);
+    std::string client_address = "127.0.2." + std::to_string(host++);
+    auto [server, client] =
+        run_pair(test, server_address, client_address, port++, std::string(flags) + " --verify --local");
+    EXPECT_EQ(client.exit_code, 0) << client.output;
+    EXPECT_EQ(server.exit_code, 0) << server.output;
+    EXPECT_NE(client.output.find("verified: every byte"), std::string::npos) << client.output;
+    EXPECT_EQ(client.output.find("through shared memory: 0 "), std::string::npos) << client.output;
+    EXPECT_NE(client.output.find("through shared memory: "), std::string::npos) << client.output;
+  }
+}
+
+// A server killed on the intra-host path leaves its inbox behind, full and
+// never read: the client's work requests still fail within the retry budget.
+TEST(PerfCli, ServerKilledOnTheIntraHostPathIsAClearErrorNotAHang) {
+  auto server = std::async(std::launch::async, [] {
+    return testing::run_shell("timeout -s KILL 1.5 " + testing::uroce_binary() +
+                              " perf write_bw --local --bind 127.0.2.42 -p 19150 --timeout 20");
+  });
+  RunResult client =
+      run("perf write_bw --local --bind 127.0.2.43 -p 19150 --timeout 20 -n 100000000 127.0.2.42");
+  server.get();
+  EXPECT_EQ(client.exit_code, 1) << client.output;
+  EXPECT_NE(client.output.find("failed: "), std::string::npos) << client.output;
+}
+
 TEST(PerfCli, NoServerIsAClearErrorNotAHang) {
   RunResult client = run("perf write_bw --bind 127.0.2.6 -p 19103 --timeout 1 127.0.2.7");
   EXPECT_EQ(client.exit_code, 1);

@@ -73,6 +73,9 @@ class Client {
     EngineCounters counters = session_.counters();
     fmt::print(" packets sent {}, retransmitted {}, timeouts {}, ICRC errors {}\n", counters.packets_sent,
                counters.retransmitted_packets, counters.timeouts, counters.icrc_errors);
+    if (options_.local_path) {
+      fmt::print(" through shared memory: {} of the packets sent\n", session_.port_counters().local_sends);
+    }
     if (options_.verify) fmt::print(" verified: every byte of every size arrived as sent\n");
     session_.send_line("done");
   }

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "port/port.h"
 #include "runtime/oob_exchange.h"
 #include "tools/uroce/perf_options.h"
 #include "uroce/device.h"
@@ -72,6 +73,7 @@ class PerfSession {
   // Waits until every posted send-queue work request has completed.
   void drain_sends();
   EngineCounters counters() { return device_->counters(); }
+  port::PortCounters port_counters() { return device_->port_counters(); }
 
   // Local addresses for scatter/gather entries.
   Sge sge(const std::uint8_t* at, std::uint32_t length) const {

@@ -69,6 +69,15 @@ done
 echo
 echo "The floors under a 2-byte WRITE's half round trip:"
 echo
+if command -v sockperf >/dev/null; then
+  port=$((port + 1))
+  sockperf sr --nonblocked -i 127.0.3.22 -p "$port" >/dev/null 2>&1 &
+  server=$!
+  sleep 0.5
+  sockperf pp --nonblocked -i 127.0.3.22 -p "$port" -m 16 -t 1 >"$OUT/run" 2>&1 || true
+  kill "$server" 2>/dev/null; wait "$server" 2>/dev/null || true
+  echo "- a UDP ping-pong through the kernel (sockperf pp --nonblocked, 16 B, 1 s): median / 99% / 99.9% $(awk '/percentile 50.000/ { m = $NF } /percentile 99.000/ { t = $NF } /percentile 99.900/ { f = $NF } END { print m " / " t " / " f }' "$OUT/run") us"
+fi
 echo "- $("$FLOOR" pingpong -n 200000)"
 engine=$("$ENGINE_BENCH" --benchmark_filter=PingPong 2>/dev/null | awk '/BM_EngineWrite2BytePingPong/ { for (i = 1; i <= NF; ++i) if ($i ~ /^half_trip_ns=/) { sub("half_trip_ns=", "", $i); print $i } }')
 echo "- the two engines' work per half round trip, no I/O (engine_bench BM_EngineWrite2BytePingPong: WRITE built and taken, ACK built and taken): $engine"

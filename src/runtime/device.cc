@@ -349,21 +349,18 @@ void Device::run_progress_thread() {
     bool spin = false;
     {
       std::lock_guard lock(mutex_);
-      port_->announce_sleep(true);  // the port's senders, too, wake the sleep below
       TimeNs now = monotonic_now();
+      // adaptive: keep looking for spin_ns after the last arrival before
+      // sleeping; waking a thread (an idle core) costs more than a round trip.
+      spin = now - last_arrival < spin_ns_;
+      if (!spin) port_->announce_sleep(true);  // the port's senders, too, wake the sleep below
       if (progress_locked(now, /*answer_now=*/true)) {
         sleeping_.store(false, std::memory_order_relaxed);
-        port_->announce_sleep(false);
+        if (!spin) port_->announce_sleep(false);
         last_arrival = now;
         continue;  // answers to what just arrived are waiting
       }
-      // adaptive: keep looking for spin_ns after the last arrival before
-      // sleeping; waking a thread (an idle core) costs more than a round trip.
-      if (now - last_arrival < spin_ns_) {
-        sleeping_.store(false, std::memory_order_relaxed);
-        port_->announce_sleep(false);
-        spin = true;
-      }
+      if (spin) sleeping_.store(false, std::memory_order_relaxed);
       deadline = back_pressured_ ? monotonic_now() + kBackPressureRetryNs : engine_.next_deadline();
       if (acks_held_since_ != kNever) deadline = std::min(deadline, acks_held_since_ + ack_hold_);
       if (!spin) {

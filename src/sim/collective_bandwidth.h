@@ -1,12 +1,14 @@
 // The bandwidth figures nccl-tests reports for a collective, so simulated
 // collectives read like measured ones (nccl-tests' doc/PERFORMANCE.md):
-// algbw is the buffer's bytes over the time taken; busbw scales it by the
-// share of the data each rank must move, 2 (n - 1) / n for an all-reduce, so
-// that it compares with a link's bandwidth whatever the rank count.
+// algbw is the collective's size over the time taken; busbw scales it by the
+// share of the data each rank must move (collective::bus_factor: 2 (n - 1)
+// / n for an all-reduce, (n - 1) / n for the others), so that it compares
+// with a link's bandwidth whatever the rank count.
 #pragma once
 
 #include <cstdint>
 
+#include "collective/schedule.h"
 #include "sim/sim_time.h"
 
 namespace uroce::sim {
@@ -16,11 +18,12 @@ struct CollectiveBandwidth {
   double busbw_gb_per_s = 0;
 };
 
-inline CollectiveBandwidth allreduce_bandwidth(std::uint64_t bytes, std::uint32_t ranks, SimTime time) {
+inline CollectiveBandwidth collective_bandwidth(collective::Operation operation, std::uint64_t bytes,
+                                                std::uint32_t ranks, SimTime time) {
   if (time <= 0 || ranks == 0) return {};
   double seconds = static_cast<double>(time) / static_cast<double>(kPicosecondsPerSecond);
   double algbw = static_cast<double>(bytes) / seconds / 1e9;
-  return {algbw, algbw * 2.0 * static_cast<double>(ranks - 1) / static_cast<double>(ranks)};
+  return {algbw, algbw * collective::bus_factor(operation, ranks)};
 }
 
 }  // namespace uroce::sim

@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "collective/schedule.h"
 #include "sim/switch_config.h"
 #include "sim/topology.h"
 #include "uroce/engine.h"
@@ -28,20 +29,23 @@ struct FlowSpec {
   std::optional<std::uint8_t> dscp;  // instead of TransportSpec::data_dscp
 };
 
-// A ring all-reduce: each iteration is a reduce-scatter and an all-gather,
-// 2 (n - 1) steps in which every member WRITEs one chunk (bytes / n) to the
-// next member of the ring. A member starts a step once its own previous WRITE
-// and its predecessor's (the data it reduces or forwards) have completed, and
-// after step_compute (plus straggler_delay on the straggler). The next
-// iteration starts when every member has finished the last step.
-struct AllreduceSpec {
-  std::vector<std::uint32_t> hosts;  // ring order
-  std::uint64_t bytes = 0;           // each member's buffer
+// A collective (collective/schedule.h): an all-reduce, all-gather,
+// reduce-scatter or all-to-all among `hosts` (rank order), by ring, recursive
+// halving-doubling, or direct or pairwise exchange. Every transfer of a step
+// is one RDMA WRITE. A member starts a step once its own previous step's
+// WRITEs and those sent to it in that step have completed, and after
+// step_compute (plus straggler_delay on the straggler). The next iteration
+// starts when every member has finished its last step.
+struct CollectiveSpec {
+  std::vector<std::uint32_t> hosts;  // rank order (the ring's, for a ring)
+  std::uint64_t bytes = 0;           // the collective's size, as nccl-tests counts it
   std::uint32_t iterations = 1;
   SimTime start = 0;
   SimTime step_compute = 0;
-  std::optional<std::uint32_t> straggler;  // a host of the ring
+  std::optional<std::uint32_t> straggler;  // a host of the collective
   SimTime straggler_delay = 0;
+  collective::Operation operation = collective::Operation::all_reduce;
+  collective::Algorithm algorithm = collective::Algorithm::ring;
 };
 
 // A failure at `at` that recovers at `recover` (kSimNever: never): the link
@@ -75,7 +79,7 @@ struct Scenario {
   TransportSpec transport;
   EngineConfig engine;  // congestion control and window; the address and seed are per host
   std::vector<FlowSpec> flows;
-  std::optional<AllreduceSpec> allreduce;
+  std::optional<CollectiveSpec> collective;
   std::vector<Failure> failures;
   // How long after a link fails or recovers every switch's routes are
   // recomputed around it (the routing protocol's convergence); until then

@@ -256,7 +256,7 @@ Scenario scenario_from(const toml::table& root, const std::filesystem::path& bas
     if (!workloads->is_array()) throw ScenarioError("[[workloads]] must be an array of tables");
     workloads_from(*workloads->as_array(), scenario, random, base_dir);
   }
-  if (scenario.flows.empty() && !scenario.allreduce) {
+  if (scenario.flows.empty() && !scenario.collective) {
     throw ScenarioError("no [[flows]] or [[workloads]]: nothing to simulate");
   }
   return scenario;

@@ -50,17 +50,20 @@ nlohmann::ordered_json deadlock_json(const SimResult& result) {
 }
 
 // Per iteration: its time, and nccl-tests' algbw and busbw for it.
-nlohmann::ordered_json allreduce_json(const AllreduceSpec& ring, const SimResult& result) {
+nlohmann::ordered_json collective_json(const CollectiveSpec& spec, const SimResult& result) {
   nlohmann::ordered_json times = nlohmann::ordered_json::array();
   nlohmann::ordered_json algbw = nlohmann::ordered_json::array();
   nlohmann::ordered_json busbw = nlohmann::ordered_json::array();
-  for (SimTime t : result.allreduce_iterations) {
+  for (SimTime t : result.collective_iterations) {
     times.push_back(microseconds(t));
-    CollectiveBandwidth bandwidth = allreduce_bandwidth(ring.bytes, static_cast<std::uint32_t>(ring.hosts.size()), t);
+    CollectiveBandwidth bandwidth =
+        collective_bandwidth(spec.operation, spec.bytes, static_cast<std::uint32_t>(spec.hosts.size()), t);
     algbw.push_back(bandwidth.algbw_gb_per_s);
     busbw.push_back(bandwidth.busbw_gb_per_s);
   }
-  return {{"iterations", result.allreduce_iterations.size()}, {"failed", result.allreduce_failed},
+  return {{"operation", collective::to_string(spec.operation)}, {"algorithm", collective::to_string(spec.algorithm)},
+          {"ranks", spec.hosts.size()}, {"bytes", spec.bytes},
+          {"iterations", result.collective_iterations.size()}, {"failed", result.collective_failed},
           {"iteration_us", times}, {"algbw_gb_per_s", algbw}, {"busbw_gb_per_s", busbw}};
 }
 
@@ -106,7 +109,7 @@ nlohmann::ordered_json summary_json(const Scenario& scenario, const SimResult& r
             {"retransmitted_packets", result.retransmitted_packets},
             {"timeouts", result.timeouts},
             {"peak_switch_buffer_bytes", result.peak_switch_buffer_bytes}}}};
-  if (scenario.allreduce) summary["allreduce"] = allreduce_json(*scenario.allreduce, result);
+  if (scenario.collective) summary["collective"] = collective_json(*scenario.collective, result);
   if (auto shares = fairness(result)) {
     summary["fairness"] = {{"jain_index", shares->jain},
                            {"window_us", {microseconds(shares->window_start), microseconds(shares->window_end)}},
@@ -145,16 +148,19 @@ std::string human_summary(const Scenario& scenario, const SimResult& result) {
                        shares->flow_gbps.size(), microseconds(shares->window_start), microseconds(shares->window_end),
                        shares->jain);
   }
-  if (scenario.allreduce) {
-    const std::vector<SimTime>& times = result.allreduce_iterations;
+  if (scenario.collective) {
+    const std::vector<SimTime>& times = result.collective_iterations;
     SimTime total = 0;
     for (SimTime t : times) total += t;
     SimTime mean = times.empty() ? 0 : total / static_cast<SimTime>(times.size());
-    CollectiveBandwidth bandwidth = allreduce_bandwidth(
-        scenario.allreduce->bytes, static_cast<std::uint32_t>(scenario.allreduce->hosts.size()), mean);
+    const CollectiveSpec& spec = *scenario.collective;
+    CollectiveBandwidth bandwidth =
+        collective_bandwidth(spec.operation, spec.bytes, static_cast<std::uint32_t>(spec.hosts.size()), mean);
     out += fmt::format(
-        "all-reduce: {} of {} iterations{}, mean {:.1f} us (algbw {:.2f} GB/s, busbw {:.2f} GB/s), slowest {:.1f} us\n",
-        times.size(), scenario.allreduce->iterations, result.allreduce_failed ? " (failed)" : "", microseconds(mean),
+        "{} ({}, {} ranks): {} of {} iterations{}, mean {:.1f} us (algbw {:.2f} GB/s, busbw {:.2f} GB/s), slowest "
+        "{:.1f} us\n",
+        collective::to_string(spec.operation), collective::to_string(spec.algorithm), spec.hosts.size(), times.size(),
+        spec.iterations, result.collective_failed ? " (failed)" : "", microseconds(mean),
         bandwidth.algbw_gb_per_s, bandwidth.busbw_gb_per_s,
         times.empty() ? 0.0 : microseconds(*std::max_element(times.begin(), times.end())));
   }

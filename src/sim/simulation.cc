@@ -11,7 +11,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "sim/allreduce_runner.h"
+#include "sim/collective_runner.h"
 #include "sim/fabric.h"
 #include "sim/failure_runner.h"
 #include "sim/link_capture.h"
@@ -40,20 +40,32 @@ void check(const Scenario& scenario) {
     }
     if (flow.start < 0) throw std::invalid_argument(name + " starts before time 0");
   }
-  if (const auto& ring = scenario.allreduce) {
-    if (ring->hosts.size() < 2) throw std::invalid_argument("all-reduce: a ring needs at least two hosts");
+  if (const auto& spec = scenario.collective) {
+    std::string name = std::string("collective (") + collective::to_string(spec->operation) + " by " +
+                       collective::to_string(spec->algorithm) + ")";
+    if (spec->hosts.size() < 2) throw std::invalid_argument(name + ": needs at least two hosts");
     std::vector<bool> member(scenario.topology.hosts, false);
-    for (std::uint32_t host : ring->hosts) {
-      if (host >= scenario.topology.hosts) throw std::invalid_argument("all-reduce: no host " + std::to_string(host));
-      if (member[host]) throw std::invalid_argument("all-reduce: host " + std::to_string(host) + " is listed twice");
+    for (std::uint32_t host : spec->hosts) {
+      if (host >= scenario.topology.hosts) throw std::invalid_argument(name + ": no host " + std::to_string(host));
+      if (member[host]) throw std::invalid_argument(name + ": host " + std::to_string(host) + " is listed twice");
       member[host] = true;
     }
-    if (ring->bytes < ring->hosts.size() || ring->bytes / ring->hosts.size() > kLargestWrite) {
-      throw std::invalid_argument("all-reduce: bytes must give every member a chunk of 1 byte to 1 GiB");
+    if (spec->iterations == 0) throw std::invalid_argument(name + ": iterations must be at least 1");
+    if (spec->straggler && !member[*spec->straggler]) {
+      throw std::invalid_argument(name + ": the straggler is not a member");
     }
-    if (ring->iterations == 0) throw std::invalid_argument("all-reduce: iterations must be at least 1");
-    if (ring->straggler && !member[*ring->straggler]) {
-      throw std::invalid_argument("all-reduce: the straggler is not a member of the ring");
+    auto schedule = collective::make_schedule(spec->operation, spec->algorithm,
+                                              static_cast<std::uint32_t>(spec->hosts.size()), spec->bytes);
+    if (!schedule) throw std::invalid_argument("collective: " + schedule.error());
+    for (const auto& steps : schedule->ranks) {
+      for (const collective::Step& step : steps) {
+        for (const collective::Transfer& transfer : step.sends) {
+          if (transfer.bytes > kLargestWrite) {
+            throw std::invalid_argument(name + ": a transfer of " + std::to_string(transfer.bytes) +
+                                        " bytes is more than one WRITE carries (1 GiB)");
+          }
+        }
+      }
     }
   }
 }
@@ -169,18 +181,18 @@ SimResult run_simulation(const Scenario& scenario, const std::function<void(doub
   }
   FlowRunner flows(scenario, fabric, world);
   FailureRunner failures(scenario, fabric, world);
-  std::optional<AllreduceRunner> allreduce;
-  if (scenario.allreduce) allreduce.emplace(*scenario.allreduce, scenario.transport, fabric, world);
+  std::optional<CollectiveRunner> collective;
+  if (scenario.collective) collective.emplace(*scenario.collective, scenario.transport, fabric, world);
   for (std::uint32_t h = 0; h < fabric.host_count(); ++h) {
     fabric.host(h).on_completion([&](std::uint32_t, const WorkCompletion& completion, SimTime now) {
-      if ((completion.wr_id & kAllreduceWork) != 0) {
-        if (allreduce) allreduce->completed(completion, now);
+      if ((completion.wr_id & kCollectiveWork) != 0) {
+        if (collective) collective->completed(completion, now);
       } else {
         flows.completed(completion, now);
       }
     });
   }
-  auto work_left = [&] { return flows.unfinished() > 0 || (allreduce && allreduce->running()); };
+  auto work_left = [&] { return flows.unfinished() > 0 || (collective && collective->running()); };
   std::size_t total_flows = std::max<std::size_t>(scenario.flows.size(), 1);
   DeadlockDetector deadlocks(world, fabric, scenario.deadlock_check);
   if (scenario.switches.pfc && scenario.deadlock_check > 0) deadlocks.start(0);
@@ -215,9 +227,9 @@ SimResult run_simulation(const Scenario& scenario, const std::function<void(doub
     result.samples = series.samples();
     if (sample_flows) result.flow_delivered = series.delivered();
   }
-  if (allreduce) {
-    result.allreduce_iterations = allreduce->iteration_times();
-    result.allreduce_failed = allreduce->failed();
+  if (collective) {
+    result.collective_iterations = collective->iteration_times();
+    result.collective_failed = collective->failed();
   }
   fabric.close_pauses(events.now());
   result.fabric = world.counters;

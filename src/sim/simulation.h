@@ -38,8 +38,8 @@ struct SimResult {
   std::uint32_t hosts = 0;
   std::uint32_t switches = 0;
   std::optional<Deadlock> deadlock;  // the run stopped here
-  std::vector<SimTime> allreduce_iterations;  // each finished iteration's duration
-  bool allreduce_failed = false;
+  std::vector<SimTime> collective_iterations;  // each finished iteration's duration
+  bool collective_failed = false;
   SimTime sample_interval = 0;
   std::vector<FabricSample> samples;
   std::vector<std::vector<std::uint64_t>> flow_delivered;  // [sample][flow], when flows were sampled

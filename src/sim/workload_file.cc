@@ -20,18 +20,38 @@ namespace {
 constexpr std::uint64_t kMaxFlowBytes = 64ull << 30;
 constexpr std::size_t kMaxGeneratedFlows = 2'000'000;
 
-// The ring all-reduce: hosts (a list in ring order, or the first `count`),
-// iterations, per-step compute, and a straggler that is slow to compute
-// (straggler_delay_us per step) or sits behind a slow link
-// (straggler_link_gbps replaces its link's rate).
-void allreduce_from(const toml::table& entry, const std::string& where, std::uint64_t bytes, SimTime start,
-                    Scenario& scenario) {
-  only_keys(entry, where,
-            {"kind", "bytes", "start_us", "hosts", "count", "iterations", "step_compute_us", "straggler",
-             "straggler_delay_us", "straggler_link_gbps"});
-  if (scenario.allreduce) throw ScenarioError(where + ": a scenario has one all-reduce at most");
+// A collective: kind "allreduce" (an all-reduce, by ring unless `algorithm`
+// says halving_doubling) or kind "collective" with `operation` (all_reduce,
+// all_gather, reduce_scatter, alltoall) and `algorithm` (ring,
+// halving_doubling; direct, pairwise for alltoall). Hosts: a list in rank
+// order, or the first `count`; iterations, per-step compute, and a straggler
+// that is slow to compute (straggler_delay_us per step) or sits behind a slow
+// link (straggler_link_gbps replaces its link's rate).
+void collective_from(const toml::table& entry, const std::string& where, std::uint64_t bytes, SimTime start,
+                     Scenario& scenario) {
+  bool general = entry["kind"].value_or(std::string()) == "collective";
+  if (general) {
+    only_keys(entry, where,
+              {"kind", "bytes", "start_us", "hosts", "count", "iterations", "step_compute_us", "straggler",
+               "straggler_delay_us", "straggler_link_gbps", "algorithm", "operation"});
+  } else {
+    only_keys(entry, where,
+              {"kind", "bytes", "start_us", "hosts", "count", "iterations", "step_compute_us", "straggler",
+               "straggler_delay_us", "straggler_link_gbps", "algorithm"});
+  }
+  if (scenario.collective) throw ScenarioError(where + ": a scenario has one collective at most");
   std::uint32_t hosts = scenario.topology.hosts;
-  AllreduceSpec ring;
+  CollectiveSpec ring;
+  if (general) {
+    std::string name = text(entry, where, "operation", "", {"all_reduce", "all_gather", "reduce_scatter", "alltoall"});
+    if (name.empty()) throw ScenarioError(where + ".operation: all_reduce, all_gather, reduce_scatter or alltoall");
+    ring.operation = *collective::operation_from(name);
+  }
+  ring.algorithm = collective::default_algorithm(ring.operation);
+  if (entry.contains("algorithm")) {
+    std::string name = text(entry, where, "algorithm", "", {"ring", "halving_doubling", "direct", "pairwise"});
+    ring.algorithm = *collective::algorithm_from(name);
+  }
   ring.hosts = host_list(entry, where, "hosts", hosts);
   if (ring.hosts.empty()) {
     auto count = number<std::uint32_t>(entry, where, "count", hosts, 2, hosts);
@@ -55,7 +75,7 @@ void allreduce_from(const toml::table& entry, const std::string& where, std::uin
   } else if (entry.contains("straggler_delay_us") || entry.contains("straggler_link_gbps")) {
     throw ScenarioError(where + ": straggler_delay_us and straggler_link_gbps need a straggler (a host number)");
   }
-  scenario.allreduce = std::move(ring);
+  scenario.collective = std::move(ring);
 }
 
 // Poisson arrivals at every listed host (all by default) for duration_us,
@@ -133,8 +153,9 @@ void flows_from(const toml::array& flows, Scenario& scenario) {
 
 // incast: senders (a list, or `count` hosts other than the receiver) all to
 // one receiver; permutation: every host to another, a random derangement;
-// all_to_all: every ordered pair; allreduce: the ring above; cdf: Poisson
-// arrivals of sizes from a CDF at a target load.
+// all_to_all: a flow for every ordered pair, all at once; allreduce and
+// collective: the collectives above, step by step; cdf: Poisson arrivals of
+// sizes from a CDF at a target load.
 void workloads_from(const toml::array& workloads, Scenario& scenario, std::uint64_t& random,
                     const std::filesystem::path& base_dir) {
   std::uint32_t hosts = scenario.topology.hosts;
@@ -142,8 +163,11 @@ void workloads_from(const toml::array& workloads, Scenario& scenario, std::uint6
     std::string where = fmt::format("workloads[{}]", i);
     const toml::table* entry = workloads.get(i)->as_table();
     if (entry == nullptr) throw ScenarioError(where + ": expected a table");
-    std::string kind = text(*entry, where, "kind", "", {"incast", "permutation", "all_to_all", "allreduce", "cdf"});
-    if (kind.empty()) throw ScenarioError(where + ".kind: incast, permutation, all_to_all, allreduce or cdf");
+    std::string kind =
+        text(*entry, where, "kind", "", {"incast", "permutation", "all_to_all", "allreduce", "collective", "cdf"});
+    if (kind.empty()) {
+      throw ScenarioError(where + ".kind: incast, permutation, all_to_all, allreduce, collective or cdf");
+    }
     if (kind == "cdf") {
       cdf_flows_from(*entry, where, scenario, random, base_dir);
       continue;
@@ -151,8 +175,8 @@ void workloads_from(const toml::array& workloads, Scenario& scenario, std::uint6
     auto bytes = number<std::uint64_t>(*entry, where, "bytes", 0, 1, kMaxFlowBytes);
     if (bytes == 0) throw ScenarioError(where + ": bytes is required");
     SimTime start = start_time(*entry, where);
-    if (kind == "allreduce") {
-      allreduce_from(*entry, where, bytes, start, scenario);
+    if (kind == "allreduce" || kind == "collective") {
+      collective_from(*entry, where, bytes, start, scenario);
     } else if (kind == "incast") {
       only_keys(*entry, where, {"kind", "bytes", "start_us", "receiver", "senders", "count"});
       auto receiver = number<std::uint32_t>(*entry, where, "receiver", 0, 0, hosts - 1);

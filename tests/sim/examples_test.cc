@@ -167,31 +167,31 @@ SimTime mean(const std::vector<SimTime>& times) {
 TEST(Examples, AStragglerSlowsTheWholeRing) {
   Scenario scenario = example("allreduce_straggler.toml");
   SimResult slow = run_simulation(scenario);
-  ASSERT_EQ(slow.allreduce_iterations.size(), 5u);
-  EXPECT_FALSE(slow.allreduce_failed);
+  ASSERT_EQ(slow.collective_iterations.size(), 5u);
+  EXPECT_FALSE(slow.collective_failed);
 
   scenario = example("allreduce_straggler.toml");
-  scenario.allreduce->straggler.reset();
+  scenario.collective->straggler.reset();
   for (TopologyEdge& edge : scenario.topology.edges) edge.link.rate_bps = 100'000'000'000;
   SimResult even = run_simulation(scenario);
-  ASSERT_EQ(even.allreduce_iterations.size(), 5u);
+  ASSERT_EQ(even.collective_iterations.size(), 5u);
   // Without the straggler: 14 steps of 2 MiB at 100 Gb/s (168 us each) plus
   // headers, hops, ACKs and 5 us of compute per step.
-  for (SimTime t : even.allreduce_iterations) {
+  for (SimTime t : even.collective_iterations) {
     EXPECT_GT(t, 14 * 168 * kPicosecondsPerUs);
     EXPECT_LT(t, 14 * 200 * kPicosecondsPerUs);
   }
   // nccl-tests' bus bandwidth of the even ring: close to, and never above,
   // the 100 Gb/s (12.5 GB/s) every member's link can carry.
-  for (SimTime t : even.allreduce_iterations) {
-    CollectiveBandwidth bandwidth = allreduce_bandwidth(16 << 20, 8, t);
+  for (SimTime t : even.collective_iterations) {
+    CollectiveBandwidth bandwidth = collective_bandwidth(collective::Operation::all_reduce, 16 << 20, 8, t);
     EXPECT_GT(bandwidth.busbw_gb_per_s, 0.85 * 12.5);
     EXPECT_LT(bandwidth.busbw_gb_per_s, 12.5);
     EXPECT_DOUBLE_EQ(bandwidth.busbw_gb_per_s, bandwidth.algbw_gb_per_s * 14 / 8);
   }
   // A 25 Gb/s member makes every step take at least its 671 us.
-  EXPECT_GT(mean(slow.allreduce_iterations), 3 * mean(even.allreduce_iterations));
-  for (SimTime t : slow.allreduce_iterations) EXPECT_GT(t, 14 * 671 * kPicosecondsPerUs);
+  EXPECT_GT(mean(slow.collective_iterations), 3 * mean(even.collective_iterations));
+  for (SimTime t : slow.collective_iterations) EXPECT_GT(t, 14 * 671 * kPicosecondsPerUs);
 }
 
 // A leaf-to-spine link fails under ECMP: the flows hashed into it (data or
@@ -306,28 +306,28 @@ TEST(Examples, ALinkFailureStallsTheWholeAllReduceUntilTheRoutesConverge) {
   Scenario healthy = scenario;
   healthy.failures.clear();
   SimResult even = run_simulation(healthy);
-  ASSERT_EQ(even.allreduce_iterations.size(), 5u);
+  ASSERT_EQ(even.collective_iterations.size(), 5u);
   SimResult hit = run_simulation(scenario);
-  ASSERT_EQ(hit.allreduce_iterations.size(), 5u);
-  EXPECT_FALSE(hit.allreduce_failed);
+  ASSERT_EQ(hit.collective_iterations.size(), 5u);
+  EXPECT_FALSE(hit.collective_failed);
   EXPECT_GT(hit.fabric.failure_losses, 0u);
   // The failure at 4 ms falls in the second iteration.
-  EXPECT_GT(hit.allreduce_iterations[1], even.allreduce_iterations[1] + scenario.reconverge / 2);
-  for (std::size_t i : {0u, 2u, 3u, 4u}) EXPECT_EQ(hit.allreduce_iterations[i], even.allreduce_iterations[i]) << i;
+  EXPECT_GT(hit.collective_iterations[1], even.collective_iterations[1] + scenario.reconverge / 2);
+  for (std::size_t i : {0u, 2u, 3u, 4u}) EXPECT_EQ(hit.collective_iterations[i], even.collective_iterations[i]) << i;
 
   Scenario slow = scenario;
   slow.reconverge = 5'000 * kPicosecondsPerUs;
   SimResult slower = run_simulation(slow);
-  ASSERT_EQ(slower.allreduce_iterations.size(), 5u);
-  EXPECT_GT(slower.allreduce_iterations[1], hit.allreduce_iterations[1] + 2'000 * kPicosecondsPerUs);
+  ASSERT_EQ(slower.collective_iterations.size(), 5u);
+  EXPECT_GT(slower.collective_iterations[1], hit.collective_iterations[1] + 2'000 * kPicosecondsPerUs);
 
   // Longer than the QPs' retry budget (7 retries of a 1 ms timeout): the
   // WRITEs in the dead link exhaust their retries, and the collective fails.
   Scenario too_slow = scenario;
   too_slow.reconverge = 20'000 * kPicosecondsPerUs;
   SimResult failed = run_simulation(too_slow);
-  EXPECT_TRUE(failed.allreduce_failed);
-  EXPECT_LT(failed.allreduce_iterations.size(), 5u);
+  EXPECT_TRUE(failed.collective_failed);
+  EXPECT_LT(failed.collective_iterations.size(), 5u);
 }
 
 }  // namespace

@@ -303,11 +303,11 @@ straggler_link_gbps = 25
   EXPECT_TRUE(scenario->captures[1].first.is_host);
   EXPECT_EQ(scenario->capture_frames, 10u);
   EXPECT_EQ(scenario->flows[0].dscp, std::optional<std::uint8_t>(8));
-  ASSERT_TRUE(scenario->allreduce.has_value());
-  EXPECT_EQ(scenario->allreduce->hosts, (std::vector<std::uint32_t>{2, 0, 1}));
-  EXPECT_EQ(scenario->allreduce->iterations, 4u);
-  EXPECT_EQ(scenario->allreduce->straggler, std::optional<std::uint32_t>(0));
-  EXPECT_EQ(scenario->allreduce->straggler_delay, 7 * kPicosecondsPerUs);
+  ASSERT_TRUE(scenario->collective.has_value());
+  EXPECT_EQ(scenario->collective->hosts, (std::vector<std::uint32_t>{2, 0, 1}));
+  EXPECT_EQ(scenario->collective->iterations, 4u);
+  EXPECT_EQ(scenario->collective->straggler, std::optional<std::uint32_t>(0));
+  EXPECT_EQ(scenario->collective->straggler_delay, 7 * kPicosecondsPerUs);
   EXPECT_EQ(scenario->topology.edges[0].link.rate_bps, 25'000'000'000u);  // h0's link
 }
 

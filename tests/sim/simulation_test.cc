@@ -146,17 +146,17 @@ TEST(Simulation, DwrrSharesAPortByWeightWhereStrictPriorityStarves) {
 TEST(Simulation, ASlowHostDelaysEveryStepOfTheRing) {
   Scenario scenario;
   scenario.topology = star(4, k100G);
-  scenario.allreduce = AllreduceSpec{{0, 1, 2, 3}, 4 << 20, 2, 0, 0, std::nullopt, 0};
+  scenario.collective = CollectiveSpec{{0, 1, 2, 3}, 4 << 20, 2, 0, 0, std::nullopt, 0};
   SimResult even = run_simulation(scenario);
-  scenario.allreduce->straggler = 2;
-  scenario.allreduce->straggler_delay = 50 * kUs;
+  scenario.collective->straggler = 2;
+  scenario.collective->straggler_delay = 50 * kUs;
   SimResult slow = run_simulation(scenario);
-  ASSERT_EQ(even.allreduce_iterations.size(), 2u);
-  ASSERT_EQ(slow.allreduce_iterations.size(), 2u);
+  ASSERT_EQ(even.collective_iterations.size(), 2u);
+  ASSERT_EQ(slow.collective_iterations.size(), 2u);
   // 6 steps, each waiting for the straggler's 50 us somewhere in the ring.
   for (std::size_t i = 0; i < 2; ++i) {
-    EXPECT_GE(slow.allreduce_iterations[i], even.allreduce_iterations[i] + 6 * 50 * kUs);
-    EXPECT_LT(slow.allreduce_iterations[i], even.allreduce_iterations[i] + 6 * 50 * kUs + 100 * kUs);
+    EXPECT_GE(slow.collective_iterations[i], even.collective_iterations[i] + 6 * 50 * kUs);
+    EXPECT_LT(slow.collective_iterations[i], even.collective_iterations[i] + 6 * 50 * kUs + 100 * kUs);
   }
 }
 

@@ -1,0 +1,187 @@
+// Building the collectives' schedules, step by step.
+#include "collective/schedule.h"
+
+#include <algorithm>
+#include <bit>
+
+namespace uroce::collective {
+
+namespace {
+
+constexpr std::uint32_t kMostRanks = 1u << 16;
+
+// Chunk k of n is [boundary(k), boundary(k + 1)): sizes differ by at most a byte.
+struct Chunks {
+  std::uint64_t bytes;
+  std::uint32_t ranks;
+  std::uint64_t boundary(std::uint32_t k) const { return bytes * k / ranks; }
+  Transfer span(std::uint32_t to, std::uint32_t first, std::uint32_t end) const {
+    return {to, boundary(first), boundary(end) - boundary(first)};
+  }
+};
+
+std::uint32_t wrap(std::int64_t rank, std::uint32_t ranks) {
+  return static_cast<std::uint32_t>(((rank % ranks) + ranks) % ranks);
+}
+
+// Ring: at step s each rank sends one chunk to the next and receives one
+// from the previous. An all-reduce is 2 (n - 1) such steps (reduce-scatter,
+// then all-gather of the reduced chunks); the others n - 1.
+void ring(Schedule& schedule, std::uint32_t steps, const Chunks& chunks) {
+  std::uint32_t n = chunks.ranks;
+  for (std::uint32_t r = 0; r < n; ++r) {
+    for (std::uint32_t s = 0; s < steps; ++s) {
+      std::uint32_t chunk = wrap(std::int64_t{r} - s, n);
+      Step step;
+      step.sends.push_back(chunks.span((r + 1) % n, chunk, chunk + 1));
+      step.receives_from.push_back(wrap(std::int64_t{r} - 1, n));
+      schedule.ranks[r].push_back(std::move(step));
+    }
+  }
+}
+
+// Recursive halving (reduce-scatter): at step i each rank exchanges half of
+// the segment it still reduces with the rank 2^(log n - i - 1) away, and
+// keeps the other half. Recursive doubling (all-gather) runs it backwards,
+// each rank sending all it holds to a partner 1, 2, 4 ... away.
+void halving_doubling(Schedule& schedule, bool halve, bool double_back, const Chunks& chunks) {
+  std::uint32_t n = chunks.ranks;
+  std::vector<std::uint32_t> low(n, 0), high(n, n);  // each rank's segment, in chunks
+  for (std::uint32_t distance = n / 2; distance >= 1; distance /= 2) {
+    for (std::uint32_t r = 0; r < n; ++r) {
+      std::uint32_t middle = (low[r] + high[r]) / 2;
+      bool keeps_low = (r & distance) == 0;
+      if (halve) {
+        Step step;
+        step.sends.push_back(keeps_low ? chunks.span(r ^ distance, middle, high[r])
+                                       : chunks.span(r ^ distance, low[r], middle));
+        step.receives_from.push_back(r ^ distance);
+        schedule.ranks[r].push_back(std::move(step));
+      }
+      (keeps_low ? high[r] : low[r]) = middle;
+    }
+  }
+  if (!double_back) return;
+  for (std::uint32_t distance = 1; distance < n; distance *= 2) {
+    std::vector<std::uint32_t> new_low = low, new_high = high;
+    for (std::uint32_t r = 0; r < n; ++r) {
+      std::uint32_t partner = r ^ distance;
+      Step step;
+      step.sends.push_back(chunks.span(partner, low[r], high[r]));
+      step.receives_from.push_back(partner);
+      schedule.ranks[r].push_back(std::move(step));
+      new_low[r] = std::min(low[r], low[partner]);
+      new_high[r] = std::max(high[r], high[partner]);
+    }
+    low = std::move(new_low);
+    high = std::move(new_high);
+  }
+}
+
+// All-to-all: rank r's chunk q goes to rank q; directly, all in one step,
+// or pairwise, step k to rank r + k (and from rank r - k).
+void alltoall(Schedule& schedule, bool pairwise, const Chunks& chunks) {
+  std::uint32_t n = chunks.ranks;
+  for (std::uint32_t r = 0; r < n; ++r) {
+    if (!pairwise) schedule.ranks[r].emplace_back();
+    for (std::uint32_t k = 1; k < n; ++k) {
+      if (pairwise) schedule.ranks[r].emplace_back();
+      Step& step = schedule.ranks[r].back();
+      std::uint32_t to = (r + k) % n;
+      step.sends.push_back(chunks.span(to, to, to + 1));
+      step.receives_from.push_back(wrap(std::int64_t{r} - k, n));
+    }
+  }
+}
+
+}  // namespace
+
+const char* to_string(Operation operation) {
+  switch (operation) {
+    case Operation::all_reduce: return "all_reduce";
+    case Operation::all_gather: return "all_gather";
+    case Operation::reduce_scatter: return "reduce_scatter";
+    case Operation::alltoall: return "alltoall";
+  }
+  return "?";
+}
+
+const char* to_string(Algorithm algorithm) {
+  switch (algorithm) {
+    case Algorithm::ring: return "ring";
+    case Algorithm::halving_doubling: return "halving_doubling";
+    case Algorithm::direct: return "direct";
+    case Algorithm::pairwise: return "pairwise";
+  }
+  return "?";
+}
+
+Expected<Operation, std::string> operation_from(const std::string& name) {
+  for (Operation operation :
+       {Operation::all_reduce, Operation::all_gather, Operation::reduce_scatter, Operation::alltoall}) {
+    if (name == to_string(operation)) return operation;
+  }
+  return unexpected("'" + name + "' is not one of all_reduce, all_gather, reduce_scatter, alltoall");
+}
+
+Expected<Algorithm, std::string> algorithm_from(const std::string& name) {
+  for (Algorithm algorithm : {Algorithm::ring, Algorithm::halving_doubling, Algorithm::direct, Algorithm::pairwise}) {
+    if (name == to_string(algorithm)) return algorithm;
+  }
+  return unexpected("'" + name + "' is not one of ring, halving_doubling, direct, pairwise");
+}
+
+Algorithm default_algorithm(Operation operation) {
+  return operation == Operation::alltoall ? Algorithm::direct : Algorithm::ring;
+}
+
+std::uint64_t Schedule::bytes_sent_by(std::uint32_t rank) const {
+  std::uint64_t sent = 0;
+  for (const Step& step : ranks.at(rank)) {
+    for (const Transfer& transfer : step.sends) sent += transfer.bytes;
+  }
+  return sent;
+}
+
+Expected<Schedule, std::string> make_schedule(Operation operation, Algorithm algorithm, std::uint32_t ranks,
+                                              std::uint64_t bytes) {
+  std::string name = std::string(to_string(operation)) + " by " + to_string(algorithm);
+  if (ranks < 2 || ranks > kMostRanks) return unexpected(name + ": needs 2 to 65536 ranks");
+  if (bytes < ranks) return unexpected(name + ": needs at least a byte per rank");
+  bool exchange = algorithm == Algorithm::direct || algorithm == Algorithm::pairwise;
+  if ((operation == Operation::alltoall) != exchange) {
+    return unexpected(name + ": all-to-all runs direct or pairwise, the others ring or halving_doubling");
+  }
+  if (algorithm == Algorithm::halving_doubling && !std::has_single_bit(ranks)) {
+    return unexpected(name + ": needs a power of two ranks, not " + std::to_string(ranks));
+  }
+  Schedule schedule;
+  schedule.operation = operation;
+  schedule.algorithm = algorithm;
+  schedule.bytes = bytes;
+  schedule.ranks.resize(ranks);
+  Chunks chunks{bytes, ranks};
+  bool reduces = operation != Operation::all_gather;
+  bool gathers = operation != Operation::reduce_scatter;
+  switch (algorithm) {
+    case Algorithm::ring:
+      ring(schedule, (reduces && gathers ? 2 : 1) * (ranks - 1), chunks);
+      break;
+    case Algorithm::halving_doubling:
+      halving_doubling(schedule, reduces, gathers, chunks);
+      break;
+    case Algorithm::direct:
+    case Algorithm::pairwise:
+      alltoall(schedule, algorithm == Algorithm::pairwise, chunks);
+      break;
+  }
+  return schedule;
+}
+
+double bus_factor(Operation operation, std::uint32_t ranks) {
+  if (ranks == 0) return 0;
+  double share = static_cast<double>(ranks - 1) / static_cast<double>(ranks);
+  return operation == Operation::all_reduce ? 2 * share : share;
+}
+
+}  // namespace uroce::collective

@@ -1,0 +1,74 @@
+// Collective schedules: which rank sends how many bytes to which, step by
+// step, for all-reduce, all-gather, reduce-scatter and all-to-all, by ring,
+// recursive halving-doubling or direct/pairwise exchange. Free of any
+// transport or simulator type: the fabric simulator drives one with RDMA
+// WRITEs (sim/collective_runner.h), and a runner on a real network could
+// drive the same one.
+//
+// Steps are aligned across ranks: a transfer in rank a's step s to rank b is
+// one of the receives of b's step s. A rank may start step s once its own
+// sends of step s - 1 completed and every transfer to it in step s - 1
+// arrived. Sizes follow nccl-tests: `bytes` is the all-reduce's buffer, the
+// all-gather's output, the reduce-scatter's input, the all-to-all's send
+// buffer per rank; a chunk is bytes / ranks.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/expected.h"
+
+namespace uroce::collective {
+
+enum class Operation : std::uint8_t { all_reduce, all_gather, reduce_scatter, alltoall };
+enum class Algorithm : std::uint8_t {
+  ring,              // n - 1 steps per phase, one chunk to the next rank
+  halving_doubling,  // recursive halving then doubling (Rabenseifner): log2 n steps per phase; ranks a power of two
+  direct,            // all-to-all: every send in one step
+  pairwise,          // all-to-all: n - 1 steps, step k to rank + k
+};
+
+const char* to_string(Operation operation);
+const char* to_string(Algorithm algorithm);
+Expected<Operation, std::string> operation_from(const std::string& name);
+Expected<Algorithm, std::string> algorithm_from(const std::string& name);
+// The algorithm a collective uses when none is named: ring; direct for all-to-all.
+Algorithm default_algorithm(Operation operation);
+
+struct Transfer {
+  std::uint32_t to = 0;
+  std::uint64_t offset = 0;  // in the buffer, the same on both sides
+  std::uint64_t bytes = 0;
+};
+
+struct Step {
+  std::vector<Transfer> sends;
+  std::vector<std::uint32_t> receives_from;  // the ranks whose transfers to this one are in this step
+};
+
+struct Schedule {
+  Operation operation = Operation::all_reduce;
+  Algorithm algorithm = Algorithm::ring;
+  std::uint64_t bytes = 0;
+  std::vector<std::vector<Step>> ranks;  // each rank's steps, in order
+
+  std::uint32_t rank_count() const { return static_cast<std::uint32_t>(ranks.size()); }
+  std::size_t steps() const { return ranks.empty() ? 0 : ranks.front().size(); }
+  // Bytes a rank sends over the whole collective.
+  std::uint64_t bytes_sent_by(std::uint32_t rank) const;
+};
+
+// An error names what does not fit: fewer than 2 ranks, an algorithm that
+// does not do this operation, halving-doubling on a rank count that is not a
+// power of two, fewer bytes than ranks.
+Expected<Schedule, std::string> make_schedule(Operation operation, Algorithm algorithm, std::uint32_t ranks,
+                                              std::uint64_t bytes);
+
+// nccl-tests' bus bandwidth factor (doc/PERFORMANCE.md): busbw = algbw x
+// factor, the share of the data each rank must move, so that busbw compares
+// with a link's bandwidth whatever the rank count: 2 (n - 1) / n for an
+// all-reduce, (n - 1) / n for the others here.
+double bus_factor(Operation operation, std::uint32_t ranks);
+
+}  // namespace uroce::collective

@@ -52,5 +52,10 @@ run link-failure-none link_failure.toml '/^\[\[failures\]\]/,/^at_us/d'
 run allreduce-link-failure allreduce_link_failure.toml
 run allreduce-link-failure-slow allreduce_link_failure.toml 's/^reconverge_us = 2000/reconverge_us = 5000/'
 run allreduce-link-failure-too-slow allreduce_link_failure.toml 's/^reconverge_us = 2000/reconverge_us = 20000/'
+run collectives-halving-doubling-ecmp collectives.toml
+run collectives-halving-doubling-spray collectives.toml 's/^pfc = true/pfc = true\nforwarding = "spray"/'
+run collectives-ring-ecmp collectives.toml 's/^algorithm = "halving_doubling"/algorithm = "ring"/'
+run collectives-alltoall-ecmp collectives.toml 's/^operation = "all_reduce"/operation = "alltoall"/; s/^algorithm = "halving_doubling"/algorithm = "direct"/'
+run collectives-alltoall-spray collectives.toml 's/^operation = "all_reduce"/operation = "alltoall"/; s/^algorithm = "halving_doubling"/algorithm = "direct"/; s/^pfc = true/pfc = true\nforwarding = "spray"/'
 run web-search web_search_load.toml
 echo "outputs in $out"

@@ -16,7 +16,7 @@ struct Chunks {
   std::uint32_t ranks;
   std::uint64_t boundary(std::uint32_t k) const { return bytes * k / ranks; }
   Transfer span(std::uint32_t to, std::uint32_t first, std::uint32_t end) const {
-    return {to, boundary(first), boundary(end) - boundary(first)};
+    return {to, boundary(first), boundary(first), boundary(end) - boundary(first)};
   }
 };
 
@@ -78,17 +78,20 @@ void halving_doubling(Schedule& schedule, bool halve, bool double_back, const Ch
   }
 }
 
-// All-to-all: rank r's chunk q goes to rank q; directly, all in one step,
-// or pairwise, step k to rank r + k (and from rank r - k).
+// All-to-all: rank r's block q goes to rank q, into its block r; directly,
+// all in one step, or pairwise, step k to rank r + k (and from rank r - k).
+// Blocks are bytes / n each (as nccl-tests, which sizes all-to-all in
+// multiples of the rank count): a remainder is not sent.
 void alltoall(Schedule& schedule, bool pairwise, const Chunks& chunks) {
   std::uint32_t n = chunks.ranks;
+  std::uint64_t block = chunks.bytes / n;
   for (std::uint32_t r = 0; r < n; ++r) {
     if (!pairwise) schedule.ranks[r].emplace_back();
     for (std::uint32_t k = 1; k < n; ++k) {
       if (pairwise) schedule.ranks[r].emplace_back();
       Step& step = schedule.ranks[r].back();
       std::uint32_t to = (r + k) % n;
-      step.sends.push_back(chunks.span(to, to, to + 1));
+      step.sends.push_back({to, to * block, r * block, block});
       step.receives_from.push_back(wrap(std::int64_t{r} - k, n));
     }
   }

@@ -10,7 +10,9 @@
 // sends of step s - 1 completed and every transfer to it in step s - 1
 // arrived. Sizes follow nccl-tests: `bytes` is the all-reduce's buffer, the
 // all-gather's output, the reduce-scatter's input, the all-to-all's send
-// buffer per rank; a chunk is bytes / ranks.
+// buffer per rank; a chunk is bytes / ranks. All-to-all is out of place (it
+// reads a send buffer and writes a separate receive buffer, as nccl's
+// does); the others work in one buffer.
 #pragma once
 
 #include <cstdint>
@@ -38,7 +40,8 @@ Algorithm default_algorithm(Operation operation);
 
 struct Transfer {
   std::uint32_t to = 0;
-  std::uint64_t offset = 0;  // in the buffer, the same on both sides
+  std::uint64_t offset = 0;         // in the sender's buffer
+  std::uint64_t remote_offset = 0;  // in the receiver's: the same, but for all-to-all (the sender's slot, receive buffer)
   std::uint64_t bytes = 0;
 };
 

@@ -94,7 +94,9 @@ void CollectiveRunner::on_event(SimTime now, std::uint32_t member) {
     write.opcode = WrOpcode::rdma_write;
     write.send_flags = kSendSignaled;
     write.sg_list = {&sge, 1};
-    write.rdma = {HostNode::kRegionBase + transfer.offset, to.region().rkey};
+    // All-to-all writes a receive buffer beside the send buffer.
+    std::uint64_t receive_buffer = spec_.operation == collective::Operation::alltoall ? spec_.bytes : 0;
+    write.rdma = {HostNode::kRegionBase + receive_buffer + transfer.remote_offset, to.region().rkey};
     if (m.host->engine().post_send(m.qpn_to.at(transfer.to), write) != std::errc{}) {
       throw std::runtime_error("collective member " + std::to_string(member) + ": post_send refused");
     }

@@ -136,8 +136,10 @@ std::string human_summary(const Scenario& scenario, const SimResult& result) {
   out += fmt::format("simulated {:.1f} us in {:.2f} s wall ({} events, {:.2f} M events/s, {:.0f} data packets/s)\n",
                      microseconds(result.sim_time), result.wall_s, result.events,
                      static_cast<double>(result.events) / wall / 1e6, static_cast<double>(c.data_packets) / wall);
-  out += fmt::format("flows: {} of {} finished; FCT p50 {:.1f} us, p99 {:.1f} us, max {:.1f} us\n", fct.size(),
-                     result.flows.size(), percentile_us(fct, 50), percentile_us(fct, 99), percentile_us(fct, 100));
+  if (!result.flows.empty()) {  // a collective alone has none
+    out += fmt::format("flows: {} of {} finished; FCT p50 {:.1f} us, p99 {:.1f} us, max {:.1f} us\n", fct.size(),
+                       result.flows.size(), percentile_us(fct, 50), percentile_us(fct, 99), percentile_us(fct, 100));
+  }
   out += fmt::format(
       "pause frames {} ({:.1f} us paused in all), ECN marked {}, CNPs {}, drops {} (lossless violations {}), "
       "lost on links {}, lost to failed links {}, retransmitted {}\n",

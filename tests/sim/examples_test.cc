@@ -194,6 +194,56 @@ TEST(Examples, AStragglerSlowsTheWholeRing) {
   for (SimTime t : slow.collective_iterations) EXPECT_GT(t, 14 * 671 * kPicosecondsPerUs);
 }
 
+// The collectives on a non-blocking leaf-spine, against the bound nccl-tests'
+// busbw has by definition: a host's link (100 Gb/s, 12.5 GB/s). Ring
+// collectives come close to it under ECMP: half their transfers stay under
+// one leaf, and no two share an uplink. Recursive halving-doubling sends its
+// largest transfers across leaves, two per leaf at once, and ECMP hashes
+// them onto one spine as often as not: per-packet spraying gives it the
+// bound back. All-to-all likewise.
+CollectiveBandwidth collective_run(collective::Operation operation, collective::Algorithm algorithm, Forwarding forwarding) {
+  Scenario scenario = example("collectives.toml");
+  scenario.collective->operation = operation;
+  scenario.collective->algorithm = algorithm;
+  scenario.switches.forwarding = forwarding;
+  SimResult result = run_simulation(scenario);
+  EXPECT_EQ(result.collective_iterations.size(), 3u);
+  EXPECT_FALSE(result.collective_failed);
+  CollectiveBandwidth slowest{1e9, 1e9};
+  for (SimTime t : result.collective_iterations) {
+    CollectiveBandwidth bandwidth = collective_bandwidth(operation, 16 << 20, 8, t);
+    EXPECT_LT(bandwidth.busbw_gb_per_s, 12.5);  // no collective moves data faster than the links
+    if (bandwidth.busbw_gb_per_s < slowest.busbw_gb_per_s) slowest = bandwidth;
+  }
+  return slowest;
+}
+
+TEST(Examples, CollectivesReachTheBusBandwidthTheirLinksAllow) {
+  using collective::Algorithm;
+  using collective::Operation;
+  CollectiveBandwidth all_reduce = collective_run(Operation::all_reduce, Algorithm::ring, Forwarding::ecmp);
+  CollectiveBandwidth all_gather = collective_run(Operation::all_gather, Algorithm::ring, Forwarding::ecmp);
+  CollectiveBandwidth reduce_scatter = collective_run(Operation::reduce_scatter, Algorithm::ring, Forwarding::ecmp);
+  for (const CollectiveBandwidth& ring : {all_reduce, all_gather, reduce_scatter}) EXPECT_GT(ring.busbw_gb_per_s, 0.85 * 12.5);
+  // An all-gather is half an all-reduce: the same busbw, half the time (twice the algbw).
+  EXPECT_NEAR(all_gather.algbw_gb_per_s / all_reduce.algbw_gb_per_s, 2.0, 0.1);
+
+  CollectiveBandwidth halving_ecmp = collective_run(Operation::all_reduce, Algorithm::halving_doubling, Forwarding::ecmp);
+  CollectiveBandwidth halving_spray = collective_run(Operation::all_reduce, Algorithm::halving_doubling, Forwarding::spray);
+  EXPECT_GT(halving_spray.busbw_gb_per_s, 0.85 * 12.5);
+  EXPECT_LT(halving_ecmp.busbw_gb_per_s, 0.6 * halving_spray.busbw_gb_per_s);
+
+  CollectiveBandwidth alltoall_ecmp = collective_run(Operation::alltoall, Algorithm::direct, Forwarding::ecmp);
+  CollectiveBandwidth alltoall_spray = collective_run(Operation::alltoall, Algorithm::direct, Forwarding::spray);
+  EXPECT_GT(alltoall_spray.busbw_gb_per_s, 0.85 * 12.5);
+  EXPECT_LT(alltoall_ecmp.busbw_gb_per_s, 0.8 * alltoall_spray.busbw_gb_per_s);
+  // Pairwise exchange: ranks move from step to step at their own pace, the
+  // load on the spines shifts, sprayed packets overtake each other and
+  // go-back-N resends: slower than sending all at once.
+  CollectiveBandwidth pairwise = collective_run(Operation::alltoall, Algorithm::pairwise, Forwarding::spray);
+  EXPECT_LT(pairwise.busbw_gb_per_s, alltoall_spray.busbw_gb_per_s);
+}
+
 // A leaf-to-spine link fails under ECMP: the flows hashed into it (data or
 // ACKs) stall until the routes converge around it and their retransmission
 // timer fires; the others finish as if nothing happened. A slower

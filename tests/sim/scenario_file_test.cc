@@ -4,8 +4,10 @@
 #include <gtest/gtest.h>
 
 #include <set>
+#include <stdexcept>
 
 #include "sim/scenario_file.h"
+#include "sim/simulation.h"
 
 namespace uroce::sim {
 namespace {
@@ -234,6 +236,17 @@ TEST(ScenarioFile, MistakesAreNamed) {
        "duration_us = 10\n",
        "cannot read"},
       {"seed = 1\n", "[topology] is required"},
+      {"[topology]\nkind = \"star\"\nhosts = 4\n[[workloads]]\nkind = \"collective\"\nbytes = 4000\n",
+       "workloads[0].operation: all_reduce, all_gather, reduce_scatter or alltoall"},
+      {"[topology]\nkind = \"star\"\nhosts = 4\n[[workloads]]\nkind = \"collective\"\noperation = \"broadcast\"\n"
+       "bytes = 4000\n",
+       "'broadcast' is not one of"},
+      {"[topology]\nkind = \"star\"\nhosts = 4\n[[workloads]]\nkind = \"allreduce\"\nalgorithm = \"tree\"\n"
+       "bytes = 4000\n",
+       "'tree' is not one of"},
+      {"[topology]\nkind = \"star\"\nhosts = 4\n[[workloads]]\nkind = \"allreduce\"\noperation = \"alltoall\"\n"
+       "bytes = 4000\n",
+       "unknown key 'operation'"},
       {"[topology]\nkind = \"star\"\nhosts = 3\n[transport]\ntail_timeout_us = -5\n", "transport.tail_timeout_us"},
       {"[topology]\nkind = \"star\"\nhosts = 3\n[[failures]]\nlink = \"s0\"\nat_us = 5\n",
        "failures[0].link: expected the two ends of a link"},
@@ -309,6 +322,36 @@ straggler_link_gbps = 25
   EXPECT_EQ(scenario->collective->straggler, std::optional<std::uint32_t>(0));
   EXPECT_EQ(scenario->collective->straggler_delay, 7 * kPicosecondsPerUs);
   EXPECT_EQ(scenario->topology.edges[0].link.rate_bps, 25'000'000'000u);  // h0's link
+}
+
+TEST(ScenarioFile, ACollectiveNamesItsOperationAndAlgorithm) {
+  auto scenario = parse_scenario(
+      "[topology]\nkind = \"star\"\nhosts = 8\n[[workloads]]\nkind = \"collective\"\noperation = \"alltoall\"\n"
+      "algorithm = \"pairwise\"\ncount = 4\nbytes = 4000\n",
+      "alltoall.toml");
+  ASSERT_TRUE(scenario) << scenario.error();
+  ASSERT_TRUE(scenario->collective);
+  EXPECT_EQ(scenario->collective->operation, collective::Operation::alltoall);
+  EXPECT_EQ(scenario->collective->algorithm, collective::Algorithm::pairwise);
+  EXPECT_EQ(scenario->collective->hosts, (std::vector<std::uint32_t>{0, 1, 2, 3}));
+  auto defaults = parse_scenario(
+      "[topology]\nkind = \"star\"\nhosts = 8\n[[workloads]]\nkind = \"collective\"\noperation = \"alltoall\"\n"
+      "bytes = 4000\n",
+      "direct.toml");
+  ASSERT_TRUE(defaults) << defaults.error();
+  EXPECT_EQ(defaults->collective->algorithm, collective::Algorithm::direct);
+  // Halving-doubling on a rank count that is not a power of two is refused when it runs.
+  auto odd = parse_scenario(
+      "[topology]\nkind = \"star\"\nhosts = 8\n[[workloads]]\nkind = \"allreduce\"\nalgorithm = "
+      "\"halving_doubling\"\ncount = 6\nbytes = 6000\n",
+      "odd.toml");
+  ASSERT_TRUE(odd) << odd.error();
+  try {
+    run_simulation(*odd);
+    ADD_FAILURE() << "ran";
+  } catch (const std::invalid_argument& error) {
+    EXPECT_NE(std::string(error.what()).find("power of two"), std::string::npos) << error.what();
+  }
 }
 
 TEST(ScenarioFile, AMissingFileIsAnError) {

@@ -3,9 +3,9 @@
 # job: two uroce processes over loopback (a server on 127.0.0.2, a client on
 # 127.0.0.3) doing RDMA WRITE, READ, SEND and atomics with every byte checked,
 # then perftest's bandwidth and latency tables, unmodified perftest on the
-# libibverbs (through shared memory, then on the wire), a decode of the public RoCEv2 sample capture, forged packets
-# and a killed peer; last, the fabric simulator on the parking lot, a link
-# failure, and its DCQCN against HPCC's ns-3.
+# libibverbs (through shared memory, then on the wire), a decode of the
+# public RoCEv2 sample capture, forged packets and a killed peer; last, the fabric simulator on the parking lot, a link
+# failure, collectives, and its DCQCN against HPCC's ns-3.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -88,6 +88,13 @@ echo "== A leaf-spine link fails at 100 us (examples/link_failure.toml): routes 
 "$uroce" sim run examples/link_failure.toml --out "$sim_out/failure" --quiet | grep -E "flows:|lost to failed"
 sed 's/^reconverge_us = 500/reconverge_us = 3000/' examples/link_failure.toml > "$sim_out/slow.toml"
 "$uroce" sim run "$sim_out/slow.toml" --out "$sim_out/slow" --quiet | grep -E "flows:"
+echo
+echo "== Collectives on a leaf-spine (examples/collectives.toml): halving-doubling all-reduce under ECMP, then sprayed; a ring"
+"$uroce" sim run examples/collectives.toml --out "$sim_out/hd" --quiet | grep -E "ranks\)"
+sed 's/^pfc = true/pfc = true\nforwarding = "spray"/' examples/collectives.toml > "$sim_out/spray.toml"
+"$uroce" sim run "$sim_out/spray.toml" --out "$sim_out/spray" --quiet | grep -E "ranks\)"
+sed 's/^algorithm = "halving_doubling"/algorithm = "ring"/' examples/collectives.toml > "$sim_out/ring.toml"
+"$uroce" sim run "$sim_out/ring.toml" --out "$sim_out/ring" --quiet | grep -E "ranks\)"
 echo
 echo "== DCQCN against HPCC's ns-3 (ten runs of the peer, stored): slowdown by finishing rank"
 build/release/tests/uroce_sim_tests --gtest_filter='HpccDcqcnValidation.ConnectxDefaults*' | grep -E '^\||toml'

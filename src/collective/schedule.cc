@@ -27,7 +27,7 @@ std::uint32_t wrap(std::int64_t rank, std::uint32_t ranks) {
 // Ring: at step s each rank sends one chunk to the next and receives one
 // from the previous. An all-reduce is 2 (n - 1) such steps (reduce-scatter,
 // then all-gather of the reduced chunks); the others n - 1.
-void ring(Schedule& schedule, std::uint32_t steps, const Chunks& chunks) {
+void ring(Schedule& schedule, std::uint32_t steps, std::uint32_t reducing_steps, const Chunks& chunks) {
   std::uint32_t n = chunks.ranks;
   for (std::uint32_t r = 0; r < n; ++r) {
     for (std::uint32_t s = 0; s < steps; ++s) {
@@ -35,6 +35,7 @@ void ring(Schedule& schedule, std::uint32_t steps, const Chunks& chunks) {
       Step step;
       step.sends.push_back(chunks.span((r + 1) % n, chunk, chunk + 1));
       step.receives_from.push_back(wrap(std::int64_t{r} - 1, n));
+      step.reduce = s < reducing_steps;
       schedule.ranks[r].push_back(std::move(step));
     }
   }
@@ -56,6 +57,7 @@ void halving_doubling(Schedule& schedule, bool halve, bool double_back, const Ch
         step.sends.push_back(keeps_low ? chunks.span(r ^ distance, middle, high[r])
                                        : chunks.span(r ^ distance, low[r], middle));
         step.receives_from.push_back(r ^ distance);
+        step.reduce = true;
         schedule.ranks[r].push_back(std::move(step));
       }
       (keeps_low ? high[r] : low[r]) = middle;
@@ -97,6 +99,44 @@ void alltoall(Schedule& schedule, bool pairwise, const Chunks& chunks) {
   }
 }
 
+// The double binary tree. Tree 0 is a heap over the ranks (node i's
+// children are 2i + 1 and 2i + 2); tree 1 mirrors it. Each tree reduces
+// and broadcasts half the buffer in kTreeChunks chunks. Going up, a node at
+// depth d sends chunk c to its parent at step (depth - d) + c, where depth
+// is the deepest node's: leaves start at once, and each node sends a chunk
+// the step after its children's copies of it arrived. Going down, from step
+// `up` on (when the roots hold every chunk), a node at depth d sends chunk
+// c to its children at step up + d + c.
+void double_binary_tree(Schedule& schedule, const Chunks& chunks) {
+  std::uint32_t n = chunks.ranks;
+  auto depth_of = [](std::uint32_t node) { return static_cast<std::uint32_t>(std::bit_width(node + 1) - 1); };
+  std::uint32_t depth = depth_of(n - 1);
+  std::uint32_t up = depth + kTreeChunks - 1;                   // steps going up
+  std::uint32_t down = depth == 0 ? 0 : depth + kTreeChunks - 1;  // steps going down
+  for (auto& steps : schedule.ranks) {
+    steps.resize(up + down);
+    for (std::uint32_t s = 0; s < up; ++s) steps[s].reduce = true;
+  }
+  // Chunk c of tree t: [boundary(t, c), boundary(t, c + 1)) of the buffer.
+  Chunks pieces{chunks.bytes, 2 * kTreeChunks};
+  for (std::uint32_t tree = 0; tree < 2; ++tree) {
+    auto rank_of = [&](std::uint32_t node) { return tree == 0 ? node : n - 1 - node; };
+    for (std::uint32_t node = 1; node < n; ++node) {
+      std::uint32_t parent = (node - 1) / 2;
+      std::uint32_t d = depth_of(node);
+      for (std::uint32_t c = 0; c < kTreeChunks; ++c) {
+        std::uint32_t piece = tree * kTreeChunks + c;
+        std::uint32_t step_up = (depth - d) + c;
+        schedule.ranks[rank_of(node)][step_up].sends.push_back(pieces.span(rank_of(parent), piece, piece + 1));
+        schedule.ranks[rank_of(parent)][step_up].receives_from.push_back(rank_of(node));
+        std::uint32_t step_down = up + (d - 1) + c;  // the parent, at depth d - 1, sends it down
+        schedule.ranks[rank_of(parent)][step_down].sends.push_back(pieces.span(rank_of(node), piece, piece + 1));
+        schedule.ranks[rank_of(node)][step_down].receives_from.push_back(rank_of(parent));
+      }
+    }
+  }
+}
+
 }  // namespace
 
 const char* to_string(Operation operation) {
@@ -113,6 +153,7 @@ const char* to_string(Algorithm algorithm) {
   switch (algorithm) {
     case Algorithm::ring: return "ring";
     case Algorithm::halving_doubling: return "halving_doubling";
+    case Algorithm::double_binary_tree: return "double_binary_tree";
     case Algorithm::direct: return "direct";
     case Algorithm::pairwise: return "pairwise";
   }
@@ -128,10 +169,11 @@ Expected<Operation, std::string> operation_from(const std::string& name) {
 }
 
 Expected<Algorithm, std::string> algorithm_from(const std::string& name) {
-  for (Algorithm algorithm : {Algorithm::ring, Algorithm::halving_doubling, Algorithm::direct, Algorithm::pairwise}) {
+  for (Algorithm algorithm : {Algorithm::ring, Algorithm::halving_doubling, Algorithm::double_binary_tree,
+                              Algorithm::direct, Algorithm::pairwise}) {
     if (name == to_string(algorithm)) return algorithm;
   }
-  return unexpected("'" + name + "' is not one of ring, halving_doubling, direct, pairwise");
+  return unexpected("'" + name + "' is not one of ring, halving_doubling, double_binary_tree, direct, pairwise");
 }
 
 Algorithm default_algorithm(Operation operation) {
@@ -158,6 +200,12 @@ Expected<Schedule, std::string> make_schedule(Operation operation, Algorithm alg
   if (algorithm == Algorithm::halving_doubling && !std::has_single_bit(ranks)) {
     return unexpected(name + ": needs a power of two ranks, not " + std::to_string(ranks));
   }
+  if (algorithm == Algorithm::double_binary_tree && operation != Operation::all_reduce) {
+    return unexpected(name + ": the double binary tree is an all-reduce");
+  }
+  if (algorithm == Algorithm::double_binary_tree && bytes < 2 * kTreeChunks) {
+    return unexpected(name + ": needs at least " + std::to_string(2 * kTreeChunks) + " bytes");
+  }
   Schedule schedule;
   schedule.operation = operation;
   schedule.algorithm = algorithm;
@@ -168,7 +216,10 @@ Expected<Schedule, std::string> make_schedule(Operation operation, Algorithm alg
   bool gathers = operation != Operation::reduce_scatter;
   switch (algorithm) {
     case Algorithm::ring:
-      ring(schedule, (reduces && gathers ? 2 : 1) * (ranks - 1), chunks);
+      ring(schedule, (reduces && gathers ? 2 : 1) * (ranks - 1), reduces ? ranks - 1 : 0, chunks);
+      break;
+    case Algorithm::double_binary_tree:
+      double_binary_tree(schedule, chunks);
       break;
     case Algorithm::halving_doubling:
       halving_doubling(schedule, reduces, gathers, chunks);

@@ -5,6 +5,12 @@
 // WRITEs (sim/collective_runner.h), and a runner on a real network could
 // drive the same one.
 //
+// The double binary tree (NCCL's for large all-reduces) cuts each half of
+// the buffer into kTreeChunks chunks that flow up one tree level per step,
+// summed at each node, then down again from the root; the second tree is
+// the first mirrored (rank r as n - 1 - r), so that a rank that is a leaf
+// in one is inside the other.
+//
 // Steps are aligned across ranks: a transfer in rank a's step s to rank b is
 // one of the receives of b's step s. A rank may start step s once its own
 // sends of step s - 1 completed and every transfer to it in step s - 1
@@ -27,9 +33,12 @@ enum class Operation : std::uint8_t { all_reduce, all_gather, reduce_scatter, al
 enum class Algorithm : std::uint8_t {
   ring,              // n - 1 steps per phase, one chunk to the next rank
   halving_doubling,  // recursive halving then doubling (Rabenseifner): log2 n steps per phase; ranks a power of two
+  double_binary_tree,  // all-reduce: two mirrored binary trees, half the data each, pipelined in chunks
   direct,            // all-to-all: every send in one step
   pairwise,          // all-to-all: n - 1 steps, step k to rank + k
 };
+
+inline constexpr std::uint32_t kTreeChunks = 8;
 
 const char* to_string(Operation operation);
 const char* to_string(Algorithm algorithm);
@@ -48,6 +57,7 @@ struct Transfer {
 struct Step {
   std::vector<Transfer> sends;
   std::vector<std::uint32_t> receives_from;  // the ranks whose transfers to this one are in this step
+  bool reduce = false;  // what arrives in this step is summed into the buffer, not copied over it
 };
 
 struct Schedule {
@@ -64,7 +74,7 @@ struct Schedule {
 
 // An error names what does not fit: fewer than 2 ranks, an algorithm that
 // does not do this operation, halving-doubling on a rank count that is not a
-// power of two, fewer bytes than ranks.
+// power of two, fewer bytes than ranks (or than a tree's pipeline chunks).
 Expected<Schedule, std::string> make_schedule(Operation operation, Algorithm algorithm, std::uint32_t ranks,
                                               std::uint64_t bytes);
 

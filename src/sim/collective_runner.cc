@@ -132,7 +132,14 @@ void CollectiveRunner::note_step_progress(std::uint32_t member, std::uint32_t st
     m.steps_done = static_cast<std::uint32_t>(schedule_.steps());
     if (++members_finished_ == members_.size()) {
       iteration_times_.push_back(now - iteration_start_);
-      if (iteration_times_.size() < spec_.iterations) start_iteration(now);
+      finished_at_ = now;
+      if (iteration_times_.size() < spec_.iterations) {
+        if (spec_.iteration_gap == 0) {
+          start_iteration(now);
+        } else {
+          world_.events.schedule(now + spec_.iteration_gap, this, kStartTag);
+        }
+      }
       return;
     }
   }

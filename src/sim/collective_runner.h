@@ -28,6 +28,7 @@ class CollectiveRunner final : public EventHandler {
   bool running() const { return iteration_times_.size() < spec_.iterations && !failed_; }
   bool failed() const { return failed_; }
   const std::vector<SimTime>& iteration_times() const { return iteration_times_; }
+  SimTime finished_at() const { return finished_at_; }  // when the last finished iteration ended
   const collective::Schedule& schedule() const { return schedule_; }
 
   // A completion whose wr_id has kCollectiveWork set.
@@ -56,6 +57,7 @@ class CollectiveRunner final : public EventHandler {
   std::uint32_t members_finished_ = 0;
   SimTime iteration_start_ = 0;
   std::vector<SimTime> iteration_times_;
+  SimTime finished_at_ = 0;
   bool failed_ = false;
 };
 

@@ -35,7 +35,8 @@ struct FlowSpec {
 // is one RDMA WRITE. A member starts a step once its own previous step's
 // WRITEs and those sent to it in that step have completed, and after
 // step_compute (plus straggler_delay on the straggler). The next iteration
-// starts when every member has finished its last step.
+// starts iteration_gap after every member has finished its last step (a
+// training step's compute between two collectives).
 struct CollectiveSpec {
   std::vector<std::uint32_t> hosts;  // rank order (the ring's, for a ring)
   std::uint64_t bytes = 0;           // the collective's size, as nccl-tests counts it
@@ -46,6 +47,7 @@ struct CollectiveSpec {
   SimTime straggler_delay = 0;
   collective::Operation operation = collective::Operation::all_reduce;
   collective::Algorithm algorithm = collective::Algorithm::ring;
+  SimTime iteration_gap = 0;
 };
 
 // A failure at `at` that recovers at `recover` (kSimNever: never): the link

@@ -64,6 +64,7 @@ nlohmann::ordered_json collective_json(const CollectiveSpec& spec, const SimResu
   return {{"operation", collective::to_string(spec.operation)}, {"algorithm", collective::to_string(spec.algorithm)},
           {"ranks", spec.hosts.size()}, {"bytes", spec.bytes},
           {"iterations", result.collective_iterations.size()}, {"failed", result.collective_failed},
+          {"elapsed_us", result.collective_iterations.empty() ? 0.0 : microseconds(result.collective_finished_at - spec.start)},
           {"iteration_us", times}, {"algbw_gb_per_s", algbw}, {"busbw_gb_per_s", busbw}};
 }
 

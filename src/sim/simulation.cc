@@ -230,6 +230,7 @@ SimResult run_simulation(const Scenario& scenario, const std::function<void(doub
   if (collective) {
     result.collective_iterations = collective->iteration_times();
     result.collective_failed = collective->failed();
+    result.collective_finished_at = collective->finished_at();
   }
   fabric.close_pauses(events.now());
   result.fabric = world.counters;

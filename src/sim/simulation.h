@@ -40,6 +40,7 @@ struct SimResult {
   std::optional<Deadlock> deadlock;  // the run stopped here
   std::vector<SimTime> collective_iterations;  // each finished iteration's duration
   bool collective_failed = false;
+  SimTime collective_finished_at = 0;  // when the last finished iteration ended
   SimTime sample_interval = 0;
   std::vector<FabricSample> samples;
   std::vector<std::vector<std::uint64_t>> flow_delivered;  // [sample][flow], when flows were sampled

@@ -24,7 +24,8 @@ constexpr std::size_t kMaxGeneratedFlows = 2'000'000;
 // says halving_doubling) or kind "collective" with `operation` (all_reduce,
 // all_gather, reduce_scatter, alltoall) and `algorithm` (ring,
 // halving_doubling; direct, pairwise for alltoall). Hosts: a list in rank
-// order, or the first `count`; iterations, per-step compute, and a straggler
+// order, or the first `count`; iterations, the compute between them
+// (iteration_gap_us), per-step compute, and a straggler
 // that is slow to compute (straggler_delay_us per step) or sits behind a slow
 // link (straggler_link_gbps replaces its link's rate).
 void collective_from(const toml::table& entry, const std::string& where, std::uint64_t bytes, SimTime start,
@@ -33,11 +34,11 @@ void collective_from(const toml::table& entry, const std::string& where, std::ui
   if (general) {
     only_keys(entry, where,
               {"kind", "bytes", "start_us", "hosts", "count", "iterations", "step_compute_us", "straggler",
-               "straggler_delay_us", "straggler_link_gbps", "algorithm", "operation"});
+               "straggler_delay_us", "straggler_link_gbps", "algorithm", "operation", "iteration_gap_us"});
   } else {
     only_keys(entry, where,
               {"kind", "bytes", "start_us", "hosts", "count", "iterations", "step_compute_us", "straggler",
-               "straggler_delay_us", "straggler_link_gbps", "algorithm"});
+               "straggler_delay_us", "straggler_link_gbps", "algorithm", "iteration_gap_us"});
   }
   if (scenario.collective) throw ScenarioError(where + ": a scenario has one collective at most");
   std::uint32_t hosts = scenario.topology.hosts;
@@ -49,7 +50,8 @@ void collective_from(const toml::table& entry, const std::string& where, std::ui
   }
   ring.algorithm = collective::default_algorithm(ring.operation);
   if (entry.contains("algorithm")) {
-    std::string name = text(entry, where, "algorithm", "", {"ring", "halving_doubling", "direct", "pairwise"});
+    std::string name =
+        text(entry, where, "algorithm", "", {"ring", "halving_doubling", "double_binary_tree", "direct", "pairwise"});
     ring.algorithm = *collective::algorithm_from(name);
   }
   ring.hosts = host_list(entry, where, "hosts", hosts);
@@ -61,6 +63,7 @@ void collective_from(const toml::table& entry, const std::string& where, std::ui
   ring.start = start;
   ring.iterations = number<std::uint32_t>(entry, where, "iterations", 1, 1, 1'000'000);
   ring.step_compute = microseconds_field(entry, where, "step_compute_us", 0, 1e6);
+  ring.iteration_gap = microseconds_field(entry, where, "iteration_gap_us", 0, 1e7);
   if (entry.contains("straggler")) {
     ring.straggler = number<std::uint32_t>(entry, where, "straggler", 0, 0, hosts - 1);
     ring.straggler_delay = microseconds_field(entry, where, "straggler_delay_us", 0, 1e6);

@@ -20,30 +20,41 @@
 namespace uroce::collective {
 namespace {
 
-// The symbolic buffers, at chunk granularity (bytes = ranks x kChunk, so
-// every transfer covers whole chunks).
-constexpr std::uint64_t kChunk = 1000;
+// The symbolic buffers, in units of kUnit bytes; a rank's chunk (bytes /
+// ranks) is kUnitsPerChunk units, and so is a tree's piece times ranks / 16.
+// Sizes are bytes_for(n), so that every transfer covers whole units.
+constexpr std::uint64_t kUnit = 10;
+constexpr std::uint64_t kUnitsPerChunk = 2 * kTreeChunks;
+std::uint64_t bytes_for(std::uint32_t ranks) { return ranks * kUnitsPerChunk * kUnit; }
 using Counts = std::vector<int>;  // per contributing rank
 
 struct Model {
   std::uint32_t n;
-  std::vector<std::vector<Counts>> chunks;  // [rank][chunk]
+  std::vector<std::vector<Counts>> units;  // [rank][unit]
 
-  Model(std::uint32_t ranks, Operation operation) : n(ranks), chunks(ranks, std::vector<Counts>(ranks, Counts(ranks, 0))) {
+  Model(std::uint32_t ranks, Operation operation)
+      : n(ranks), units(ranks, std::vector<Counts>(ranks * kUnitsPerChunk, Counts(ranks, 0))) {
     for (std::uint32_t r = 0; r < n; ++r) {
-      for (std::uint32_t c = 0; c < n; ++c) {
+      for (std::uint64_t u = 0; u < units[r].size(); ++u) {
         // An all-gather rank starts with its own chunk only; the others with all of theirs.
-        if (operation != Operation::all_gather || c == r) chunks[r][c][r] = 1;
+        if (operation != Operation::all_gather || u / kUnitsPerChunk == r) units[r][u][r] = 1;
       }
     }
+  }
+  // What rank r's chunk c holds, if all its units agree (else an empty Counts).
+  Counts chunk(std::uint32_t r, std::uint32_t c) const {
+    for (std::uint64_t u = c * kUnitsPerChunk + 1; u < (c + 1) * kUnitsPerChunk; ++u) {
+      if (units[r][u] != units[r][c * kUnitsPerChunk]) return {};
+    }
+    return units[r][c * kUnitsPerChunk];
   }
 };
 
 // Runs the schedule step by step: every transfer of a step reads the
-// sender's buffer as the step began; a reducing step adds what arrives, a
-// gathering one copies it over. All-to-all is out of place, as nccl's: it
-// reads a send buffer that nothing writes and writes a receive buffer.
-Model run(const Schedule& schedule, const std::vector<bool>& reducing_step) {
+// sender's buffer as the step began; the receiver's step says whether what
+// arrives is added (reduce) or copied over. All-to-all is out of place, as
+// nccl's: it reads a send buffer that nothing writes and writes a receive buffer.
+Model run(const Schedule& schedule) {
   std::uint32_t n = schedule.rank_count();
   Model model(n, schedule.operation);
   const Model send_buffer = model;
@@ -51,23 +62,19 @@ Model run(const Schedule& schedule, const std::vector<bool>& reducing_step) {
     Model before = schedule.operation == Operation::alltoall ? send_buffer : model;
     for (std::uint32_t r = 0; r < n; ++r) {
       for (const Transfer& transfer : schedule.ranks[r][s].sends) {
-        EXPECT_EQ(transfer.offset % kChunk, 0u);
-        EXPECT_EQ(transfer.bytes % kChunk, 0u);
-        for (std::uint64_t i = 0; i < transfer.bytes / kChunk; ++i) {
-          const Counts& sent = before.chunks[r][transfer.offset / kChunk + i];
-          Counts& into = model.chunks[transfer.to][transfer.remote_offset / kChunk + i];
-          for (std::uint32_t k = 0; k < n; ++k) into[k] = reducing_step[s] ? into[k] + sent[k] : sent[k];
+        EXPECT_EQ(transfer.offset % kUnit, 0u);
+        EXPECT_EQ(transfer.remote_offset % kUnit, 0u);
+        EXPECT_EQ(transfer.bytes % kUnit, 0u);
+        bool reduce = schedule.ranks[transfer.to][s].reduce;
+        for (std::uint64_t i = 0; i < transfer.bytes / kUnit; ++i) {
+          const Counts& sent = before.units[r][transfer.offset / kUnit + i];
+          Counts& into = model.units[transfer.to][transfer.remote_offset / kUnit + i];
+          for (std::uint32_t k = 0; k < n; ++k) into[k] = reduce ? into[k] + sent[k] : sent[k];
         }
       }
     }
   }
   return model;
-}
-
-std::vector<bool> phases(std::size_t reducing, std::size_t gathering) {
-  std::vector<bool> steps(reducing, true);
-  steps.resize(reducing + gathering, false);
-  return steps;
 }
 
 void expect_steps_line_up(const Schedule& schedule) {
@@ -101,38 +108,47 @@ class AllReduce : public ::testing::TestWithParam<std::tuple<Algorithm, std::uin
 
 TEST_P(AllReduce, EveryBufferHoldsEveryContributionOnce) {
   auto [algorithm, n] = GetParam();
-  auto schedule = make_schedule(Operation::all_reduce, algorithm, n, n * kChunk);
+  auto schedule = make_schedule(Operation::all_reduce, algorithm, n, bytes_for(n));
   ASSERT_TRUE(schedule) << schedule.error();
   expect_steps_line_up(*schedule);
-  std::size_t half = schedule->steps() / 2;
-  EXPECT_EQ(schedule->steps(), algorithm == Algorithm::ring ? 2 * (n - 1) : 2 * static_cast<std::size_t>(std::countr_zero(n)));
-  Model model = run(*schedule, phases(half, half));
-  for (std::uint32_t r = 0; r < n; ++r) {
-    for (std::uint32_t c = 0; c < n; ++c) EXPECT_EQ(model.chunks[r][c], Counts(n, 1)) << "rank " << r << " chunk " << c;
+  std::size_t steps = schedule->steps();
+  if (algorithm == Algorithm::ring) {
+    EXPECT_EQ(steps, 2 * (n - 1));
+  } else if (algorithm == Algorithm::halving_doubling) {
+    EXPECT_EQ(steps, 2u * std::countr_zero(n));
   }
-  expect_each_rank_sends(*schedule, 2.0 * (n - 1) / n);
+  Model model = run(*schedule);
+  for (std::uint32_t r = 0; r < n; ++r) {
+    for (std::uint32_t c = 0; c < n; ++c) EXPECT_EQ(model.chunk(r, c), Counts(n, 1)) << "rank " << r << " chunk " << c;
+  }
+  // A tree's inner nodes send more than its leaves; the others' ranks all move the same share.
+  if (algorithm != Algorithm::double_binary_tree) expect_each_rank_sends(*schedule, 2.0 * (n - 1) / n);
 }
 
 INSTANTIATE_TEST_SUITE_P(Schedules, AllReduce,
                          ::testing::Values(std::tuple{Algorithm::ring, 2u}, std::tuple{Algorithm::ring, 5u},
                                            std::tuple{Algorithm::ring, 16u}, std::tuple{Algorithm::halving_doubling, 2u},
                                            std::tuple{Algorithm::halving_doubling, 8u},
-                                           std::tuple{Algorithm::halving_doubling, 32u}));
+                                           std::tuple{Algorithm::halving_doubling, 32u},
+                                           std::tuple{Algorithm::double_binary_tree, 2u},
+                                           std::tuple{Algorithm::double_binary_tree, 3u},
+                                           std::tuple{Algorithm::double_binary_tree, 8u},
+                                           std::tuple{Algorithm::double_binary_tree, 13u}));
 
 class ReduceScatterAndAllGather : public ::testing::TestWithParam<std::tuple<Algorithm, std::uint32_t>> {};
 
 TEST_P(ReduceScatterAndAllGather, EachRankEndsWithItsShare) {
   auto [algorithm, n] = GetParam();
-  auto scatter = make_schedule(Operation::reduce_scatter, algorithm, n, n * kChunk);
+  auto scatter = make_schedule(Operation::reduce_scatter, algorithm, n, bytes_for(n));
   ASSERT_TRUE(scatter) << scatter.error();
   expect_steps_line_up(*scatter);
-  Model reduced = run(*scatter, phases(scatter->steps(), 0));
+  Model reduced = run(*scatter);
   // Every rank ends with one chunk fully reduced, and no two ranks the same one.
   std::vector<int> owners(n, 0);
   for (std::uint32_t r = 0; r < n; ++r) {
     int complete = 0;
     for (std::uint32_t c = 0; c < n; ++c) {
-      if (reduced.chunks[r][c] == Counts(n, 1)) {
+      if (reduced.chunk(r, c) == Counts(n, 1)) {
         ++complete;
         ++owners[c];
       }
@@ -142,15 +158,15 @@ TEST_P(ReduceScatterAndAllGather, EachRankEndsWithItsShare) {
   EXPECT_EQ(owners, std::vector<int>(n, 1));
   expect_each_rank_sends(*scatter, static_cast<double>(n - 1) / n);
 
-  auto gather = make_schedule(Operation::all_gather, algorithm, n, n * kChunk);
+  auto gather = make_schedule(Operation::all_gather, algorithm, n, bytes_for(n));
   ASSERT_TRUE(gather) << gather.error();
   expect_steps_line_up(*gather);
-  Model gathered = run(*gather, phases(0, gather->steps()));
+  Model gathered = run(*gather);
   for (std::uint32_t r = 0; r < n; ++r) {
     for (std::uint32_t c = 0; c < n; ++c) {
       Counts only_c(n, 0);
       only_c[c] = 1;
-      EXPECT_EQ(gathered.chunks[r][c], only_c) << "rank " << r << " chunk " << c;
+      EXPECT_EQ(gathered.chunk(r, c), only_c) << "rank " << r << " chunk " << c;
     }
   }
   expect_each_rank_sends(*gather, static_cast<double>(n - 1) / n);
@@ -165,17 +181,17 @@ TEST(AllToAll, RankQHoldsInSlotPWhatRankPMeantForQ) {
   for (Algorithm algorithm : {Algorithm::direct, Algorithm::pairwise}) {
     for (std::uint32_t n : {2u, 3u, 8u}) {
       SCOPED_TRACE(std::string(to_string(algorithm)) + " " + std::to_string(n));
-      auto schedule = make_schedule(Operation::alltoall, algorithm, n, n * kChunk);
+      auto schedule = make_schedule(Operation::alltoall, algorithm, n, bytes_for(n));
       ASSERT_TRUE(schedule) << schedule.error();
       expect_steps_line_up(*schedule);
       EXPECT_EQ(schedule->steps(), algorithm == Algorithm::direct ? 1u : n - 1);
       // Model: rank p's chunk q is marked "from p for q" (count 1 at p, and q known by position).
-      Model model = run(*schedule, std::vector<bool>(schedule->steps(), false));
+      Model model = run(*schedule);
       for (std::uint32_t q = 0; q < n; ++q) {
         for (std::uint32_t p = 0; p < n; ++p) {
           Counts from_p(n, 0);
           from_p[p] = 1;
-          EXPECT_EQ(model.chunks[q][p], from_p) << "rank " << q << " slot " << p;
+          EXPECT_EQ(model.chunk(q, p), from_p) << "rank " << q << " slot " << p;
         }
       }
       expect_each_rank_sends(*schedule, static_cast<double>(n - 1) / n);
@@ -200,6 +216,9 @@ TEST(Schedules, WhatCannotBeBuiltIsRefusedWithAReason) {
   EXPECT_FALSE(operation_from("allreduce"));
   EXPECT_EQ(*operation_from("all_gather"), Operation::all_gather);
   EXPECT_FALSE(algorithm_from("tree"));
+  auto tree_gather = make_schedule(Operation::all_gather, Algorithm::double_binary_tree, 4, 4000);
+  ASSERT_FALSE(tree_gather);
+  EXPECT_NE(tree_gather.error().find("is an all-reduce"), std::string::npos) << tree_gather.error();
 }
 
 // Sizes that do not divide: the chunks still cover the buffer exactly.

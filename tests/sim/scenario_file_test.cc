@@ -327,13 +327,14 @@ straggler_link_gbps = 25
 TEST(ScenarioFile, ACollectiveNamesItsOperationAndAlgorithm) {
   auto scenario = parse_scenario(
       "[topology]\nkind = \"star\"\nhosts = 8\n[[workloads]]\nkind = \"collective\"\noperation = \"alltoall\"\n"
-      "algorithm = \"pairwise\"\ncount = 4\nbytes = 4000\n",
+      "algorithm = \"pairwise\"\ncount = 4\nbytes = 4000\niteration_gap_us = 25\n",
       "alltoall.toml");
   ASSERT_TRUE(scenario) << scenario.error();
   ASSERT_TRUE(scenario->collective);
   EXPECT_EQ(scenario->collective->operation, collective::Operation::alltoall);
   EXPECT_EQ(scenario->collective->algorithm, collective::Algorithm::pairwise);
   EXPECT_EQ(scenario->collective->hosts, (std::vector<std::uint32_t>{0, 1, 2, 3}));
+  EXPECT_EQ(scenario->collective->iteration_gap, 25 * kPicosecondsPerUs);
   auto defaults = parse_scenario(
       "[topology]\nkind = \"star\"\nhosts = 8\n[[workloads]]\nkind = \"collective\"\noperation = \"alltoall\"\n"
       "bytes = 4000\n",

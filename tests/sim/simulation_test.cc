@@ -143,6 +143,26 @@ TEST(Simulation, DwrrSharesAPortByWeightWhereStrictPriorityStarves) {
   EXPECT_LT(ratio, 3.3);
 }
 
+// Training: a collective per iteration with compute between them. The
+// iterations take as long as without the gap (the fabric is idle in it) and
+// the run as long as the iterations plus the gaps.
+TEST(Simulation, ComputeBetweenIterationsAddsExactlyItsGaps) {
+  Scenario scenario;
+  scenario.topology = star(4, k100G);
+  scenario.collective = CollectiveSpec{{0, 1, 2, 3}, 4 << 20, 3, 0, 0, std::nullopt, 0};
+  SimResult back_to_back = run_simulation(scenario);
+  scenario.collective->iteration_gap = 200 * kUs;
+  SimResult training = run_simulation(scenario);
+  ASSERT_EQ(training.collective_iterations.size(), 3u);
+  SimTime busy = 0;
+  for (std::size_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(training.collective_iterations[i], back_to_back.collective_iterations[i]);
+    busy += training.collective_iterations[i];
+  }
+  EXPECT_EQ(training.collective_finished_at, busy + 2 * 200 * kUs);
+  EXPECT_EQ(back_to_back.collective_finished_at, busy);
+}
+
 TEST(Simulation, ASlowHostDelaysEveryStepOfTheRing) {
   Scenario scenario;
   scenario.topology = star(4, k100G);

@@ -167,7 +167,12 @@ Expected<LocalInbox, std::string> LocalInbox::create(const Gid& gid, std::uint16
   ::unlink(inbox.path_.c_str());
   int fd = ::open(inbox.path_.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
   if (fd < 0) return failed("cannot create");
-  if (::ftruncate(fd, kSegmentBytes) != 0) {
+  // Sized sparse; the header and lane indexes reserved now (a full /dev/shm
+  // fails here, not with SIGBUS at the first store), each lane's slots by
+  // the sender that claims it.
+  int reserved = ::ftruncate(fd, kSegmentBytes) != 0 ? errno : ::posix_fallocate(fd, 0, kSlotsOffset);
+  if (reserved != 0) {
+    errno = reserved;
     ::close(fd);
     ::unlink(inbox.path_.c_str());
     return failed("cannot size");
@@ -277,12 +282,15 @@ void LocalInbox::announce_awake() { mapping_.segment().sleeping.store(0, std::me
 std::optional<LocalOutbox> LocalOutbox::attach(const std::string& path, std::uint64_t token) {
   int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW);
   if (fd < 0) return std::nullopt;
+  struct FileCloser {
+    int fd;
+    ~FileCloser() { ::close(fd); }
+  } closer{fd};
   struct stat file {};
   // Only a segment of our own user, of the size this version lays out.
   bool usable = ::fstat(fd, &file) == 0 && S_ISREG(file.st_mode) && file.st_uid == ::geteuid() &&
                 static_cast<std::size_t>(file.st_size) == kSegmentBytes;
   void* base = usable ? ::mmap(nullptr, kSegmentBytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0) : MAP_FAILED;
-  ::close(fd);
   if (base == MAP_FAILED) return std::nullopt;
   LocalOutbox outbox;
   outbox.mapping_ = SegmentMapping(base, kSegmentBytes);
@@ -307,8 +315,18 @@ std::optional<LocalOutbox> LocalOutbox::attach(const std::string& path, std::uin
   if (outbox.wake_fd_ < 0 || ::connect(outbox.wake_fd_, reinterpret_cast<const sockaddr*>(&address), address_length) != 0) {
     return std::nullopt;
   }
+  bool no_room = false;  // /dev/shm is full
   auto claim = [&](std::uint32_t lane, std::uint64_t expected) {
     if (!segment.lanes[lane].owner.compare_exchange_strong(expected, token, std::memory_order_acq_rel)) return false;
+    // The segment is sparse: reserve the lane's memory now, so that a full
+    // /dev/shm (64 MiB in a default container) refuses the lane here rather
+    // than raising SIGBUS at a later store into it.
+    off_t lane_at = static_cast<off_t>(kSlotsOffset + std::size_t{lane} * kLocalSlotsPerLane * kSlotBytes);
+    if (::posix_fallocate(fd, lane_at, static_cast<off_t>(kLocalSlotsPerLane * kSlotBytes)) != 0) {
+      segment.lanes[lane].owner.store(expected, std::memory_order_release);
+      no_room = true;
+      return false;
+    }
     outbox.lane_ = lane;
     outbox.token_ = token;  // from here on the destructor gives the lane back
     segment.claimed_lanes.fetch_or(std::uint64_t{1} << lane, std::memory_order_acq_rel);
@@ -316,9 +334,10 @@ std::optional<LocalOutbox> LocalOutbox::attach(const std::string& path, std::uin
     outbox.known_tail_ = segment.lanes[lane].tail.load(std::memory_order_acquire);
     return true;
   };
-  for (std::uint32_t lane = 0; lane < kLocalLanes; ++lane) {
+  for (std::uint32_t lane = 0; lane < kLocalLanes && !no_room; ++lane) {
     if (claim(lane, 0)) return outbox;
   }
+  if (no_room) return std::nullopt;
   // All taken: take over a lane whose sender's process is gone.
   for (std::uint32_t lane = 0; lane < kLocalLanes; ++lane) {
     std::uint64_t owner = segment.lanes[lane].owner.load(std::memory_order_acquire);

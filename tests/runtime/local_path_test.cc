@@ -9,7 +9,9 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sched.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -224,6 +226,31 @@ TEST(LocalRing, ANewReceiverRemovesWhatDeadReceiversLeft) {
   EXPECT_FALSE(exists(dead.path));
   EXPECT_FALSE(exists(dead.path + ".wake"));
   EXPECT_TRUE(exists(fresh.path));
+}
+
+// /dev/shm too small for a lane (a container's, full): the sender is refused
+// the lane when it attaches, and goes by UDP, instead of dying of SIGBUS at
+// its first store into a page tmpfs cannot give. Needs root (a mount
+// namespace with a 64 KiB tmpfs on /dev/shm); skipped otherwise.
+TEST(LocalRing, AFullDevShmRefusesTheLaneInsteadOfRaisingSigbus) {
+  Lanes lanes(11);
+  pid_t child = ::fork();
+  if (child == 0) {
+    if (::unshare(CLONE_NEWNS) != 0 || ::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0 ||
+        ::mount("tmpfs", "/dev/shm", "tmpfs", 0, "size=64k") != 0) {
+      ::_exit(77);
+    }
+    auto inbox = LocalInbox::create(lanes.gid, 4791);  // its header fits
+    if (!inbox) ::_exit(2);
+    auto outbox = LocalOutbox::attach(lanes.path, token_of(::getpid(), 1));
+    if (outbox) outbox->put(datagram(1));  // SIGBUS, had the lane been given
+    ::_exit(outbox ? 3 : 0);
+  }
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 77) GTEST_SKIP() << "no mount namespace (needs root)";
+  ASSERT_TRUE(WIFEXITED(status)) << "killed by signal " << WTERMSIG(status);
+  EXPECT_EQ(WEXITSTATUS(status), 0);
 }
 
 // A receiver killed while it slept: the sender that rings it gets an error

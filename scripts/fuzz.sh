@@ -33,3 +33,4 @@ run_fuzzer oob_line_fuzzer tests/fuzz/oob_corpus
 run_fuzzer cdf_fuzzer tests/fuzz/cdf_corpus
 run_fuzzer pcap_fuzzer tests/fuzz/pcap_corpus
 run_fuzzer scenario_fuzzer examples
+run_fuzzer local_ring_fuzzer tests/fuzz/local_ring_corpus

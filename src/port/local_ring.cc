@@ -275,6 +275,8 @@ void LocalInbox::announce_sleep() {
   std::atomic_thread_fence(std::memory_order_seq_cst);
 }
 
+ByteSpan LocalInbox::segment_bytes() const { return mapping_.bytes(); }
+
 void LocalInbox::announce_awake() { mapping_.segment().sleeping.store(0, std::memory_order_relaxed); }
 
 // ---- a sender ---------------------------------------------------------------------

@@ -46,6 +46,7 @@ class SegmentMapping {
   SegmentMapping& operator=(SegmentMapping&& other) noexcept;
   ~SegmentMapping();
   LocalSegment& segment() const { return *static_cast<LocalSegment*>(base_); }
+  ByteSpan bytes() const { return ByteSpan(static_cast<const std::uint8_t*>(base_), length_); }
   std::uint8_t* slot(std::uint32_t lane, std::uint64_t index) const;
 
  private:
@@ -73,6 +74,8 @@ class LocalInbox {
   // sender that puts a datagram rings. After the sleep: senders stop ringing.
   void announce_sleep();
   void announce_awake();
+  // The whole segment as this process maps it: what take()'s spans must lie in.
+  ByteSpan segment_bytes() const;
 
  private:
   LocalInbox() = default;

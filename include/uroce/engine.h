@@ -258,6 +258,7 @@ struct EngineCounters {
   std::uint64_t unknown_qp_packets = 0;
   std::uint64_t duplicate_requests = 0;
   std::uint64_t out_of_sequence = 0;
+  std::uint64_t trimmed_received = 0;  // trimmed requests that were NAKed at once
   std::uint64_t naks_sent = 0;
   std::uint64_t rnr_naks_sent = 0;
   std::uint64_t timeouts = 0;
@@ -326,6 +327,13 @@ class Engine {
   // UDP socket never sees the IPv4 Identification) and its policy is to
   // accept the packet unchecked; counted in icrc_unchecked.
   void on_datagram(std::span<const std::uint8_t> datagram, TimeNs now, bool verify_icrc = true);
+  // A switch trimmed this datagram: its payload was cut off on the way and
+  // only its headers arrived (the lengths in them are the original's). For
+  // an RC request at or beyond the expected PSN the responder NAKs at once
+  // (PSN sequence error at the expected PSN), so the requester resends
+  // without waiting for a later packet or its timer. Anything else is
+  // ignored, as a loss would be.
+  void on_trimmed(std::span<const std::uint8_t> datagram, TimeNs now);
   // Writes the next datagram to send into out (at least kMaxDatagramLength
   // bytes) and returns its length, or 0 when there is nothing to send now.
   std::size_t poll_transmit(std::span<std::uint8_t> out, TimeNs now);

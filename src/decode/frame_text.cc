@@ -30,6 +30,7 @@ std::string describe_syndrome(std::uint8_t syndrome) {
         case wire::NakCode::remote_access_error: return "NAK REMOTE_ACCESS_ERROR";
         case wire::NakCode::remote_operational_error: return "NAK REMOTE_OPERATIONAL_ERROR";
         case wire::NakCode::invalid_rd_request: return "NAK INVALID_RD_REQUEST";
+        case wire::NakCode::trimmed: return "NAK TRIMMED (uroce)";
       }
       return fmt::format("NAK code={}", value);
     case wire::AckType::reserved: break;

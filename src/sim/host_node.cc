@@ -104,8 +104,13 @@ void HostNode::receive(Packet* packet, std::uint16_t, SimTime now) {
   }
   std::memcpy(receive_buffer_.data(), packet->header, std::min<std::size_t>(packet->datagram_length, kHeaderBytes));
   std::uint32_t length = packet->datagram_length;
+  bool trimmed = packet->trimmed;
   world_.packets.release(packet);
-  engine_->on_datagram(std::span(receive_buffer_).first(length), to_engine_time(now), false);
+  if (trimmed) {
+    engine_->on_trimmed(std::span(receive_buffer_).first(length), to_engine_time(now));
+  } else {
+    engine_->on_datagram(std::span(receive_buffer_).first(length), to_engine_time(now), false);
+  }
   deliver_completions(now);
   wake(now);
 }

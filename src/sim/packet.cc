@@ -12,6 +12,7 @@ Packet* PacketPool::acquire() {
   Packet* packet = free_;
   free_ = packet->next;
   packet->next = nullptr;
+  packet->trimmed = false;
   return packet;
 }
 

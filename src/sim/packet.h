@@ -15,6 +15,9 @@ namespace uroce::sim {
 
 // Ethernet header, FCS, preamble and inter-frame gap around an IP datagram.
 inline constexpr std::uint32_t kEthernetOverheadBytes = 14 + 4 + 8 + 12;
+// A trimmed packet on the wire: its headers (IP, UDP, BTH and extensions,
+// at most 64 bytes here) in a frame.
+inline constexpr std::uint32_t kTrimmedWireBytes = 64 + kEthernetOverheadBytes;
 // A PFC frame: the 64-byte minimum frame plus preamble and gap.
 inline constexpr std::uint32_t kPauseFrameWireBytes = 64 + 8 + 12;
 // The longest IPv4 + UDP + BTH + extension headers the engine writes.
@@ -37,6 +40,7 @@ struct Packet {
   PacketKind kind = PacketKind::roce;
   RoceClass roce_class = RoceClass::data;
   bool pause_on = false;           // PFC: XOFF (true) or XON for `priority`
+  bool trimmed = false;            // a switch cut the payload off: only the headers travel on
   std::uint8_t header[kHeaderBytes];
 };
 

@@ -128,7 +128,7 @@ SwitchConfig switch_from(const toml::table& table) {
   only_keys(table, where,
             {"buffer_kb", "pfc", "lossless_priorities", "xoff_kb", "xon_offset_kb", "headroom_kb", "dynamic_alpha",
              "ecn", "ecn_kmin_kb", "ecn_kmax_kb", "ecn_pmax", "ecn_mark", "lossy_queue_kb", "forwarding", "scheduler",
-             "dwrr_weights", "strict_priorities"});
+             "dwrr_weights", "strict_priorities", "trim", "trim_kb"});
   SwitchConfig config;
   constexpr std::uint64_t kKb = 1024;
   constexpr std::uint64_t kMaxKb = 1 << 24;
@@ -165,6 +165,8 @@ SwitchConfig switch_from(const toml::table& table) {
   config.ecn_pmax = number<double>(table, where, "ecn_pmax", config.ecn_pmax, 0, 1);
   config.ecn_at_dequeue = text(table, where, "ecn_mark", "enqueue", {"enqueue", "dequeue"}) == "dequeue";
   config.lossy_queue_bytes = kilobytes("lossy_queue_kb", config.lossy_queue_bytes);
+  config.trim = boolean(table, where, "trim", config.trim);
+  config.trim_bytes = kilobytes("trim_kb", config.trim_bytes);
   config.forwarding = text(table, where, "forwarding", "ecmp", {"ecmp", "spray"}) == "spray" ? Forwarding::spray
                                                                                                : Forwarding::ecmp;
   return config;

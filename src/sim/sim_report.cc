@@ -107,6 +107,7 @@ nlohmann::ordered_json summary_json(const Scenario& scenario, const SimResult& r
             {"lossless_violations", c.lossless_violations},
             {"link_losses", c.link_losses},
             {"failure_losses", c.failure_losses},
+            {"trimmed", c.trimmed},
             {"retransmitted_packets", result.retransmitted_packets},
             {"timeouts", result.timeouts},
             {"peak_switch_buffer_bytes", result.peak_switch_buffer_bytes}}}};
@@ -143,9 +144,9 @@ std::string human_summary(const Scenario& scenario, const SimResult& result) {
   }
   out += fmt::format(
       "pause frames {} ({:.1f} us paused in all), ECN marked {}, CNPs {}, drops {} (lossless violations {}), "
-      "lost on links {}, lost to failed links {}, retransmitted {}\n",
+      "lost on links {}, lost to failed links {}, trimmed {}, retransmitted {}\n",
       c.pause_frames, microseconds(c.pause_time_total), c.ecn_marked, result.cnps, c.drops, c.lossless_violations,
-      c.link_losses, c.failure_losses, result.retransmitted_packets);
+      c.link_losses, c.failure_losses, c.trimmed, result.retransmitted_packets);
   if (auto shares = fairness(result)) {
     out += fmt::format("fairness while all {} flows ran ({:.0f} to {:.0f} us): Jain index {:.3f}\n",
                        shares->flow_gbps.size(), microseconds(shares->window_start), microseconds(shares->window_end),

@@ -17,6 +17,9 @@ enum class Scheduler : std::uint8_t {
   dwrr,    // deficit-weighted round robin, except strict_priorities (served first)
 };
 
+// Trimmed headers travel in this priority, served before the data.
+inline constexpr std::uint8_t kTrimPriority = 7;
+
 struct SwitchConfig {
   std::uint64_t buffer_bytes = 16 << 20;      // shared by every port
   std::uint8_t lossless_priorities = 1u << 3;  // bit per priority that PFC protects
@@ -48,6 +51,12 @@ struct SwitchConfig {
   bool ecn_at_dequeue = false;
   // A lossy priority's egress queue drops beyond this many bytes.
   std::uint64_t lossy_queue_bytes = 1 << 20;
+  // Packet trimming, on lossy priorities: a RoCE data packet that would
+  // take its egress queue beyond trim_bytes (0: lossy_queue_bytes) loses its
+  // payload instead of its life. The header goes on in kTrimPriority, ahead
+  // of the data, and the receiver NAKs it at once (Engine::on_trimmed).
+  bool trim = false;
+  std::uint64_t trim_bytes = 0;
   Forwarding forwarding = Forwarding::ecmp;
   // Egress scheduling between priorities. Under DWRR each priority's share
   // of a busy port follows its weight (a quantum of weight x 4200 bytes per

@@ -87,6 +87,24 @@ bool SwitchNode::admit(Packet& packet, Port& ingress, const PacketQueue& egress,
   return true;
 }
 
+bool SwitchNode::should_trim(const Packet& packet, const Port& egress) const {
+  if (!config_.trim || packet.trimmed || packet.kind != PacketKind::roce || packet.roce_class != RoceClass::data ||
+      lossless(packet.priority)) {
+    return false;
+  }
+  std::uint64_t threshold = config_.trim_bytes != 0 ? config_.trim_bytes : config_.lossy_queue_bytes;
+  return egress.egress[packet.priority].bytes() + packet.wire_bytes > threshold;
+}
+
+// The payload goes, the headers (what the receiver needs to ask for it
+// again) go on in a minimum frame, ahead of the queued data.
+void SwitchNode::trim(Packet& packet) {
+  packet.trimmed = true;
+  packet.wire_bytes = kTrimmedWireBytes;
+  packet.priority = kTrimPriority;
+  ++world_.counters.trimmed;
+}
+
 void SwitchNode::mark_if_congested(Packet& packet, const Port& egress, const PacketQueue& queue) {
   if (!config_.ecn || queue.bytes() <= egress.ecn_kmin) return;
   std::uint8_t* ip = packet.header;
@@ -120,6 +138,7 @@ void SwitchNode::receive(Packet* packet, std::uint16_t port, SimTime now) {
     return;
   }
   Port& egress = ports_[chosen];
+  if (should_trim(*packet, egress)) trim(*packet);
   PacketQueue& queue = egress.egress[packet->priority];
   packet->ingress_port = port;
   if (!admit(*packet, ports_[port], queue, now)) {

@@ -79,6 +79,8 @@ class SwitchNode final : public Node {
   static constexpr std::uint16_t kNoRoute = UINT16_MAX;
   bool admit(Packet& packet, Port& ingress, const PacketQueue& egress, SimTime now);
   void mark_if_congested(Packet& packet, const Port& egress, const PacketQueue& queue);
+  bool should_trim(const Packet& packet, const Port& egress) const;
+  void trim(Packet& packet);
   std::uint64_t next_random();
 
   SimWorld& world_;

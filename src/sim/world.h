@@ -19,6 +19,7 @@ struct FabricCounters {
   std::uint64_t lossless_violations = 0;  // lossless packets beyond XOFF plus headroom
   std::uint64_t link_losses = 0;          // RoCE packets a lossy link took (LinkSpec::loss)
   std::uint64_t failure_losses = 0;       // RoCE packets lost on a failed link (on it, or sent into it)
+  std::uint64_t trimmed = 0;              // data packets whose payload a switch cut off
 };
 
 struct SimWorld {

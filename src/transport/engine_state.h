@@ -106,6 +106,7 @@ class EngineState {
   // Responder (responder.cc).
   // bytes: the packet from BTH to ICRC, kept when selective repeat holds it.
   void responder_on_request(transport::QueuePair& qp, const wire::RocePacket& packet, ByteSpan bytes);
+  void responder_on_trimmed(transport::QueuePair& qp, std::uint32_t psn);
   void ud_on_datagram(transport::QueuePair& qp, const wire::RocePacket& packet, ByteSpan ip_header);
   std::size_t responder_transmit(transport::QueuePair& qp, MutableByteSpan out, TimeNs now);
 
@@ -127,6 +128,8 @@ class EngineState {
   std::size_t send_request_packet(transport::QueuePair& qp, transport::SendWqe& wqe, std::uint32_t index,
                                   MutableByteSpan out);
   std::size_t resend_selected(transport::QueuePair& qp, MutableByteSpan out);
+  std::size_t resend_trimmed(transport::QueuePair& qp, MutableByteSpan out);
+  void on_trimmed_nak(transport::QueuePair& qp, std::uint32_t psn);
   void on_selective_nak(transport::QueuePair& qp, std::uint32_t expected, std::uint32_t held, TimeNs now);
 
   // Responder helpers.

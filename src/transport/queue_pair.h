@@ -150,6 +150,8 @@ struct QueuePair {
   std::uint32_t expected_psn = 0;
   std::uint32_t msn = 0;
   bool sequence_nak_sent = false;
+  // Selective repeat: PSNs the responder reported trimmed, to resend first (each once per report).
+  std::vector<std::uint32_t> trimmed_resends;
   bool receiving_send = false;  // a multi-packet SEND is in progress
   std::uint64_t send_offset = 0;
   bool receiving_write = false;  // a multi-packet WRITE is in progress

@@ -98,9 +98,10 @@ bool EngineState::window_full(const QueuePair& qp, std::uint32_t psn) const {
 std::size_t EngineState::requester_transmit(QueuePair& qp, MutableByteSpan out, TimeNs now) {
   if (qp.state != QpState::rts && qp.state != QpState::sqd) return 0;
   if (qp.rnr_resume_at != kNever) return 0;
-  if (qp.sacks && qp.sacks->recovering()) {
+  if (qp.sacks && (!qp.trimmed_resends.empty() || qp.sacks->recovering())) {
     if (paced_out(qp, now)) return 0;
-    std::size_t length = resend_selected(qp, out);
+    std::size_t length = resend_trimmed(qp, out);
+    if (length == 0) length = resend_selected(qp, out);
     if (length > 0) {
       account_data_packet(qp, length, now);
       return length;
@@ -441,6 +442,8 @@ void EngineState::on_ack_or_nak(QueuePair& qp, const wire::RocePacket& packet, T
       --qp.retries_left;
       rewind_once(qp, psn);
       return;
+    case wire::NakCode::trimmed:
+      return on_trimmed_nak(qp, psn);
     case wire::NakCode::invalid_request:
       acknowledge_through(qp, previous, now);
       return fail_request(qp, psn, WcStatus::rem_inv_req_err);

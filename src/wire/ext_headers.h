@@ -101,6 +101,10 @@ enum class NakCode : std::uint8_t {
   remote_access_error = 2,
   remote_operational_error = 3,
   invalid_rd_request = 4,
+  // uroce's extension, a code the IBTA reserves: the packet at this NAK's
+  // PSN reached the responder trimmed (its payload cut off by a switch);
+  // resend it alone. Only a selective-repeat responder sends it.
+  trimmed = 31,
 };
 inline constexpr std::uint8_t kCreditNoLimit = 31;
 

@@ -1,0 +1,91 @@
+// Packet trimming: what a responder does with a request whose payload a
+// switch cut off. The headers name the QP and PSN of a packet that will not
+// arrive whole, so the responder asks for it again at once instead of
+// noticing the gap at the next packet (or never, for a message's last one,
+// leaving it to the requester's timer).
+#include <algorithm>
+#include <cstdint>
+
+#include "transport/engine_state.h"
+#include "transport/psn.h"
+#include "transport/receive_checks.h"
+#include "wire/frame.h"
+
+namespace uroce {
+
+using transport::psn_at_or_before;
+using transport::psn_before;
+using transport::psn_diff;
+
+void Engine::on_trimmed(std::span<const std::uint8_t> bytes, TimeNs /*now*/) {
+  EngineState& s = *state_;
+  auto datagram = wire::parse_roce_datagram(bytes, wire::IcrcCheck::skip);
+  if (!datagram) {
+    ++s.counters.malformed_packets;
+    return;
+  }
+  const wire::RocePacket& packet = datagram->packet;
+  wire::OpKind kind = packet.op->kind;
+  bool request = kind == wire::OpKind::send || kind == wire::OpKind::rdma_write ||
+                 kind == wire::OpKind::rdma_read_request || kind == wire::OpKind::compare_swap ||
+                 kind == wire::OpKind::fetch_add;
+  if (packet.op->transport != wire::Transport::rc || !request) return;  // a trimmed response is lost, as dropped
+  auto it = s.qps.find(packet.headers.bth.dest_qp);
+  if (it == s.qps.end() || it->second.type != QpType::rc) return;
+  if (transport::drop_if_rejected(s.counters, transport::check_sender(it->second, *datagram))) return;
+  s.responder_on_trimmed(it->second, packet.headers.bth.psn);
+  s.schedule_timer(it->second);
+}
+
+// Selective repeat: a NAK naming the trimmed PSN (NakCode::trimmed, uroce's
+// extension), after which the requester resends that packet alone, even if
+// it was a resend already. Go-back-N: a PSN sequence error at the expected
+// PSN, once per gap as for a gap seen later; but a trimmed packet at the
+// expected PSN is the resend that NAK asked for, cut again, and is NAKed again.
+void EngineState::responder_on_trimmed(transport::QueuePair& qp, std::uint32_t psn) {
+  if (qp.state != QpState::rtr && qp.state != QpState::rts && qp.state != QpState::sqd && qp.state != QpState::sqe) {
+    return;
+  }
+  std::int32_t distance = psn_diff(psn, qp.expected_psn);
+  if (distance < 0) return;  // a duplicate's trim: the original arrived whole
+  ++counters.trimmed_received;
+  if (qp.reorder) {
+    queue_nak(qp, psn, wire::AckType::nak, static_cast<std::uint8_t>(wire::NakCode::trimmed));
+    return;
+  }
+  if (distance > 0 && qp.sequence_nak_sent) return;
+  qp.sequence_nak_sent = true;
+  queue_nak(qp, qp.expected_psn, wire::AckType::nak, static_cast<std::uint8_t>(wire::NakCode::psn_sequence_error));
+}
+
+// The requester's side: remember the PSN (once) for resend_trimmed. A
+// go-back-N requester never asked for this and ignores it.
+void EngineState::on_trimmed_nak(transport::QueuePair& qp, std::uint32_t psn) {
+  if (!qp.sacks || psn_at_or_before(psn, qp.acked_psn) || !qp.any_sent || psn_before(qp.highest_sent_psn, psn)) return;
+  if (std::find(qp.trimmed_resends.begin(), qp.trimmed_resends.end(), psn) != qp.trimmed_resends.end()) return;
+  if (qp.trimmed_resends.size() >= config.max_inflight_packets) return;  // bounded, whatever a peer sends
+  qp.trimmed_resends.push_back(psn);
+  mark_ready(qp);
+}
+
+// Resends the oldest reported trimmed PSN that still needs it: its WQE is
+// found by PSN, as resend_selected finds one. READs and atomics are left to
+// the selective NAKs and timers (a trimmed READ request is rare: it is small).
+std::size_t EngineState::resend_trimmed(transport::QueuePair& qp, MutableByteSpan out) {
+  while (!qp.trimmed_resends.empty()) {
+    std::uint32_t psn = qp.trimmed_resends.front();
+    qp.trimmed_resends.erase(qp.trimmed_resends.begin());
+    if (psn_at_or_before(psn, qp.acked_psn)) continue;
+    for (transport::SendWqe& wqe : qp.send_queue) {
+      if (!wqe.started || wqe.done || wqe.is_read_or_atomic() || psn_before(psn, wqe.first_psn) ||
+          psn_before(wqe.last_psn(), psn)) {
+        continue;
+      }
+      std::size_t length = send_request_packet(qp, wqe, static_cast<std::uint32_t>(psn_diff(psn, wqe.first_psn)), out);
+      if (length > 0) return length;  // counted as a retransmission where it was built
+    }
+  }
+  return 0;
+}
+
+}  // namespace uroce

@@ -57,5 +57,8 @@ run collectives-halving-doubling-spray collectives.toml 's/^pfc = true/pfc = tru
 run collectives-ring-ecmp collectives.toml 's/^algorithm = "halving_doubling"/algorithm = "ring"/'
 run collectives-alltoall-ecmp collectives.toml 's/^operation = "all_reduce"/operation = "alltoall"/; s/^algorithm = "halving_doubling"/algorithm = "direct"/'
 run collectives-alltoall-spray collectives.toml 's/^operation = "all_reduce"/operation = "alltoall"/; s/^algorithm = "halving_doubling"/algorithm = "direct"/; s/^pfc = true/pfc = true\nforwarding = "spray"/'
+run incast-trimming incast_trimming.toml
+run incast-plain-drop incast_trimming.toml '/^trim = true/d'
+run incast-pfc-lossless incast_trimming.toml '/^trim = true/d; s/^pfc = false/pfc = true\nxoff_kb = 256\ndynamic_alpha = 0/'
 run web-search web_search_load.toml
 echo "outputs in $out"

@@ -244,6 +244,41 @@ TEST(Examples, CollectivesReachTheBusBandwidthTheirLinksAllow) {
   EXPECT_LT(pairwise.busbw_gb_per_s, alltoall_spray.busbw_gb_per_s);
 }
 
+// An incast (16 senders, 4 MiB each, one receiver at 100 Gb/s, DCQCN on)
+// three ways: the switch trims (incast_trimming.toml), plain drop (the same
+// without trim), and PFC (lossless, incast.toml's thresholds). Trimming
+// finishes every flow as soon as PFC does, with no pause frame and no
+// timeout; plain drop finds its losses by gaps and timers and most flows do
+// not finish within the 20 ms run.
+TEST(Examples, AnIncastWithTrimmingFinishesAsPfcDoesWithoutPausesAndDropStalls) {
+  Scenario trimming = example("incast_trimming.toml");
+  SimResult trimmed = run_simulation(trimming);
+  Scenario dropping = example("incast_trimming.toml");
+  dropping.switches.trim = false;
+  SimResult dropped = run_simulation(dropping);
+  Scenario lossless = example("incast_trimming.toml");
+  lossless.switches.trim = false;
+  lossless.switches.pfc = true;
+  lossless.switches.xoff_bytes = 256 << 10;
+  lossless.switches.dynamic_alpha = 0;
+  SimResult paused = run_simulation(lossless);
+
+  auto finished = [](const SimResult& result) {
+    return std::count_if(result.flows.begin(), result.flows.end(), [](const FlowResult& flow) { return flow.finished(); });
+  };
+  ASSERT_EQ(finished(trimmed), 16);
+  ASSERT_EQ(finished(paused), 16);
+  EXPECT_GT(trimmed.fabric.trimmed, 0u);
+  EXPECT_EQ(trimmed.fabric.drops, 0u);
+  EXPECT_EQ(trimmed.fabric.pause_frames, 0u);
+  EXPECT_EQ(trimmed.timeouts, 0u);
+  EXPECT_GT(paused.fabric.pause_frames, 0u);
+  EXPECT_LT(static_cast<double>(p99(trimmed)), 1.1 * static_cast<double>(p99(paused)));
+  EXPECT_LT(finished(dropped), 8);
+  EXPECT_GT(dropped.fabric.drops, 0u);
+  EXPECT_GT(dropped.timeouts, 10u);
+}
+
 // A leaf-to-spine link fails under ECMP: the flows hashed into it (data or
 // ACKs) stall until the routes converge around it and their retransmission
 // timer fires; the others finish as if nothing happened. A slower

@@ -355,6 +355,18 @@ TEST(ScenarioFile, ACollectiveNamesItsOperationAndAlgorithm) {
   }
 }
 
+TEST(ScenarioFile, TrimmingIsASwitchSetting) {
+  const std::string flow = "[[flows]]\nsrc = 1\ndst = 0\nbytes = 100\n";
+  auto scenario = parse_scenario(
+      "[topology]\nkind = \"star\"\nhosts = 3\n[switch]\npfc = false\ntrim = true\ntrim_kb = 64\n" + flow, "trim.toml");
+  ASSERT_TRUE(scenario) << scenario.error();
+  EXPECT_TRUE(scenario->switches.trim);
+  EXPECT_EQ(scenario->switches.trim_bytes, 64u << 10);
+  auto defaults = parse_scenario("[topology]\nkind = \"star\"\nhosts = 3\n" + flow, "plain.toml");
+  ASSERT_TRUE(defaults) << defaults.error();
+  EXPECT_FALSE(defaults->switches.trim);
+}
+
 TEST(ScenarioFile, AMissingFileIsAnError) {
   auto scenario = load_scenario("/nonexistent/scenario.toml");
   ASSERT_FALSE(scenario);

@@ -5,7 +5,7 @@
 # then perftest's bandwidth and latency tables, unmodified perftest on the
 # libibverbs (through shared memory, then on the wire), a decode of the
 # public RoCEv2 sample capture, forged packets and a killed peer; last, the fabric simulator on the parking lot, a link
-# failure, collectives, and its DCQCN against HPCC's ns-3.
+# failure, collectives, trimming in an incast, and its DCQCN against HPCC's ns-3.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -95,6 +95,13 @@ sed 's/^pfc = true/pfc = true\nforwarding = "spray"/' examples/collectives.toml 
 "$uroce" sim run "$sim_out/spray.toml" --out "$sim_out/spray" --quiet | grep -E "ranks\)"
 sed 's/^algorithm = "halving_doubling"/algorithm = "ring"/' examples/collectives.toml > "$sim_out/ring.toml"
 "$uroce" sim run "$sim_out/ring.toml" --out "$sim_out/ring" --quiet | grep -E "ranks\)"
+echo
+echo "== A 16-to-1 incast (examples/incast_trimming.toml): the switch trims, then plain drop, then PFC"
+"$uroce" sim run examples/incast_trimming.toml --out "$sim_out/trim" --quiet | grep -E "flows:|trimmed"
+sed '/^trim = true/d' examples/incast_trimming.toml > "$sim_out/drop.toml"
+"$uroce" sim run "$sim_out/drop.toml" --out "$sim_out/drop" --quiet | grep -E "flows:"
+sed '/^trim = true/d; s/^pfc = false/pfc = true\nxoff_kb = 256\ndynamic_alpha = 0/' examples/incast_trimming.toml > "$sim_out/pfc.toml"
+"$uroce" sim run "$sim_out/pfc.toml" --out "$sim_out/pfc" --quiet | grep -E "flows:"
 echo
 echo "== DCQCN against HPCC's ns-3 (ten runs of the peer, stored): slowdown by finishing rank"
 build/release/tests/uroce_sim_tests --gtest_filter='HpccDcqcnValidation.ConnectxDefaults*' | grep -E '^\||toml'

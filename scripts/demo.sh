@@ -4,8 +4,9 @@
 # 127.0.0.3) doing RDMA WRITE, READ, SEND and atomics with every byte checked,
 # then perftest's bandwidth and latency tables, unmodified perftest on the
 # libibverbs (through shared memory, then on the wire), a decode of the
-# public RoCEv2 sample capture, forged packets and a killed peer; last, the fabric simulator on the parking lot, a link
-# failure, collectives, trimming in an incast, and its DCQCN against HPCC's ns-3.
+# public RoCEv2 sample capture, forged packets and a killed peer; last, the
+# fabric simulator on the parking lot, a link failure, collectives, trimming
+# in an incast, and its DCQCN against HPCC's ns-3.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

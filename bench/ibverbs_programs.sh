@@ -19,16 +19,7 @@ OUT=$(mktemp -d)
 trap 'rm -rf "$OUT"; pkill -f "sockperf sr .*127.0.3.12" 2>/dev/null || true' EXIT
 port=19700
 
-# pair FILE SERVER-COMMAND CLIENT-COMMAND: runs both, the client's output to FILE.
-pair() {
-  local file=$1 server=$2 client=$3
-  port=$((port + 1))
-  eval "$server" >"$file.server" 2>&1 &
-  local pid=$!
-  for _ in $(seq 100); do ss -ltn | grep -q ":$port " && break; sleep 0.1; done
-  eval "$client" >"$file" 2>&1 || true
-  wait "$pid" || true
-}
+source bench/perftest_run.sh
 
 # On the wire (UROCE_WIRE=1), as uroce perf: bench/intra_host.sh measures
 # the shared-memory path the library takes between two local devices by default.
@@ -41,20 +32,6 @@ native() {  # TEST OPTIONS FILE
   local test=$1 options=$2 file=$3
   pair "$file" "$UROCE perf $test --bind 127.0.3.12 -p \$port $options" \
     "$UROCE perf $test --bind 127.0.3.13 -p \$port $options 127.0.3.12"
-}
-
-# The figures of one run: bandwidth, the average MB/s; latency, "typical 99%".
-bw_of() { awk '$1 ~ /^[0-9]+$/ && NF >= 5 { value = $4 } END { print value ? value : "-" }' "$1"; }
-lat_of() { awk '$1 ~ /^[0-9]+$/ && NF >= 8 { value = $5 " " $8 " " $9 } END { print value ? value : "- - -" }' "$1"; }
-sockperf_lat_of() {
-  awk '/percentile 50.000/ { median = $NF } /percentile 99.000/ { tail = $NF } /percentile 99.900/ { far = $NF }
-       END { print (median ? median : "-") " " (tail ? tail : "-") " " (far ? far : "-") }' "$1"
-}
-
-# median FILE COLUMN: the median of one column of numbers ("-" if none).
-median() {
-  awk -v c="$2" '$c != "-" { print $c }' "$1" | sort -g |
-    awk '{ v[NR] = $1 } END { if (NR == 0) print "-"; else if (NR % 2) print v[(NR + 1) / 2]; else printf "%.2f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
 }
 
 echo "Latency, 2 B, 5000 iterations (sockperf: 16 B for 1 s): typical (sockperf: median) / 99% / 99.9% percentile, us; median of $REPEAT runs"
@@ -77,7 +54,6 @@ for test in write_lat send_lat read_lat; do
       sockperf_lat_of "$OUT/run" >>"$OUT/s"
     fi
   done
-  cell() { echo "$(median "$1" 1) / $(median "$1" 2) / $(median "$1" 3)"; }
   sock="-"
   [[ -s $OUT/s ]] && sock=$(cell "$OUT/s")
   echo "| $test | $(cell "$OUT/a") | $(cell "$OUT/t") | $(cell "$OUT/n") | $sock |"

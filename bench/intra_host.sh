@@ -22,16 +22,8 @@ OUT=$(mktemp -d)
 trap 'rm -rf "$OUT"' EXIT
 port=19800
 
-# pair FILE SERVER-COMMAND CLIENT-COMMAND: runs both, the client's output to FILE.
-pair() {
-  local file=$1 server=$2 client=$3
-  port=$((port + 1))
-  eval "$server" >"$file.server" 2>&1 &
-  local pid=$!
-  for _ in $(seq 100); do ss -ltn | grep -q ":$port " && break; sleep 0.1; done
-  eval "$client" >"$file" 2>&1 || true
-  wait "$pid" || true
-}
+source bench/perftest_run.sh
+
 library() {  # WIRE(0|1) TEST OPTIONS FILE
   local wire=$1 test=$2 options=$3 file=$4
   pair "$file" "UROCE_WIRE=$wire $UROCE run --address 127.0.3.22 -- ib_$test -p \$port $options" \
@@ -43,28 +35,26 @@ native() {  # FLAGS TEST OPTIONS FILE
     "$UROCE perf $test --bind 127.0.3.23 -p \$port $flags $options 127.0.3.22"
 }
 
-bw_of() { awk '$1 ~ /^[0-9]+$/ && NF >= 5 { value = $4 } END { print value ? value : "-" }' "$1"; }
-lat_of() { awk '$1 ~ /^[0-9]+$/ && NF >= 8 { value = $5 " " $8 " " $9 } END { print value ? value : "- - -" }' "$1"; }
-median() {
-  awk -v c="$2" '$c != "-" { print $c }' "$1" | sort -g |
-    awk '{ v[NR] = $1 } END { if (NR == 0) print "-"; else if (NR % 2) print v[(NR + 1) / 2]; else printf "%.2f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+# row TEST OPTIONS EXTRACT SHOW: one table row, the four paths, each the
+# median of REPEAT interleaved runs (EXTRACT reads a run, SHOW the column).
+row() {
+  local test=$1 options=$2 extract=$3 show=$4
+  : >"$OUT/l" && : >"$OUT/nl" && : >"$OUT/w" && : >"$OUT/nw"
+  for _ in $(seq "$REPEAT"); do
+    library 0 "$test" "$options" "$OUT/run" && "$extract" "$OUT/run" >>"$OUT/l"
+    native --local "$test" "$options" "$OUT/run" && "$extract" "$OUT/run" >>"$OUT/nl"
+    library 1 "$test" "$options" "$OUT/run" && "$extract" "$OUT/run" >>"$OUT/w"
+    native "" "$test" "$options" "$OUT/run" && "$extract" "$OUT/run" >>"$OUT/nw"
+  done
+  echo "| $test | $("$show" "$OUT/l") | $("$show" "$OUT/nl") | $("$show" "$OUT/w") | $("$show" "$OUT/nw") |"
 }
-cell() { echo "$(median "$1" 1) / $(median "$1" 2) / $(median "$1" 3)"; }
+first_column() { median "$1" 1; }
 
 echo "Latency, 2 B, 5000 iterations: typical / 99% / 99.9% percentile, us (write_lat and send_lat: half the round trip; read_lat: all of it); median of $REPEAT runs"
 echo
 echo "| test | library, intra-host | uroce perf --local | library, wire | uroce perf, wire |"
 echo "|---|---:|---:|---:|---:|"
-for test in write_lat send_lat read_lat; do
-  : >"$OUT/l" && : >"$OUT/nl" && : >"$OUT/w" && : >"$OUT/nw"
-  for _ in $(seq "$REPEAT"); do
-    library 0 "$test" "-s 2 -n 5000" "$OUT/run" && lat_of "$OUT/run" >>"$OUT/l"
-    native --local "$test" "-s 2 -n 5000" "$OUT/run" && lat_of "$OUT/run" >>"$OUT/nl"
-    library 1 "$test" "-s 2 -n 5000" "$OUT/run" && lat_of "$OUT/run" >>"$OUT/w"
-    native "" "$test" "-s 2 -n 5000" "$OUT/run" && lat_of "$OUT/run" >>"$OUT/nw"
-  done
-  echo "| $test | $(cell "$OUT/l") | $(cell "$OUT/nl") | $(cell "$OUT/w") | $(cell "$OUT/nw") |"
-done
+for test in write_lat send_lat read_lat; do row "$test" "-s 2 -n 5000" lat_of cell; done
 
 echo
 echo "The floors under a 2-byte WRITE's half round trip:"
@@ -76,7 +66,8 @@ if command -v sockperf >/dev/null; then
   sleep 0.5
   sockperf pp --nonblocked -i 127.0.3.22 -p "$port" -m 16 -t 1 >"$OUT/run" 2>&1 || true
   kill "$server" 2>/dev/null; wait "$server" 2>/dev/null || true
-  echo "- a UDP ping-pong through the kernel (sockperf pp --nonblocked, 16 B, 1 s): median / 99% / 99.9% $(awk '/percentile 50.000/ { m = $NF } /percentile 99.000/ { t = $NF } /percentile 99.900/ { f = $NF } END { print m " / " t " / " f }' "$OUT/run") us"
+  sockperf_lat_of "$OUT/run" >"$OUT/s"
+  echo "- a UDP ping-pong through the kernel (sockperf pp --nonblocked, 16 B, 1 s): median / 99% / 99.9% $(cell "$OUT/s") us"
 fi
 echo "- $("$FLOOR" pingpong -n 200000)"
 engine=$("$ENGINE_BENCH" --benchmark_filter=PingPong 2>/dev/null | awk '/BM_EngineWrite2BytePingPong/ { for (i = 1; i <= NF; ++i) if ($i ~ /^half_trip_ns=/) { sub("half_trip_ns=", "", $i); print $i } }')
@@ -87,16 +78,7 @@ echo "Bandwidth, 64 KiB WRITEs, 30000 iterations: average MB/s (MiB/s as perftes
 echo
 echo "| test | library, intra-host | uroce perf --local | library, wire | uroce perf, wire |"
 echo "|---|---:|---:|---:|---:|"
-for test in write_bw read_bw send_bw; do
-  : >"$OUT/l" && : >"$OUT/nl" && : >"$OUT/w" && : >"$OUT/nw"
-  for _ in $(seq "$REPEAT"); do
-    library 0 "$test" "-s 65536 -n 30000" "$OUT/run" && bw_of "$OUT/run" >>"$OUT/l"
-    native --local "$test" "-s 65536 -n 30000" "$OUT/run" && bw_of "$OUT/run" >>"$OUT/nl"
-    library 1 "$test" "-s 65536 -n 30000" "$OUT/run" && bw_of "$OUT/run" >>"$OUT/w"
-    native "" "$test" "-s 65536 -n 30000" "$OUT/run" && bw_of "$OUT/run" >>"$OUT/nw"
-  done
-  echo "| $test | $(median "$OUT/l" 1) | $(median "$OUT/nl" 1) | $(median "$OUT/w" 1) | $(median "$OUT/nw" 1) |"
-done
+for test in write_bw read_bw send_bw; do row "$test" "-s 65536 -n 30000" bw_of first_column; done
 
 echo
 echo "The floors under it:"

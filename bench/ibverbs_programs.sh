@@ -45,12 +45,7 @@ for test in write_lat send_lat read_lat; do
     library thread "$test" "-s 2 -n 5000" "$OUT/run" && lat_of "$OUT/run" >>"$OUT/t"
     native "$test" "-s 2 -n 5000" "$OUT/run" && lat_of "$OUT/run" >>"$OUT/n"
     if [[ $test == write_lat ]] && command -v sockperf >/dev/null; then
-      port=$((port + 1))
-      sockperf sr --nonblocked -i 127.0.3.12 -p "$port" >/dev/null 2>&1 &
-      server=$!
-      sleep 0.5
-      sockperf pp --nonblocked -i 127.0.3.12 -p "$port" -m 16 -t 1 >"$OUT/run" 2>&1 || true
-      kill "$server" 2>/dev/null; wait "$server" 2>/dev/null || true
+      sockperf_pingpong 127.0.3.12 "$OUT/run"
       sockperf_lat_of "$OUT/run" >>"$OUT/s"
     fi
   done

@@ -60,12 +60,7 @@ echo
 echo "The floors under a 2-byte WRITE's half round trip:"
 echo
 if command -v sockperf >/dev/null; then
-  port=$((port + 1))
-  sockperf sr --nonblocked -i 127.0.3.22 -p "$port" >/dev/null 2>&1 &
-  server=$!
-  sleep 0.5
-  sockperf pp --nonblocked -i 127.0.3.22 -p "$port" -m 16 -t 1 >"$OUT/run" 2>&1 || true
-  kill "$server" 2>/dev/null; wait "$server" 2>/dev/null || true
+  sockperf_pingpong 127.0.3.22 "$OUT/run"
   sockperf_lat_of "$OUT/run" >"$OUT/s"
   echo "- a UDP ping-pong through the kernel (sockperf pp --nonblocked, 16 B, 1 s): median / 99% / 99.9% $(cell "$OUT/s") us"
 fi

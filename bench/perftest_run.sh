@@ -14,6 +14,18 @@ pair() {
   wait "$pid" || true
 }
 
+# sockperf_pingpong ADDRESS FILE: a 1 s busy-polling UDP ping-pong of 16 B
+# (sockperf pp --nonblocked) against a server on ADDRESS; its output to FILE.
+sockperf_pingpong() {
+  local address=$1 file=$2 server
+  port=$((port + 1))
+  sockperf sr --nonblocked -i "$address" -p "$port" >/dev/null 2>&1 &
+  server=$!
+  sleep 0.5
+  sockperf pp --nonblocked -i "$address" -p "$port" -m 16 -t 1 >"$file" 2>&1 || true
+  kill "$server" 2>/dev/null; wait "$server" 2>/dev/null || true
+}
+
 # The figures of one run: bandwidth, the average MB/s; latency, "typical 99% 99.9%".
 bw_of() { awk '$1 ~ /^[0-9]+$/ && NF >= 5 { value = $4 } END { print value ? value : "-" }' "$1"; }
 lat_of() { awk '$1 ~ /^[0-9]+$/ && NF >= 8 { value = $5 " " $8 " " $9 } END { print value ? value : "- - -" }' "$1"; }

@@ -90,19 +90,21 @@ echo "== A leaf-spine link fails at 100 us (examples/link_failure.toml): routes 
 sed 's/^reconverge_us = 500/reconverge_us = 3000/' examples/link_failure.toml > "$sim_out/slow.toml"
 "$uroce" sim run "$sim_out/slow.toml" --out "$sim_out/slow" --quiet | grep -E "flows:"
 echo
+# sim_variant NAME SED-SCRIPT EXAMPLE PATTERN: runs the example edited by
+# SED-SCRIPT (empty: as it is) and shows its lines that match PATTERN.
+sim_variant() {
+  sed "$2" "examples/$3" > "$sim_out/$1.toml"
+  "$uroce" sim run "$sim_out/$1.toml" --out "$sim_out/$1" --quiet | grep -E "$4"
+}
 echo "== Collectives on a leaf-spine (examples/collectives.toml): halving-doubling all-reduce under ECMP, then sprayed; a ring"
-"$uroce" sim run examples/collectives.toml --out "$sim_out/hd" --quiet | grep -E "ranks\)"
-sed 's/^pfc = true/pfc = true\nforwarding = "spray"/' examples/collectives.toml > "$sim_out/spray.toml"
-"$uroce" sim run "$sim_out/spray.toml" --out "$sim_out/spray" --quiet | grep -E "ranks\)"
-sed 's/^algorithm = "halving_doubling"/algorithm = "ring"/' examples/collectives.toml > "$sim_out/ring.toml"
-"$uroce" sim run "$sim_out/ring.toml" --out "$sim_out/ring" --quiet | grep -E "ranks\)"
+sim_variant hd '' collectives.toml 'ranks\)'
+sim_variant spray 's/^pfc = true/pfc = true\nforwarding = "spray"/' collectives.toml 'ranks\)'
+sim_variant ring 's/^algorithm = "halving_doubling"/algorithm = "ring"/' collectives.toml 'ranks\)'
 echo
 echo "== A 16-to-1 incast (examples/incast_trimming.toml): the switch trims, then plain drop, then PFC"
-"$uroce" sim run examples/incast_trimming.toml --out "$sim_out/trim" --quiet | grep -E "flows:|trimmed"
-sed '/^trim = true/d' examples/incast_trimming.toml > "$sim_out/drop.toml"
-"$uroce" sim run "$sim_out/drop.toml" --out "$sim_out/drop" --quiet | grep -E "flows:"
-sed '/^trim = true/d; s/^pfc = false/pfc = true\nxoff_kb = 256\ndynamic_alpha = 0/' examples/incast_trimming.toml > "$sim_out/pfc.toml"
-"$uroce" sim run "$sim_out/pfc.toml" --out "$sim_out/pfc" --quiet | grep -E "flows:"
+sim_variant trim '' incast_trimming.toml 'flows:|trimmed'
+sim_variant drop '/^trim = true/d' incast_trimming.toml 'flows:'
+sim_variant lossless '/^trim = true/d; s/^pfc = false/pfc = true\nxoff_kb = 256\ndynamic_alpha = 0/' incast_trimming.toml 'flows:'
 echo
 echo "== DCQCN against HPCC's ns-3 (ten runs of the peer, stored): slowdown by finishing rank"
 build/release/tests/uroce_sim_tests --gtest_filter='HpccDcqcnValidation.ConnectxDefaults*' | grep -E '^\||toml'

@@ -213,7 +213,8 @@ LocalInbox::LocalInbox(LocalInbox&& other) noexcept
       next_lane_(other.next_lane_),
       tails_(other.tails_),
       taken_(other.taken_),
-      lanes_taken_(other.lanes_taken_) {
+      lanes_taken_(other.lanes_taken_),
+      announced_(other.announced_) {
   other.path_.clear();
 }
 
@@ -266,6 +267,7 @@ void LocalInbox::release() {
 }
 
 void LocalInbox::announce_sleep() {
+  announced_ = true;
   char drained[8];
   while (::recv(wake_fd_, drained, sizeof drained, MSG_DONTWAIT) > 0) {
   }
@@ -277,7 +279,12 @@ void LocalInbox::announce_sleep() {
 
 ByteSpan LocalInbox::segment_bytes() const { return mapping_.bytes(); }
 
-void LocalInbox::announce_awake() { mapping_.segment().sleeping.store(0, std::memory_order_relaxed); }
+// Only a change is written: the flag's cache line is one every sender reads.
+void LocalInbox::announce_awake() {
+  if (!announced_) return;
+  announced_ = false;
+  mapping_.segment().sleeping.store(0, std::memory_order_relaxed);
+}
 
 // ---- a sender ---------------------------------------------------------------------
 

@@ -87,6 +87,7 @@ class LocalInbox {
   std::array<std::uint64_t, kLocalLanes> tails_{};  // ours: the shared copy is only for the senders
   std::array<std::uint32_t, kLocalLanes> taken_{};  // per lane, by the last take()
   std::uint64_t lanes_taken_ = 0;                    // a bit per lane with taken_ above 0
+  bool announced_ = false;                           // a sleep was announced and not taken back
 };
 
 // The sending side: one claimed lane in one peer's segment, given back when

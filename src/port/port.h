@@ -49,9 +49,10 @@ class Port {
   virtual PortCounters counters() const = 0;
   // The largest IP datagram the port can put on its link.
   virtual std::size_t max_datagram_length() const = 0;
-  // The device is about to take its last look at receive() and sleep on
-  // receive_fd() (true), or is awake again (false). A port whose senders
-  // need asking to make the fd readable (the intra-host path) asks them.
+  // Under the device's lock, before each of its progress thread's rounds:
+  // whether it will sleep on receive_fd() if the round finds nothing (true),
+  // or keeps looking (false). A port whose senders must be asked to make the
+  // fd readable (the intra-host path) asks them only while it sleeps.
   virtual void announce_sleep(bool /*sleeping*/) {}
 };
 

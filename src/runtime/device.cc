@@ -353,11 +353,12 @@ void Device::run_progress_thread() {
       // adaptive: keep looking for spin_ns after the last arrival before
       // sleeping; waking a thread (an idle core) costs more than a round trip.
       spin = now - last_arrival < spin_ns_;
-      if (!spin) port_->announce_sleep(true);  // the port's senders, too, wake the sleep below
+      // Before the last look: the port's senders, too, wake the sleep below.
+      // A spinning round says it is awake (it may have slept last round).
+      port_->announce_sleep(!spin);
       if (progress_locked(now, /*answer_now=*/true)) {
         sleeping_.store(false, std::memory_order_relaxed);
-        if (!spin) port_->announce_sleep(false);
-        last_arrival = now;
+        last_arrival = now;  // the next round spins, and says so
         continue;  // answers to what just arrived are waiting
       }
       if (spin) sleeping_.store(false, std::memory_order_relaxed);
@@ -381,8 +382,6 @@ void Device::run_progress_thread() {
     wait = std::min<TimeNs>(wait, 100'000'000);  // stop_ is checked at least this often
     sleep_on(fds, wait);
     sleeping_.store(false, std::memory_order_relaxed);
-    std::lock_guard lock(mutex_);
-    port_->announce_sleep(false);
   }
 }
 

@@ -12,6 +12,7 @@ namespace {
 
 constexpr std::uint32_t kSendQueueDepth = 4;
 constexpr std::uint32_t kStartTag = UINT32_MAX;
+constexpr std::uint64_t kLargestTransfer = 1ull << 30;  // a WRITE's length is 32 bits; flows keep to 1 GiB too
 
 // wr_id: the flag, the step (bits 32..62), the transfer's index in its step
 // (bits 16..31) and the member (bits 0..15); schedules have at most 65536
@@ -29,6 +30,16 @@ CollectiveRunner::CollectiveRunner(const CollectiveSpec& spec, const TransportSp
   auto schedule = collective::make_schedule(spec.operation, spec.algorithm, n, spec.bytes);
   if (!schedule) throw std::invalid_argument("collective: " + schedule.error());
   schedule_ = std::move(*schedule);
+  for (const auto& steps : schedule_.ranks) {
+    for (const collective::Step& step : steps) {
+      for (const collective::Transfer& transfer : step.sends) {
+        if (transfer.bytes > kLargestTransfer) {
+          throw std::invalid_argument("collective: a transfer of " + std::to_string(transfer.bytes) +
+                                      " bytes is more than one WRITE carries here (1 GiB)");
+        }
+      }
+    }
+  }
   members_.resize(n);
   for (std::uint32_t i = 0; i < n; ++i) {
     members_[i].host = &fabric.host(spec.hosts[i]);

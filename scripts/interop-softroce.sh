@@ -155,6 +155,7 @@ cleanup() {
   ip netns del "$ns" 2> /dev/null || true
 }
 trap cleanup EXIT
+trap "exit 1" INT TERM
 ip netns add "$ns"
 ip -n "$ns" link set lo up
 ip -n "$ns" tuntap add dev tap0 mode tap
@@ -180,10 +181,27 @@ wait_for() {  # pattern seconds
 }
 
 failures=0
+# A hung exchange (on either side: a client whose peer never answers blocks
+# in read()) is stopped after exchange_seconds, with what each side was doing.
+exchange_seconds="${UROCE_INTEROP_EXCHANGE_SECONDS:-180}"
 host_run() {  # name command...: uroce's side, on the tap's raw port
   local name=$1; shift
   ip netns exec "$ns" env UROCE_STATS=1 "$build/tools/uroce" run --interface tap0 --address "$host_address" -- \
-    "$@" > "$work/$name.log" 2>&1
+    "$@" > "$work/$name.log" 2>&1 &
+  local pid=$! deadline=$((SECONDS + exchange_seconds))
+  while kill -0 "$pid" 2> /dev/null && [ $SECONDS -lt $deadline ]; do sleep 0.2; done
+  if kill -0 "$pid" 2> /dev/null; then
+    echo "interop-softroce: $name still runs after ${exchange_seconds} s; uroce's side:" >&2
+    sed 's/^/  uroce: /' "$work/$name.log" >&2
+    if command -v gdb > /dev/null; then
+      gdb -p "$pid" -batch -ex 'thread apply all bt 12' 2> /dev/null | grep '^#\|^Thread' | sed 's/^/  stack: /' >&2
+    fi
+    echo "  the guest's console:" >&2
+    tail -30 "$console" | sed 's/^/  guest: /' >&2
+    kill -9 "$pid" 2> /dev/null
+    exit 1  # the guest's side is stuck too: nothing after this could pass
+  fi
+  wait "$pid"
 }
 check() {  # name host-status
   local name=$1 host_status=$2 guest_status

@@ -6,4 +6,4 @@ cd "$(dirname "$0")/.."
 
 ./scripts/install-deps.sh
 ./scripts/build.sh release
-ctest --test-dir build/release --output-on-failure -j "$(nproc)"
+ctest --test-dir build/release --output-on-failure --timeout 600 -j "$(nproc)"

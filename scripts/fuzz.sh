@@ -34,3 +34,4 @@ run_fuzzer cdf_fuzzer tests/fuzz/cdf_corpus
 run_fuzzer pcap_fuzzer tests/fuzz/pcap_corpus
 run_fuzzer scenario_fuzzer examples
 run_fuzzer local_ring_fuzzer tests/fuzz/local_ring_corpus
+run_fuzzer cm_mad_fuzzer tests/fuzz/cm_corpus

@@ -1,6 +1,8 @@
 // JSON rendering of decoded frames.
 #include "decode/frame_json.h"
 
+#include "decode/cm_text.h"
+
 namespace uroce::decode {
 
 using nlohmann::ordered_json;
@@ -47,6 +49,7 @@ ordered_json frame_to_json(const wire::RoceFrame& frame) {
     if (h.imm_dt) out["imm"] = h.imm_dt->imm;
     if (h.ieth) out["ieth"] = {{"rkey", h.ieth->rkey}};
     out["payload_len"] = packet.payload.size();
+    if (is_gsi_mad(packet)) out["cm"] = gsi_mad_to_json(packet.payload);
   }
   out["ip"] = frame.ip_version();
   out["icrc"] = packet.icrc;

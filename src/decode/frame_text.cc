@@ -4,6 +4,8 @@
 #include <arpa/inet.h>
 #include <fmt/format.h>
 
+#include "decode/cm_text.h"
+
 namespace uroce::decode {
 namespace {
 
@@ -64,6 +66,7 @@ std::string describe_packet(const wire::RocePacket& packet) {
   if (h.ieth) text += fmt::format(" InvRKey=0x{:08x}", h.ieth->rkey);
   if (bth.pad_count != 0) text += fmt::format(" pad={}", bth.pad_count);
   text += fmt::format(" len={}", packet.payload.size());
+  if (is_gsi_mad(packet)) text += " | " + describe_gsi_mad(packet.payload);
   return text;
 }
 

@@ -53,6 +53,22 @@ TEST(DecodeCli, TextHasOneLinePerFrame) {
   EXPECT_NE(output[30].find("BAD"), std::string::npos);
 }
 
+// The kernel's rdma_cm frames: the connection manager's messages are named.
+TEST(DecodeCli, ConnectionManagerMadsAreDecoded) {
+  std::string capture = std::string(UROCE_VECTORS_DIR) + "/kernel-cm.pcap";
+  RunResult text = run("decode " + capture);
+  ASSERT_EQ(text.exit_code, 0) << text.output;
+  auto output = lines(text.output);
+  ASSERT_EQ(output.size(), 2u);
+  EXPECT_NE(output[0].find("| CM REQ "), std::string::npos) << output[0];
+  EXPECT_NE(output[0].find("service=TCP:7174 QPN=0x000011"), std::string::npos) << output[0];
+  EXPECT_NE(output[1].find("| CM REJ "), std::string::npos) << output[1];
+  EXPECT_NE(output[1].find("reason=timeout(4)"), std::string::npos) << output[1];
+  RunResult json = run("decode --json " + capture);
+  ASSERT_EQ(json.exit_code, 0) << json.output;
+  EXPECT_EQ(nlohmann::json::parse(lines(json.output)[0])["cm"]["message"], "REQ");
+}
+
 TEST(DecodeCli, BrokenFramesGiveAnErrorObjectAndDecodingGoesOn) {
   fs::path path = fs::temp_directory_path() / ("uroce-cli-" + std::to_string(::getpid()) + ".pcap");
   std::vector<std::uint8_t> payload(100, 7);

@@ -188,6 +188,9 @@ struct QpInitAttr {
   // resent in about an RTT or two instead of milliseconds. 0: off, as verbs.
   TimeNs tail_timeout_ns = 0;
   std::uint32_t tail_timeout_packets = 3;
+  // The General Services QP: a UD QP numbered 1, one per engine, through
+  // which the connection manager's MADs come and go (Q_Key 0x80010000).
+  bool gsi = false;
 };
 
 struct AddressVector {

@@ -7,6 +7,7 @@
 
 #include "ibverbs/address_vector.h"
 #include "ibverbs/objects.h"
+#include "ibverbs/uroce_private.h"
 #include "ibverbs/symbol_versions.h"
 #include "ibverbs/verbs_ops.h"
 #include "ibverbs/verbs_support.h"
@@ -35,7 +36,7 @@ ibv_qp_cap to_ibv_cap(const QpCap& cap) {
   return ibv_qp_cap{cap.max_send_wr, cap.max_recv_wr, cap.max_send_sge, cap.max_recv_sge, cap.max_inline_data};
 }
 
-ibv_qp* create(ibv_pd* pd, const ibv_qp_init_attr& requested) {
+ibv_qp* create(ibv_pd* pd, const ibv_qp_init_attr& requested, bool gsi = false) {
   if (pd == nullptr || requested.send_cq == nullptr || requested.recv_cq == nullptr) return fail_with<ibv_qp>(EINVAL);
   if (requested.qp_type != IBV_QPT_RC && requested.qp_type != IBV_QPT_UC && requested.qp_type != IBV_QPT_UD) {
     return fail_with<ibv_qp>(EOPNOTSUPP);  // XRC, raw packet and driver QPs
@@ -50,6 +51,7 @@ ibv_qp* create(ibv_pd* pd, const ibv_qp_init_attr& requested) {
   init.cap = to_cap(requested.cap);
   init.sq_sig_all = requested.sq_sig_all != 0;
   init.srq = requested.srq != nullptr ? srq_of(requested.srq).handle : 0;
+  init.gsi = gsi;
   auto* qp = new (std::nothrow) UroceQp{};
   if (qp == nullptr) return fail_with<ibv_qp>(ENOMEM);
   auto qpn = runtime.device().call([&](Engine& engine) -> Expected<std::uint32_t, std::errc> {
@@ -124,6 +126,17 @@ ibv_qp* UROCE_V11(ibv_create_qp)(ibv_pd* pd, ibv_qp_init_attr* attr) {
   return qp;
 }
 UROCE_BIND_V11(ibv_create_qp);
+
+// For uroce's librdmacm, at version UROCE_PRIVATE_1 (no program binds it):
+// the device's General Services QP, QP 1, a UD QP that carries the
+// connection manager's MADs. rdma-core keeps QP 1 in the kernel; here the
+// connection manager runs in the process, so its library asks for it.
+ibv_qp* uroce_create_gsi_qp(ibv_pd* pd, ibv_qp_init_attr* attr) {
+  if (attr == nullptr || attr->qp_type != IBV_QPT_UD) return fail_with<ibv_qp>(EINVAL);
+  ibv_qp* qp = create(pd, *attr, /*gsi=*/true);
+  if (qp != nullptr) attr->cap = qp_of(qp).init.cap;
+  return qp;
+}
 
 int UROCE_V11(ibv_modify_qp)(ibv_qp* ibv, ibv_qp_attr* attr, int mask) {
   if ((mask & ~kServedAttributes) != 0) return EOPNOTSUPP;

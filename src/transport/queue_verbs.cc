@@ -53,9 +53,13 @@ Expected<std::uint32_t, std::errc> Engine::create_qp(const QpInitAttr& init) {
       return unexpected(std::errc::invalid_argument);
     }
   }
+  constexpr std::uint32_t kGsiQpn = 1;
+  if (init.gsi && (init.qp_type != QpType::ud || state_->qps.contains(kGsiQpn))) {
+    return unexpected(init.qp_type != QpType::ud ? std::errc::invalid_argument : std::errc::device_or_resource_busy);
+  }
   QueuePair qp;
   qp.srq = init.srq;
-  qp.qpn = state_->fresh_qpn();
+  qp.qpn = init.gsi ? kGsiQpn : state_->fresh_qpn();
   qp.type = init.qp_type;
   qp.recovery = init.recovery;
   qp.tail_timeout_ns = init.tail_timeout_ns;
@@ -109,7 +113,9 @@ std::errc Engine::modify_qp(std::uint32_t qpn, const QpAttr& attr, std::uint32_t
   QpState next = (mask & kQpAttrState) ? attr.qp_state : qp.state;
   if (std::errc e = verbs::check_qp_transition(qp.type, qp.state, next, mask); e != std::errc{}) return e;
   if (std::errc e = check_attribute_values(attr, mask, attributes()); e != std::errc{}) return e;
-  if ((mask & kQpAttrQkey) && (attr.qkey & kControlledQkeyBit) && !state_->config.allow_controlled_qkey) {
+  // A controlled Q_Key (high bit set) is for privileged QPs, QP 1's 0x80010000 among them.
+  bool privileged = state_->config.allow_controlled_qkey || qp.qpn == 1;
+  if ((mask & kQpAttrQkey) && (attr.qkey & kControlledQkeyBit) && !privileged) {
     return std::errc::operation_not_permitted;
   }
 

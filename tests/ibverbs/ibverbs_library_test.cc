@@ -33,14 +33,19 @@ RunResult run_with_uroce(const std::string& environment, const std::string& comm
                    " 2>&1");
 }
 
+// Besides, at version UROCE_PRIVATE_1, what uroce's librdmacm needs (QP 1).
 TEST(IbverbsLibrary, ExportsRdmaCoresSymbolsWithTheirVersions) {
   if (run_shell("test -e " + kRdmaCore).exit_code != 0) GTEST_SKIP() << "rdma-core's libibverbs is not installed";
   std::string list = " | grep -v ' U \\| w ' | awk '{ print $3 }' | sort";
-  RunResult ours = run_shell("nm -D --with-symbol-versions " + kLibraryDir + "/libibverbs.so.1" + list);
+  RunResult ours = run_shell("nm -D --with-symbol-versions " + kLibraryDir + "/libibverbs.so.1" + list +
+                             " | grep -v UROCE_PRIVATE_1");
   RunResult theirs = run_shell("nm -D --with-symbol-versions " + kRdmaCore + list);
   ASSERT_EQ(ours.exit_code, 0);
   EXPECT_GT(theirs.output.size(), 1000u);
   EXPECT_EQ(ours.output, theirs.output);
+  RunResult ours_private = run_shell("nm -D --with-symbol-versions " + kLibraryDir + "/libibverbs.so.1" + list +
+                                     " | grep UROCE_PRIVATE_1");
+  EXPECT_EQ(ours_private.output, "UROCE_PRIVATE_1\nuroce_create_gsi_qp@@UROCE_PRIVATE_1\n");
 }
 
 TEST(IbverbsLibrary, EveryProgramLoadsWithEverySymbolBound) {

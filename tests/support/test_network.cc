@@ -160,13 +160,14 @@ std::pair<Endpoint, Endpoint> connect_rc(Engine& a, Engine& b, const RcOptions& 
   return {ends[0], ends[1]};
 }
 
-Endpoint make_ud_qp(Engine& engine, std::uint32_t qkey) {
+Endpoint make_ud_qp(Engine& engine, std::uint32_t qkey, bool gsi) {
   Endpoint end;
   end.engine = &engine;
   end.pd = *engine.alloc_pd();
   end.cq = *engine.create_cq(256);
   QpInitAttr init;
   init.qp_type = QpType::ud;
+  init.gsi = gsi;
   init.pd = end.pd;
   init.send_cq = init.recv_cq = end.cq;
   init.cap = QpCap{128, 128, 1, 1, 64};

@@ -97,7 +97,7 @@ struct Endpoint {
 std::pair<Endpoint, Endpoint> connect_rc(Engine& a, Engine& b, const RcOptions& options = {});
 
 // Creates PD, CQ and a UD QP with this Q_Key on the engine, in RTS.
-Endpoint make_ud_qp(Engine& engine, std::uint32_t qkey);
+Endpoint make_ud_qp(Engine& engine, std::uint32_t qkey, bool gsi = false);  // gsi: QP 1
 
 // Drains a CQ into a vector (asserting the CQ is healthy).
 std::vector<WorkCompletion> drain(const Endpoint& endpoint);

@@ -120,3 +120,53 @@ TEST_F(Ud, OnlySendsOfAtMostOneMtuToAKnownAddressHandle) {
 
 }  // namespace
 }  // namespace uroce::testing
+
+namespace uroce::testing {
+namespace {
+
+// The General Services QP: number 1 on each engine, a UD QP with the CM's
+// Q_Key; a MAD from one engine's QP 1 arrives at the other's from QP 1.
+TEST(GsiQp, IsNumberOneOncePerEngineAndCarriesMadsBetweenEngines) {
+  constexpr std::uint32_t kGsiQkey = 0x80010000;
+  TestNetwork network{9, ChannelFaults{}};
+  Engine& a = network.add_engine();
+  Engine& b = network.add_engine();
+  UdEnd ends[2];
+  for (int i = 0; i < 2; ++i) {
+    Engine& engine = i == 0 ? a : b;
+    ends[i].end = make_ud_qp(engine, kGsiQkey, /*gsi=*/true);
+    ends[i].keys = *engine.reg_mr(ends[i].end.pd, ends[i].buffer.data(), ends[i].buffer.size(), kAccessLocalWrite);
+    EXPECT_EQ(ends[i].end.qpn, 1u);
+  }
+  QpInitAttr again;
+  again.qp_type = QpType::ud;
+  again.gsi = true;
+  again.pd = ends[0].end.pd;
+  again.send_cq = again.recv_cq = ends[0].end.cq;
+  EXPECT_EQ(a.create_qp(again).error(), std::errc::device_or_resource_busy);
+  again.qp_type = QpType::rc;
+  EXPECT_EQ(a.create_qp(again).error(), std::errc::invalid_argument);
+
+  Sge receive{reinterpret_cast<std::uintptr_t>(ends[1].buffer.data()), kGrhLength + 256, ends[1].keys.lkey};
+  ASSERT_EQ(b.post_recv(1, RecvWr{5, {&receive, 1}}), std::errc{});
+  std::fill_n(ends[0].buffer.begin(), 256, std::uint8_t{0x07});
+  Sge mad{reinterpret_cast<std::uintptr_t>(ends[0].buffer.data()), 256, ends[0].keys.lkey};
+  AddressVector av;
+  av.dgid = b.gid();
+  SendWr wr;
+  wr.opcode = WrOpcode::send;
+  wr.send_flags = kSendSignaled;
+  wr.sg_list = {&mad, 1};
+  wr.ud = {*a.create_ah(ends[0].end.pd, av), 1, kGsiQkey};
+  ASSERT_EQ(a.post_send(1, wr), std::errc{});
+  network.run_until([] { return false; }, network.now() + 1'000'000'000);
+  auto received = drain(ends[1].end);
+  ASSERT_EQ(received.size(), 1u);
+  EXPECT_EQ(received[0].status, WcStatus::success);
+  EXPECT_EQ(received[0].src_qp, 1u);
+  EXPECT_EQ(received[0].byte_len, kGrhLength + 256);
+  EXPECT_EQ(ends[1].buffer[kGrhLength + 255], 0x07);
+}
+
+}  // namespace
+}  // namespace uroce::testing

@@ -1,0 +1,12 @@
+// What uroce's libibverbs.so.1 exports for uroce's librdmacm.so.1 only, at
+// version UROCE_PRIVATE_1 (rdma-core's programs bind none of it).
+#pragma once
+
+#include <infiniband/verbs.h>
+
+extern "C" {
+// The device's General Services QP (QP 1): a UD QP for the connection
+// manager's MADs, one per device. EINVAL unless attr asks for UD; EBUSY when
+// the device has one already.
+ibv_qp* uroce_create_gsi_qp(ibv_pd* pd, ibv_qp_init_attr* attr);
+}

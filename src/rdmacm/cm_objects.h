@@ -1,0 +1,71 @@
+// The objects behind librdmacm's handles: an event channel (an eventfd that
+// counts queued events, so a program can poll it), an event, and a CM ID
+// with what its connection needs. One lock (cm_lock()) guards them all and
+// the per-device services (cm_service.h); rdma_get_cm_event waits on the
+// channel's fd outside it.
+#pragma once
+
+#include <rdma/rdma_cma.h>
+
+#include <array>
+#include <cstdint>
+#include <deque>
+#include <mutex>
+
+#include "cm/cm_messages.h"
+
+namespace uroce::rdmacm {
+
+class CmService;
+
+struct CmEventRecord {
+  rdma_cm_event event{};  // first: the program's pointer is to it
+  std::array<std::uint8_t, 256> private_data{};
+};
+
+struct CmChannel {
+  rdma_event_channel channel{};  // channel.fd: eventfd, one count per queued event
+  std::deque<CmEventRecord*> queue;
+};
+
+enum class IdState { idle, bound, addr_resolved, route_resolved, listening, connecting, request_pending, accepting,
+                     connected, disconnected };
+
+struct CmId {
+  rdma_cm_id id{};  // first: the program's pointer is to it
+  IdState state = IdState::idle;
+  CmService* service = nullptr;  // the device, once bound or resolved
+  CmChannel* channel = nullptr;
+  bool synchronous = false;      // made by rdma_create_ep: its calls wait for their event on its own channel
+  std::uint32_t comm_id = 0;     // the connection in the service's ConnectionManager
+  std::uint32_t send_psn = 0;    // the starting PSN this side sends with
+  cm::ConnectRequest request;    // the REQ sent (active) or received (passive)
+  rdma_conn_param param{};       // what the program asked for at connect or accept
+  CmId* listener = nullptr;      // passive: the ID that listened
+  std::uint32_t remote_qpn = 0;  // the peer's QP, its starting PSN and the RNR retries it asks for
+  std::uint32_t remote_psn = 0;
+  std::uint8_t remote_rnr_retry = 0;
+  ibv_sa_path_rec path{};        // route.path_rec points here
+  std::uint32_t outstanding_events = 0;
+};
+
+// The one lock of the library (see the top of this file).
+std::mutex& cm_lock();
+
+inline CmId* cm_id_of(rdma_cm_id* id) { return reinterpret_cast<CmId*>(id); }
+inline CmChannel* channel_of(rdma_event_channel* channel) { return reinterpret_cast<CmChannel*>(channel); }
+
+// Queues an event for id on its channel (under cm_lock()); data: the
+// private data it carries.
+void queue_event(CmId& id, rdma_cm_event_type type, int status, ByteSpan data = {}, CmId* listener = nullptr);
+
+// For an ID made by rdma_create_ep: waits for its next event, which must be
+// expected (else the call fails with the event's status as errno). 0 at
+// once for an ID with a channel of the program's.
+int complete_if_synchronous(rdma_cm_id* id, rdma_cm_event_type expected);
+
+// The port space's 16 bits of an ID, the ports of its addresses.
+std::uint16_t source_port(const CmId& id);
+std::uint16_t destination_port(const CmId& id);
+
+}  // namespace uroce::rdmacm

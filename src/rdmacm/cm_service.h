@@ -1,0 +1,80 @@
+// CmService: the connection manager of one uroce device in this process.
+// It holds the device's General Services QP (QP 1, through uroce's
+// libibverbs), receives and sends the CM's MADs on it, runs the protocol
+// (cm::ConnectionManager) on a thread that sleeps until a MAD arrives, a
+// call needs it or a retry is due, and turns the protocol's events into
+// rdma_cm events on the IDs' channels. A service opens when an ID first
+// binds to or resolves through its device, and closes at exit.
+#pragma once
+
+#include <infiniband/verbs.h>
+#include <netinet/in.h>
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "cm/connection_manager.h"
+#include "common/expected.h"
+#include "rdmacm/cm_objects.h"
+
+namespace uroce::rdmacm {
+
+class CmService {
+ public:
+  // The service of the device that holds address (an IPv4 or IPv6 socket
+  // address; a wildcard: the first device). Under cm_lock(). nullptr with
+  // errno: no such device (ENODEV) or the device cannot be opened.
+  static CmService* for_address(const sockaddr* address);
+  // Every device's context, for rdma_get_devices (opens them all).
+  static std::vector<ibv_context*> all_contexts();
+  ~CmService();
+
+  ibv_context* context() const { return context_; }
+  const Gid& gid() const { return gid_; }
+  ibv_mtu active_mtu() const { return active_mtu_; }
+  cm::ConnectionManager& manager() { return manager_; }
+
+  // After a call changed the manager: send what it has to send, and let the
+  // thread recompute its sleep.
+  void flush();
+
+  // The connection's ID, for events; listeners by service ID.
+  std::map<std::uint32_t, CmId*> ids;
+  std::map<std::uint64_t, CmId*> listeners;
+
+ private:
+  CmService() = default;
+  Expected<bool, int> open(ibv_device* device, const Gid& gid);
+  void run();
+  void take_completions();
+  void post_receive(std::size_t slot);
+  void send(const cm::Outgoing& outgoing);
+  ibv_ah* address_handle(const Gid& destination);
+  void dispatch(const cm::CmEvent& event);
+
+  ibv_context* context_ = nullptr;
+  ibv_pd* pd_ = nullptr;
+  ibv_comp_channel* completions_ = nullptr;
+  ibv_cq* cq_ = nullptr;
+  ibv_qp* qp_ = nullptr;
+  ibv_mr* mr_ = nullptr;
+  std::vector<std::uint8_t> buffers_;  // receive slots, then send slots
+  std::vector<bool> send_slot_busy_;
+  std::map<Gid, ibv_ah*> address_handles_;
+  Gid gid_{};
+  ibv_mtu active_mtu_ = IBV_MTU_1024;
+  cm::ConnectionManager manager_{cm::CmConfig{}};
+  int wake_fd_ = -1;
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
+// Handles a protocol event of id's connection (connect.cc).
+void on_connection_event(CmService& service, CmId& id, const cm::CmEvent& event);
+// A REQ for a listener: makes the child ID and queues CONNECT_REQUEST (connect.cc).
+void on_connection_request(CmService& service, CmId& listener, const cm::CmEvent& event);
+
+}  // namespace uroce::rdmacm

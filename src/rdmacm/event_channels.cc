@@ -1,0 +1,144 @@
+// Event channels and events: rdma_create_event_channel, rdma_get_cm_event
+// (blocks on the channel's eventfd unless the program made it
+// non-blocking), rdma_ack_cm_event, rdma_event_str; queue_event.
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <new>
+
+#include "rdmacm/cm_objects.h"
+
+namespace uroce::rdmacm {
+
+void queue_event(CmId& id, rdma_cm_event_type type, int status, ByteSpan data, CmId* listener) {
+  CmChannel* channel = id.channel;
+  if (channel == nullptr) return;
+  auto* record = new (std::nothrow) CmEventRecord;
+  if (record == nullptr) return;
+  record->event.id = &id.id;
+  record->event.listen_id = listener != nullptr ? &listener->id : nullptr;
+  record->event.event = type;
+  record->event.status = status;
+  std::size_t length = std::min(data.size(), record->private_data.size());
+  std::copy_n(data.begin(), length, record->private_data.begin());
+  record->event.param.conn.private_data = length != 0 ? record->private_data.data() : nullptr;
+  record->event.param.conn.private_data_len = static_cast<std::uint8_t>(std::min<std::size_t>(length, 255));
+  channel->queue.push_back(record);
+  ++id.outstanding_events;
+  std::uint64_t one = 1;
+  [[maybe_unused]] ssize_t written = ::write(channel->channel.fd, &one, sizeof one);
+}
+
+std::uint16_t source_port(const CmId& id) {
+  const sockaddr& address = id.id.route.addr.src_addr;
+  if (address.sa_family == AF_INET) return ntohs(id.id.route.addr.src_sin.sin_port);
+  if (address.sa_family == AF_INET6) return ntohs(id.id.route.addr.src_sin6.sin6_port);
+  return 0;
+}
+
+std::uint16_t destination_port(const CmId& id) {
+  const sockaddr& address = id.id.route.addr.dst_addr;
+  if (address.sa_family == AF_INET) return ntohs(id.id.route.addr.dst_sin.sin_port);
+  if (address.sa_family == AF_INET6) return ntohs(id.id.route.addr.dst_sin6.sin6_port);
+  return 0;
+}
+
+}  // namespace uroce::rdmacm
+
+using namespace uroce::rdmacm;
+
+extern "C" {
+
+rdma_event_channel* rdma_create_event_channel() {
+  auto* channel = new (std::nothrow) CmChannel;
+  if (channel == nullptr) {
+    errno = ENOMEM;
+    return nullptr;
+  }
+  channel->channel.fd = ::eventfd(0, EFD_SEMAPHORE | EFD_CLOEXEC);
+  if (channel->channel.fd < 0) {
+    int error = errno;
+    delete channel;
+    errno = error;
+    return nullptr;
+  }
+  return &channel->channel;
+}
+
+void rdma_destroy_event_channel(rdma_event_channel* channel) {
+  if (channel == nullptr) return;
+  CmChannel* owned = channel_of(channel);
+  {
+    std::lock_guard lock(cm_lock());
+    for (CmEventRecord* record : owned->queue) delete record;
+  }
+  ::close(owned->channel.fd);
+  delete owned;
+}
+
+int rdma_get_cm_event(rdma_event_channel* channel, rdma_cm_event** event) {
+  if (channel == nullptr || event == nullptr) {
+    errno = EINVAL;
+    return -1;
+  }
+  std::uint64_t count = 0;
+  while (::read(channel->fd, &count, sizeof count) < 0) {
+    if (errno != EINTR) return -1;  // EAGAIN on a non-blocking channel with nothing queued
+  }
+  std::lock_guard lock(cm_lock());
+  CmChannel* owned = channel_of(channel);
+  if (owned->queue.empty()) {  // its ID moved to another channel with its events
+    errno = EAGAIN;
+    return -1;
+  }
+  *event = &owned->queue.front()->event;
+  owned->queue.pop_front();
+  return 0;
+}
+
+int rdma_ack_cm_event(rdma_cm_event* event) {
+  if (event == nullptr) {
+    errno = EINVAL;
+    return -1;
+  }
+  std::lock_guard lock(cm_lock());
+  CmId* id = cm_id_of(event->id);
+  if (id->outstanding_events > 0) --id->outstanding_events;
+  delete reinterpret_cast<CmEventRecord*>(event);
+  return 0;
+}
+
+const char* rdma_event_str(rdma_cm_event_type event) {
+  static constexpr const char* kNames[] = {
+      "RDMA_CM_EVENT_ADDR_RESOLVED",    "RDMA_CM_EVENT_ADDR_ERROR",       "RDMA_CM_EVENT_ROUTE_RESOLVED",
+      "RDMA_CM_EVENT_ROUTE_ERROR",      "RDMA_CM_EVENT_CONNECT_REQUEST",  "RDMA_CM_EVENT_CONNECT_RESPONSE",
+      "RDMA_CM_EVENT_CONNECT_ERROR",    "RDMA_CM_EVENT_UNREACHABLE",      "RDMA_CM_EVENT_REJECTED",
+      "RDMA_CM_EVENT_ESTABLISHED",      "RDMA_CM_EVENT_DISCONNECTED",     "RDMA_CM_EVENT_DEVICE_REMOVAL",
+      "RDMA_CM_EVENT_MULTICAST_JOIN",   "RDMA_CM_EVENT_MULTICAST_ERROR",  "RDMA_CM_EVENT_ADDR_CHANGE",
+      "RDMA_CM_EVENT_TIMEWAIT_EXIT"};
+  auto index = static_cast<std::size_t>(event);
+  return index < std::size(kNames) ? kNames[index] : "UNKNOWN EVENT";
+}
+
+}  // extern "C"
+
+namespace uroce::rdmacm {
+
+int complete_if_synchronous(rdma_cm_id* id, rdma_cm_event_type expected) {
+  {
+    std::lock_guard lock(cm_lock());
+    if (!cm_id_of(id)->synchronous) return 0;
+  }
+  rdma_cm_event* event = nullptr;
+  if (rdma_get_cm_event(id->channel, &event) != 0) return -1;
+  rdma_cm_event_type type = event->event;
+  int status = event->status;
+  rdma_ack_cm_event(event);
+  if (type == expected) return 0;
+  errno = status < 0 ? -status : (type == RDMA_CM_EVENT_REJECTED ? ECONNREFUSED : EIO);
+  return -1;
+}
+
+}  // namespace uroce::rdmacm

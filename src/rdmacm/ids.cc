@@ -1,0 +1,243 @@
+// CM IDs and their addresses: rdma_create_id, rdma_destroy_id,
+// rdma_bind_addr, rdma_resolve_addr, rdma_resolve_route, rdma_listen,
+// rdma_migrate_id, the port getters and rdma_get_devices. Address
+// resolution is immediate: a uroce device is an IP address, and the
+// destination is reached over IP, so the events are queued at once.
+#include <arpa/inet.h>
+
+#include <cerrno>
+#include <cstring>
+#include <new>
+#include <random>
+
+#include "cm/cma_header.h"
+#include "rdmacm/cm_service.h"
+
+namespace uroce::rdmacm {
+namespace {
+
+int fail(int error) {
+  errno = error;
+  return -1;
+}
+
+std::size_t length_of(const sockaddr* address) {
+  return address->sa_family == AF_INET6 ? sizeof(sockaddr_in6) : sizeof(sockaddr_in);
+}
+
+void set_port(sockaddr* address, std::uint16_t port) {
+  if (address->sa_family == AF_INET) reinterpret_cast<sockaddr_in*>(address)->sin_port = htons(port);
+  if (address->sa_family == AF_INET6) reinterpret_cast<sockaddr_in6*>(address)->sin6_port = htons(port);
+}
+
+std::uint16_t port_of(const sockaddr* address) {
+  if (address->sa_family == AF_INET) return ntohs(reinterpret_cast<const sockaddr_in*>(address)->sin_port);
+  if (address->sa_family == AF_INET6) return ntohs(reinterpret_cast<const sockaddr_in6*>(address)->sin6_port);
+  return 0;
+}
+
+// Binds id to the device of address, with an ephemeral port when it names none.
+int bind_locked(CmId& id, const sockaddr* address) {
+  if (address->sa_family != AF_INET && address->sa_family != AF_INET6) return fail(EAFNOSUPPORT);
+  CmService* service = CmService::for_address(address);
+  if (service == nullptr) return -1;
+  id.service = service;
+  id.id.verbs = service->context();
+  id.id.port_num = 1;
+  std::memcpy(&id.id.route.addr.src_storage, address, length_of(address));
+  if (port_of(address) == 0) {
+    std::uint16_t ephemeral = static_cast<std::uint16_t>(32768 + std::random_device{}() % 28000);
+    set_port(&id.id.route.addr.src_addr, ephemeral);
+  }
+  std::memcpy(id.id.route.addr.addr.ibaddr.sgid.raw, service->gid().data(), 16);
+  id.state = IdState::bound;
+  return 0;
+}
+
+}  // namespace
+}  // namespace uroce::rdmacm
+
+using namespace uroce::rdmacm;
+using uroce::ByteSpan;
+
+extern "C" {
+
+int rdma_create_id(rdma_event_channel* channel, rdma_cm_id** id, void* context, rdma_port_space ps) {
+  if (id == nullptr) return fail(EINVAL);
+  if (ps != RDMA_PS_TCP && ps != RDMA_PS_UDP && ps != RDMA_PS_IB && ps != RDMA_PS_IPOIB) return fail(EINVAL);
+  auto* created = new (std::nothrow) CmId;
+  if (created == nullptr) return fail(ENOMEM);
+  created->channel = channel != nullptr ? channel_of(channel) : nullptr;
+  created->id.channel = channel;
+  created->id.context = context;
+  created->id.ps = ps;
+  created->id.qp_type = ps == RDMA_PS_UDP || ps == RDMA_PS_IPOIB ? IBV_QPT_UD : IBV_QPT_RC;
+  created->id.route.path_rec = &created->path;
+  *id = &created->id;
+  return 0;
+}
+
+int rdma_destroy_id(rdma_cm_id* id) {
+  if (id == nullptr) return fail(EINVAL);
+  std::lock_guard lock(cm_lock());
+  CmId* owned = cm_id_of(id);
+  if (CmService* service = owned->service) {
+    uroce::cm::ConnectionManager& manager = service->manager();
+    if (owned->state == IdState::connected) {
+      manager.disconnect(owned->comm_id, 0);  // the peer hears a DREQ; the answer finds no ID
+    } else if (owned->state == IdState::request_pending) {
+      manager.reject(owned->comm_id, static_cast<std::uint16_t>(uroce::cm::RejectReason::consumer_reject), {}, 0);
+    }
+    if (owned->comm_id != 0) service->ids.erase(owned->comm_id);
+    for (auto it = service->listeners.begin(); it != service->listeners.end();) {
+      if (it->second != owned) {
+        ++it;
+        continue;
+      }
+      manager.stop_listening(it->first);
+      it = service->listeners.erase(it);
+    }
+    service->flush();
+  }
+  if (owned->channel != nullptr) {  // events still queued for it go with it
+    auto& queue = owned->channel->queue;
+    for (auto it = queue.begin(); it != queue.end();) {
+      if ((*it)->event.id == id) {
+        delete *it;
+        it = queue.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+  delete owned;
+  return 0;
+}
+
+int rdma_bind_addr(rdma_cm_id* id, sockaddr* address) {
+  if (id == nullptr || address == nullptr) return fail(EINVAL);
+  std::lock_guard lock(cm_lock());
+  CmId* owned = cm_id_of(id);
+  if (owned->state != IdState::idle) return fail(EINVAL);
+  return bind_locked(*owned, address);
+}
+
+static int rdma_resolve_addr_async(rdma_cm_id* id, sockaddr* source, sockaddr* destination, int /*timeout_ms*/) {
+  if (id == nullptr || destination == nullptr) return fail(EINVAL);
+  if (destination->sa_family != AF_INET && destination->sa_family != AF_INET6) return fail(EAFNOSUPPORT);
+  std::lock_guard lock(cm_lock());
+  CmId* owned = cm_id_of(id);
+  if (owned->state == IdState::idle) {
+    // No source: the device that holds the destination (a loopback peer on
+    // this device), else the first device; uroce routes over IP.
+    sockaddr_storage any{};
+    any.ss_family = destination->sa_family;
+    const sockaddr* from = source != nullptr ? source : reinterpret_cast<sockaddr*>(&any);
+    if (bind_locked(*owned, from) != 0) return -1;
+  } else if (owned->state != IdState::bound) {
+    return fail(EINVAL);
+  }
+  std::memcpy(&owned->id.route.addr.dst_storage, destination, length_of(destination));
+  sockaddr_storage peer{};
+  std::memcpy(&peer, destination, length_of(destination));
+  auto& gid = owned->id.route.addr.addr.ibaddr.dgid;
+  if (destination->sa_family == AF_INET) {
+    std::memset(gid.raw, 0, 16);
+    gid.raw[10] = gid.raw[11] = 0xFF;
+    std::memcpy(gid.raw + 12, &reinterpret_cast<sockaddr_in*>(&peer)->sin_addr, 4);
+  } else {
+    std::memcpy(gid.raw, &reinterpret_cast<sockaddr_in6*>(&peer)->sin6_addr, 16);
+  }
+  owned->state = IdState::addr_resolved;
+  queue_event(*owned, RDMA_CM_EVENT_ADDR_RESOLVED, 0);
+  return 0;
+}
+
+static int rdma_resolve_route_async(rdma_cm_id* id, int /*timeout_ms*/) {
+  if (id == nullptr) return fail(EINVAL);
+  std::lock_guard lock(cm_lock());
+  CmId* owned = cm_id_of(id);
+  if (owned->state != IdState::addr_resolved) return fail(EINVAL);
+  ibv_sa_path_rec& path = owned->path;
+  path.sgid = owned->id.route.addr.addr.ibaddr.sgid;
+  path.dgid = owned->id.route.addr.addr.ibaddr.dgid;
+  path.pkey = htons(0xFFFF);
+  path.mtu = static_cast<std::uint8_t>(owned->service->active_mtu());
+  path.hop_limit = 64;
+  path.reversible = 1;
+  path.numb_path = 1;
+  owned->id.route.num_paths = 1;
+  owned->state = IdState::route_resolved;
+  queue_event(*owned, RDMA_CM_EVENT_ROUTE_RESOLVED, 0);
+  return 0;
+}
+
+int rdma_listen(rdma_cm_id* id, int /*backlog*/) {
+  if (id == nullptr) return fail(EINVAL);
+  std::lock_guard lock(cm_lock());
+  CmId* owned = cm_id_of(id);
+  if (owned->state != IdState::bound || owned->id.ps == RDMA_PS_UDP || owned->id.ps == RDMA_PS_IPOIB) {
+    return fail(owned->state != IdState::bound ? EINVAL : ENOSYS);  // UD services (SIDR): not yet
+  }
+  auto space = static_cast<uroce::cm::PortSpace>(owned->id.ps);
+  std::uint64_t service_id = uroce::cm::service_id(space, source_port(*owned));
+  if (owned->service->listeners.contains(service_id)) return fail(EADDRINUSE);
+  owned->service->listeners.emplace(service_id, owned);
+  owned->service->manager().listen(service_id);
+  owned->state = IdState::listening;
+  return 0;
+}
+
+int rdma_migrate_id(rdma_cm_id* id, rdma_event_channel* channel) {
+  if (id == nullptr) return fail(EINVAL);
+  std::lock_guard lock(cm_lock());
+  CmId* owned = cm_id_of(id);
+  CmChannel* to = channel != nullptr ? channel_of(channel) : nullptr;
+  if (owned->channel != nullptr && to != nullptr) {  // its queued events move along
+    auto& from_queue = owned->channel->queue;
+    for (auto it = from_queue.begin(); it != from_queue.end();) {
+      if ((*it)->event.id == id) {
+        to->queue.push_back(*it);
+        std::uint64_t one = 1;
+        [[maybe_unused]] ssize_t written = ::write(to->channel.fd, &one, sizeof one);
+        it = from_queue.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+  owned->channel = to;
+  owned->id.channel = channel;
+  return 0;
+}
+
+__be16 rdma_get_src_port(rdma_cm_id* id) { return id != nullptr ? htons(source_port(*cm_id_of(id))) : 0; }
+__be16 rdma_get_dst_port(rdma_cm_id* id) { return id != nullptr ? htons(destination_port(*cm_id_of(id))) : 0; }
+
+ibv_context** rdma_get_devices(int* count) {
+  std::lock_guard lock(cm_lock());
+  std::vector<ibv_context*> contexts = CmService::all_contexts();
+  auto* list = new (std::nothrow) ibv_context*[contexts.size() + 1];
+  if (list == nullptr) {
+    errno = ENOMEM;
+    return nullptr;
+  }
+  std::copy(contexts.begin(), contexts.end(), list);
+  list[contexts.size()] = nullptr;
+  if (count != nullptr) *count = static_cast<int>(contexts.size());
+  return list;
+}
+
+void rdma_free_devices(ibv_context** list) { delete[] list; }
+
+int rdma_resolve_addr(rdma_cm_id* id, sockaddr* source, sockaddr* destination, int) {
+  int result = rdma_resolve_addr_async(id, source, destination, 0);
+  return result == 0 ? complete_if_synchronous(id, RDMA_CM_EVENT_ADDR_RESOLVED) : result;
+}
+
+int rdma_resolve_route(rdma_cm_id* id, int) {
+  int result = rdma_resolve_route_async(id, 0);
+  return result == 0 ? complete_if_synchronous(id, RDMA_CM_EVENT_ROUTE_RESOLVED) : result;
+}
+
+}  // extern "C"

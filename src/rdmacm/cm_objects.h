@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <deque>
 #include <mutex>
+#include <optional>
 
 #include "cm/cm_messages.h"
 
@@ -46,6 +47,9 @@ struct CmId {
   std::uint32_t remote_psn = 0;
   std::uint8_t remote_rnr_retry = 0;
   ibv_sa_path_rec path{};        // route.path_rec points here
+  bool owns_cqs = false;         // rdma_create_qp made the CQs (the program gave none)
+  bool has_qp_template = false;  // a passive endpoint: the QP each request gets
+  ibv_qp_init_attr qp_template{};
   std::uint32_t outstanding_events = 0;
 };
 

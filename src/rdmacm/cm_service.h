@@ -33,6 +33,8 @@ class CmService {
   ~CmService();
 
   ibv_context* context() const { return context_; }
+  // The PD an ID's QP gets when the program names none (as rdma-core's per-device PD).
+  ibv_pd* default_pd() const { return pd_; }
   const Gid& gid() const { return gid_; }
   ibv_mtu active_mtu() const { return active_mtu_; }
   cm::ConnectionManager& manager() { return manager_; }

@@ -97,6 +97,33 @@ int connect_qp(CmId& id, std::uint32_t remote_qpn, std::uint32_t receive_psn, ib
   return ibv_modify_qp(qp, &attr, mask);
 }
 
+void destroy_completion_queues(rdma_cm_id& id) {
+  if (id.send_cq != nullptr) ibv_destroy_cq(id.send_cq);
+  if (id.recv_cq != nullptr) ibv_destroy_cq(id.recv_cq);
+  if (id.send_cq_channel != nullptr) ibv_destroy_comp_channel(id.send_cq_channel);
+  if (id.recv_cq_channel != nullptr) ibv_destroy_comp_channel(id.recv_cq_channel);
+  id.send_cq = id.recv_cq = nullptr;
+  id.send_cq_channel = id.recv_cq_channel = nullptr;
+}
+
+bool make_completion_queues(rdma_cm_id& id, ibv_qp_init_attr& attr) {
+  id.send_cq_channel = ibv_create_comp_channel(id.verbs);
+  id.recv_cq_channel = ibv_create_comp_channel(id.verbs);
+  if (id.send_cq_channel != nullptr && id.recv_cq_channel != nullptr) {
+    id.send_cq = ibv_create_cq(id.verbs, static_cast<int>(std::max(attr.cap.max_send_wr, 1u)), &id, id.send_cq_channel, 0);
+    id.recv_cq = ibv_create_cq(id.verbs, static_cast<int>(std::max(attr.cap.max_recv_wr, 1u)), &id, id.recv_cq_channel, 0);
+  }
+  if (id.send_cq == nullptr || id.recv_cq == nullptr) {
+    int error = errno;
+    destroy_completion_queues(id);
+    errno = error;
+    return false;
+  }
+  attr.send_cq = id.send_cq;
+  attr.recv_cq = id.recv_cq;
+  return true;
+}
+
 void qp_to_error(CmId& id) {
   if (id.id.qp == nullptr) return;
   ibv_qp_attr attr{};
@@ -228,9 +255,20 @@ int rdma_create_qp(rdma_cm_id* id, ibv_pd* pd, ibv_qp_init_attr* attr) {
   std::lock_guard lock(cm_lock());
   CmId* owned = cm_id_of(id);
   if (pd == nullptr) pd = id->pd;
+  if (pd == nullptr && owned->service != nullptr) pd = owned->service->default_pd();
   if (pd == nullptr || id->verbs == nullptr || pd->context != id->verbs) return fail(EINVAL);
+  // Without CQs from the program, each direction gets a CQ with its own
+  // completion channel (rdma_verbs.h's rdma_get_send_comp/recv_comp wait on them).
+  if (attr->qp_type == 0) attr->qp_type = id->qp_type;  // as rdma-core: the ID's (its port space's) type
+  bool make_cqs = attr->send_cq == nullptr || attr->recv_cq == nullptr;
+  if (make_cqs && !make_completion_queues(*id, *attr)) return -1;
   ibv_qp* qp = ibv_create_qp(pd, attr);
-  if (qp == nullptr) return -1;
+  if (qp == nullptr) {
+    int error = errno;
+    if (make_cqs) destroy_completion_queues(*id);
+    return fail(error);
+  }
+  owned->owns_cqs = make_cqs;
   ibv_qp_attr init{};
   init.qp_state = IBV_QPS_INIT;
   init.port_num = 1;
@@ -246,6 +284,7 @@ int rdma_create_qp(rdma_cm_id* id, ibv_pd* pd, ibv_qp_init_attr* attr) {
   if (ibv_modify_qp(qp, &init, mask) != 0) {
     int error = errno;
     ibv_destroy_qp(qp);
+    if (make_cqs) destroy_completion_queues(*id);
     return fail(error);
   }
   id->qp = qp;
@@ -254,7 +293,6 @@ int rdma_create_qp(rdma_cm_id* id, ibv_pd* pd, ibv_qp_init_attr* attr) {
   id->recv_cq = attr->recv_cq;
   id->srq = attr->srq;
   id->qp_type = attr->qp_type;
-  (void)owned;
   return 0;
 }
 
@@ -278,6 +316,9 @@ void rdma_destroy_qp(rdma_cm_id* id) {
   if (id == nullptr || id->qp == nullptr) return;
   ibv_destroy_qp(id->qp);
   id->qp = nullptr;
+  std::lock_guard lock(cm_lock());
+  if (cm_id_of(id)->owns_cqs) destroy_completion_queues(*id);
+  cm_id_of(id)->owns_cqs = false;
 }
 
 static int rdma_connect_async(rdma_cm_id* id, rdma_conn_param* param) {

@@ -110,6 +110,7 @@ int rdma_destroy_id(rdma_cm_id* id) {
       }
     }
   }
+  if (id->event != nullptr) delete reinterpret_cast<CmEventRecord*>(id->event);  // rdma_get_request's
   delete owned;
   return 0;
 }

@@ -12,7 +12,8 @@
 #
 #   scripts/interop-softroce.sh [--quick] [--build DIR] [--capture-cm FILE]
 #
-# --quick: fewer iterations (CI). --capture-cm FILE: instead of the exchanges,
+# --quick: fewer iterations (CI). --cm-only: only the rdma_cm exchanges
+# (rping each way). --capture-cm FILE: instead of the exchanges,
 # the guest's kernel rdma_cm tries to connect to this host (rping, RC over
 # RDMA_PS_TCP: REQ MADs; udaddy, RDMA_PS_UDP: SIDR_REQ MADs), nothing on this
 # side answers, and the frames are written to FILE (needs tcpdump) as
@@ -25,18 +26,20 @@ here="$(cd "$(dirname "$0")/.." && pwd)"
 quick=0
 build="$here/build/release"
 capture_cm=""
+cm_only=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --quick) quick=1 ;;
     --build) build="$2"; shift ;;
     --capture-cm) capture_cm="$(realpath -m "$2")"; shift ;;
-    *) echo "usage: $0 [--quick] [--build DIR] [--capture-cm FILE]" >&2; exit 2 ;;
+    --cm-only) cm_only=1 ;;
+    *) echo "usage: $0 [--quick] [--cm-only] [--build DIR] [--capture-cm FILE]" >&2; exit 2 ;;
   esac
   shift
 done
 [ "$(id -u)" = 0 ] || { echo "interop-softroce: needs root (namespaces, tap, raw sockets)" >&2; exit 2; }
 [ -e "$build/lib/libibverbs.so.1" ] || { echo "interop-softroce: build uroce first (scripts/build.sh release)" >&2; exit 2; }
-for tool in qemu-system-x86_64 busybox cpio ibv_rc_pingpong ib_write_bw ib_read_bw rdma; do
+for tool in qemu-system-x86_64 busybox cpio ibv_rc_pingpong ib_write_bw ib_read_bw rdma rping; do
   command -v "$tool" > /dev/null || { echo "interop-softroce: $tool is missing (scripts/install-deps.sh)" >&2; exit 2; }
 done
 
@@ -45,7 +48,7 @@ mkdir -p "$work"
 ns="uroce-interop-$$"
 host_address=10.79.40.1
 guest_address=10.79.40.2
-if [ "$quick" = 1 ]; then bw_iterations=200; else bw_iterations=1000; fi
+if [ "$quick" = 1 ]; then bw_iterations=200; rping_count=10; else bw_iterations=1000; rping_count=100; fi
 
 # --- The guest's kernel: Debian's, with rdma_rxe, downloaded once.
 kernel_package="$(apt-cache depends linux-image-amd64 2>/dev/null | awk '/Depends: linux-image-/ { print $2; exit }')"
@@ -74,19 +77,16 @@ copy_with_libraries() {
     cp -L "$library" "$rootfs$library"
   done
 }
-for program in ibv_devinfo ibv_rc_pingpong ib_write_bw ib_read_bw rdma; do
+for program in ibv_devinfo ibv_rc_pingpong ib_write_bw ib_read_bw rdma rping; do
   copy_with_libraries "$(command -v "$program")"
 done
 copy_with_libraries /usr/lib/x86_64-linux-gnu/libibverbs/librxe-rdmav34.so
 cp /etc/libibverbs.d/rxe.driver "$rootfs/etc/libibverbs.d/"
 module_order="crc32_generic ib_core ib_uverbs udp_tunnel ip6_udp_tunnel rdma_rxe virtio_ring virtio failover"
+module_order="$module_order configfs ib_cm iw_cm rdma_cm rdma_ucm"  # the kernel's connection manager
 if [ -n "$capture_cm" ]; then
   command -v tcpdump > /dev/null || { echo "interop-softroce: --capture-cm needs tcpdump" >&2; exit 2; }
-  for program in rping udaddy; do
-    command -v "$program" > /dev/null || { echo "interop-softroce: $program is missing (rdmacm-utils)" >&2; exit 2; }
-    copy_with_libraries "$(command -v "$program")"
-  done
-  module_order="$module_order configfs ib_cm iw_cm rdma_cm rdma_ucm"
+  copy_with_libraries "$(command -v udaddy)"
 fi
 module_order="$module_order net_failover virtio_net virtio_pci_modern_dev virtio_pci_legacy_dev virtio_pci"
 for module in $module_order; do
@@ -114,12 +114,21 @@ serve() {  # name port command...
   wait \$pid; status=\$?
   cat /tmp/\$name; echo "GUEST RESULT \$name \$status"
 }
+serve_cm() {  # name command...: an rdma_cm server, listening once rdma shows its cm_id
+  name=\$1; shift
+  "\$@" > /tmp/\$name 2>&1 &
+  pid=\$!
+  while ! rdma resource show cm_id 2>/dev/null | grep -q LISTEN; do sleep 0.2; done
+  echo "GUEST LISTENING \$name"
+  wait \$pid; status=\$?
+  cat /tmp/\$name; echo "GUEST RESULT \$name \$status"
+}
 connect() {  # name command...
   name=\$1; shift
   tries=0
   while true; do
     "\$@" > /tmp/\$name 2>&1; status=\$?
-    grep -q "Couldn't connect\|Unable to\|Connection refused" /tmp/\$name || break
+    grep -q "Couldn't connect\|Unable to\|Connection refused\|REJECTED" /tmp/\$name || break
     tries=\$((tries + 1)); [ \$tries -ge 300 ] && break
     sleep 0.2
   done
@@ -132,12 +141,16 @@ if [ -n "$capture_cm" ]; then
   udaddy -s $host_address -p 7175 -c 1 > /tmp/udaddy 2>&1 & pid=\$!; sleep 6; kill \$pid
   cat /tmp/rping /tmp/udaddy
 else
+if [ "$cm_only" = 0 ]; then
 serve rc_guest_server 18515 ibv_rc_pingpong -d rxe0 -g 1 -p 18515
 connect rc_guest_client ibv_rc_pingpong -d rxe0 -g 1 -p 18516 $host_address
 serve write_guest_server 18517 ib_write_bw -d rxe0 -x 1 -n $bw_iterations -p 18517
 connect write_guest_client ib_write_bw -d rxe0 -x 1 -n $bw_iterations -p 18518 $host_address
 serve read_guest_server 18519 ib_read_bw -d rxe0 -x 1 -n $bw_iterations -p 18519
 connect read_guest_client ib_read_bw -d rxe0 -x 1 -n $bw_iterations -p 18520 $host_address
+fi
+serve_cm rping_guest_server rping -s -a $guest_address -p 7174 -v -C $rping_count
+connect rping_guest_client rping -c -a $host_address -p 7175 -v -C $rping_count
 fi
 echo "GUEST ALL DONE"
 poweroff -f
@@ -245,12 +258,18 @@ if [ -n "$capture_cm" ]; then
   exit 0
 fi
 echo "guest up: kernel Soft-RoCE (rxe0) at $guest_address, uroce on tap0 at $host_address"
-guest_serves rc_guest_server 18515 ibv_rc_pingpong -g 1 -p 18515
-host_serves rc_guest_client 18516 ibv_rc_pingpong -g 1 -p 18516
-guest_serves write_guest_server 18517 ib_write_bw -n "$bw_iterations" -p 18517
-host_serves write_guest_client 18518 ib_write_bw -n "$bw_iterations" -p 18518
-guest_serves read_guest_server 18519 ib_read_bw -n "$bw_iterations" -p 18519
-host_serves read_guest_client 18520 ib_read_bw -n "$bw_iterations" -p 18520
+if [ "$cm_only" = 0 ]; then
+  guest_serves rc_guest_server 18515 ibv_rc_pingpong -g 1 -p 18515
+  host_serves rc_guest_client 18516 ibv_rc_pingpong -g 1 -p 18516
+  guest_serves write_guest_server 18517 ib_write_bw -n "$bw_iterations" -p 18517
+  host_serves write_guest_client 18518 ib_write_bw -n "$bw_iterations" -p 18518
+  guest_serves read_guest_server 18519 ib_read_bw -n "$bw_iterations" -p 18519
+  host_serves read_guest_client 18520 ib_read_bw -n "$bw_iterations" -p 18520
+fi
+# The connection manager on the wire: unmodified rping, each way (REQ, REP,
+# RTU, the verified ping data, then DREQ and DREP).
+guest_serves rping_guest_server 7174 rping -c -p 7174 -v -C "$rping_count" -a
+host_serves rping_guest_client 7175 rping -s -a "$host_address" -p 7175 -v -C "$rping_count"
 wait_for "GUEST ALL DONE" 120
 if [ "$failures" -gt 0 ]; then
   echo "interop-softroce: $failures exchange(s) failed"

@@ -29,15 +29,17 @@ std::vector<std::unique_ptr<CmService>>& services() {
   return *all;
 }
 
-// At exit, before libibverbs' own statics go: stop every service's thread
-// and give its resources back.
-void close_services() {
-  std::vector<std::unique_ptr<CmService>> closing;
+// At exit (which any thread of the program may call while others still
+// make verbs calls): stop every service's thread, so that none touches the
+// device while the process ends. Its verbs objects stay; the process's end
+// takes them, as the kernel takes rdma-core's.
+void stop_services() {
+  std::vector<CmService*> running;
   {
     std::lock_guard lock(cm_lock());
-    closing.swap(services());
+    for (auto& service : services()) running.push_back(service.get());
   }
-  closing.clear();
+  for (CmService* service : running) service->stop();
 }
 
 TimeNs monotonic_ns() {
@@ -116,10 +118,11 @@ CmService* CmService::for_address(const sockaddr* address) {
     std::unique_ptr<CmService> service(new CmService);
     auto opened = service->open(devices[i], gid);
     if (!opened) {
+      service->release();
       error = opened.error();
       break;
     }
-    static bool exit_handler = (std::atexit(close_services), true);
+    static bool exit_handler = (std::atexit(stop_services), true);
     (void)exit_handler;
     services().push_back(std::move(service));
     found = services().back().get();
@@ -196,21 +199,22 @@ Expected<bool, int> CmService::open(ibv_device* device, const Gid& gid) {
   return true;
 }
 
-CmService::~CmService() {
-  stop_.store(true);
-  if (thread_.joinable()) {
-    std::uint64_t one = 1;
-    [[maybe_unused]] ssize_t written = ::write(wake_fd_, &one, sizeof one);
-    thread_.join();
-  }
+// After a failed open: gives back what it made.
+void CmService::release() {
   if (qp_ != nullptr) ibv_destroy_qp(qp_);
-  for (auto& [gid, ah] : address_handles_) ibv_destroy_ah(ah);
   if (mr_ != nullptr) ibv_dereg_mr(mr_);
   if (cq_ != nullptr) ibv_destroy_cq(cq_);
   if (completions_ != nullptr) ibv_destroy_comp_channel(completions_);
   if (pd_ != nullptr) ibv_dealloc_pd(pd_);
   if (context_ != nullptr) ibv_close_device(context_);
   if (wake_fd_ >= 0) ::close(wake_fd_);
+}
+
+void CmService::stop() {
+  if (stop_.exchange(true) || !thread_.joinable()) return;
+  std::uint64_t one = 1;
+  [[maybe_unused]] ssize_t written = ::write(wake_fd_, &one, sizeof one);
+  thread_.join();
 }
 
 void CmService::post_receive(std::size_t slot) {

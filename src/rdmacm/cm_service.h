@@ -4,7 +4,8 @@
 // (cm::ConnectionManager) on a thread that sleeps until a MAD arrives, a
 // call needs it or a retry is due, and turns the protocol's events into
 // rdma_cm events on the IDs' channels. A service opens when an ID first
-// binds to or resolves through its device, and closes at exit.
+// binds to or resolves through its device and lives until the process
+// ends; at exit its thread stops.
 #pragma once
 
 #include <infiniband/verbs.h>
@@ -30,7 +31,8 @@ class CmService {
   static CmService* for_address(const sockaddr* address);
   // Every device's context, for rdma_get_devices (opens them all).
   static std::vector<ibv_context*> all_contexts();
-  ~CmService();
+  // Stops the thread (at exit); the service answers no MAD after it.
+  void stop();
 
   ibv_context* context() const { return context_; }
   // The PD an ID's QP gets when the program names none (as rdma-core's per-device PD).
@@ -50,6 +52,7 @@ class CmService {
  private:
   CmService() = default;
   Expected<bool, int> open(ibv_device* device, const Gid& gid);
+  void release();
   void run();
   void take_completions();
   void post_receive(std::size_t slot);

@@ -1,0 +1,135 @@
+// Unmodified rdma_cm programs (Debian's rdmacm-utils) on uroce's
+// librdmacm.so.1 and libibverbs.so.1, as two processes over loopback, each
+// with its own uroce device, through shared memory and over the wire:
+// rping -v (every ping's data verified), ucmatose, rdma_server/rdma_client
+// (the synchronous rdma_create_ep API). A request to an address where
+// nobody listens is rejected, one to an address with no device ends in
+// UNREACHABLE after the CM's retries; what is not served yet (UD's SIDR,
+// rsockets) fails with an error. None may hang or die of a signal. The
+// library exports exactly rdma-core 44's symbols and versions.
+#include <gtest/gtest.h>
+
+#include <regex>
+#include <string>
+
+#include "tests/support/program_environment.h"
+#include "tests/support/run_command.h"
+
+namespace uroce {
+namespace {
+
+using testing::installed;
+using testing::run_shell;
+using testing::RunResult;
+
+const std::string kLibraryDir = UROCE_IBVERBS_DIR;
+
+std::string environment(const std::string& address, bool wire) {
+  return "env LD_LIBRARY_PATH=" + kLibraryDir + " " + testing::sanitizer_environment() + "UROCE_ADDRESS=" + address +
+         (wire ? " UROCE_WIRE=1" : "") + " UROCE_CM_TIMEOUT=12 UROCE_CM_RETRIES=3 ";
+}
+
+struct Pair {
+  int server_exit = -1;
+  int client_exit = -1;
+  std::string output;  // the server's, then the client's
+};
+
+// Starts the server; runs the client until it stops being rejected for want
+// of a listener (the server is not up yet), at most 100 times.
+Pair run_pair(const std::string& server, const std::string& client, int id, bool wire) {
+  std::string server_address = "127.0.9." + std::to_string(2 * id + 1 + (wire ? 40 : 0));
+  std::string client_address = "127.0.9." + std::to_string(2 * id + 2 + (wire ? 40 : 0));
+  auto fill = [&](std::string command) {
+    return std::regex_replace(command, std::regex("SERVER"), server_address);
+  };
+  std::string script =
+      "dir=$(mktemp -d); " + environment(server_address, wire) + "timeout 60 " + fill(server) +
+      " > $dir/server 2>&1 & pid=$!; "
+      "for i in $(seq 100); do " + environment(client_address, wire) + "timeout 60 " + fill(client) +
+      " > $dir/client 2>&1; client=$?; grep -q 'REJECTED, error 8\\|rdma_connect: Connection refused' $dir/client || break; "
+      "sleep 0.1; done; wait $pid; server=$?; echo \"$server $client\"; cat $dir/server; echo @@; cat $dir/client; "
+      "rm -rf $dir";
+  RunResult run = run_shell("bash -c '" + std::regex_replace(script, std::regex("'"), "'\\''") + "'");
+  Pair pair;
+  std::istringstream(run.output) >> pair.server_exit >> pair.client_exit;
+  pair.output = run.output;
+  return pair;
+}
+
+class RdmaCmPrograms : public ::testing::TestWithParam<bool> {};
+
+TEST_P(RdmaCmPrograms, RpingVerifiesEveryPing) {
+  if (!installed("rping")) GTEST_SKIP() << "rdmacm-utils is not installed";
+  Pair pair = run_pair("rping -s -a SERVER -p 7174 -v -C 5", "rping -c -a SERVER -p 7174 -v -C 5", 0, GetParam());
+  EXPECT_EQ(pair.server_exit, 0) << pair.output;
+  EXPECT_EQ(pair.client_exit, 0) << pair.output;
+  EXPECT_NE(pair.output.find("server ping data: rdma-ping-4"), std::string::npos) << pair.output;
+  EXPECT_NE(pair.output.find("\nping data: rdma-ping-4"), std::string::npos) << pair.output;
+}
+
+TEST_P(RdmaCmPrograms, UcmatoseConnectsTransfersAndDisconnects) {
+  if (!installed("ucmatose")) GTEST_SKIP() << "rdmacm-utils is not installed";
+  Pair pair = run_pair("ucmatose -b SERVER -p 7175", "ucmatose -s SERVER -p 7175", 1, GetParam());
+  EXPECT_EQ(pair.server_exit, 0) << pair.output;
+  EXPECT_EQ(pair.client_exit, 0) << pair.output;
+  EXPECT_NE(pair.output.find("data transfers complete"), std::string::npos) << pair.output;
+}
+
+TEST_P(RdmaCmPrograms, RdmaServerAndClientThroughTheSynchronousApi) {
+  if (!installed("rdma_server")) GTEST_SKIP() << "rdmacm-utils is not installed";
+  Pair pair = run_pair("rdma_server -s SERVER -p 7176", "rdma_client -s SERVER -p 7176", 2, GetParam());
+  EXPECT_EQ(pair.server_exit, 0) << pair.output;
+  EXPECT_EQ(pair.client_exit, 0) << pair.output;
+  EXPECT_NE(pair.output.find("rdma_client: end 0"), std::string::npos) << pair.output;
+}
+
+INSTANTIATE_TEST_SUITE_P(Paths, RdmaCmPrograms, ::testing::Values(false, true),
+                         [](const ::testing::TestParamInfo<bool>& wire) { return wire.param ? "Wire" : "SharedMemory"; });
+
+// Exited by itself with an error: not stopped by timeout (124), not killed
+// by a signal (128 + N; 255 is the programs' own exit(-1)).
+bool failed_by_itself(int exit_code) { return exit_code != 0 && exit_code != 124 && (exit_code < 128 || exit_code == 255); }
+
+RunResult run_alone(const std::string& address, const std::string& command) {
+  return run_shell(environment(address, true) + "timeout 60 " + command + " 2>&1");
+}
+
+TEST(RdmaCmFailures, NobodyListeningIsRejectedAndNoDeviceIsUnreachable) {
+  if (!installed("rping")) GTEST_SKIP() << "rdmacm-utils is not installed";
+  // A live device that listens on another port: the CM rejects (invalid service ID).
+  std::string script = environment("127.0.9.91", true) + "timeout 30 rping -s -a 127.0.9.91 -p 7000 -C 1 > /dev/null 2>&1 & "
+                       "pid=$!; sleep 1; " + environment("127.0.9.92", true) +
+                       "timeout 30 rping -c -a 127.0.9.91 -p 7001 -C 1 2>&1; echo \"exit $?\"; kill $pid";
+  RunResult rejected = run_shell("bash -c '" + script + "'");
+  EXPECT_NE(rejected.output.find("RDMA_CM_EVENT_REJECTED, error 8"), std::string::npos) << rejected.output;
+  EXPECT_NE(rejected.output.find("exit 255"), std::string::npos) << rejected.output;
+  // No device at the address: the REQ and its 3 retries go unanswered (16.8 ms each).
+  RunResult unreachable = run_alone("127.0.9.93", "rping -c -a 127.0.9.94 -p 7002 -C 1");
+  EXPECT_NE(unreachable.output.find("RDMA_CM_EVENT_UNREACHABLE"), std::string::npos) << unreachable.output;
+  EXPECT_TRUE(failed_by_itself(unreachable.exit_code)) << unreachable.exit_code << unreachable.output;
+}
+
+TEST(RdmaCmFailures, WhatIsNotServedYetFailsWithAnError) {
+  if (!installed("udaddy") || !installed("rstream")) GTEST_SKIP() << "rdmacm-utils is not installed";
+  RunResult ud = run_alone("127.0.9.95", "udaddy -s 127.0.9.96");  // UD services (SIDR): not yet
+  EXPECT_TRUE(failed_by_itself(ud.exit_code)) << ud.exit_code << ud.output;
+  EXPECT_NE(ud.output.find("Function not implemented"), std::string::npos) << ud.output;
+  RunResult sockets = run_alone("127.0.9.97", "rstream -s 127.0.9.98");  // rsockets: not yet
+  EXPECT_NE(sockets.output.find("Function not implemented"), std::string::npos) << sockets.output;
+  EXPECT_TRUE(failed_by_itself(sockets.exit_code)) << sockets.exit_code << sockets.output;
+}
+
+TEST(RdmaCmLibrary, ExportsRdmaCoresSymbolsWithTheirVersions) {
+  const std::string theirs_path = "/usr/lib/x86_64-linux-gnu/librdmacm.so.1";
+  if (run_shell("test -e " + theirs_path).exit_code != 0) GTEST_SKIP() << "rdma-core's librdmacm is not installed";
+  std::string list = " | grep -v ' U \\| w ' | awk '{ print $3 }' | sort";
+  RunResult ours = run_shell("nm -D --with-symbol-versions " + kLibraryDir + "/librdmacm.so.1" + list);
+  RunResult theirs = run_shell("nm -D --with-symbol-versions " + theirs_path + list);
+  ASSERT_EQ(ours.exit_code, 0);
+  EXPECT_GT(theirs.output.size(), 500u);
+  EXPECT_EQ(ours.output, theirs.output);
+}
+
+}  // namespace
+}  // namespace uroce

@@ -1,5 +1,5 @@
 // `uroce run [--address A] [--interface IF] [--progress MODE] [--wire] -- PROGRAM ARGS`: puts uroce's
-// libibverbs.so.1 first on the program's library path, says which device
+// libibverbs.so.1 and librdmacm.so.1 first on the program's library path, says which device
 // address (and port) to use, and replaces itself with the program, which
 // runs unchanged: its exit status is the program's.
 #include "tools/uroce/run_command.h"

@@ -70,6 +70,17 @@ for wire in 0 1; do
     grep -E "#bytes|^ 2 |uroce:" | sed 's/; /\n    /g'
   wait $server
 done
+echo "== Unmodified rping -v over uroce's librdmacm: the connection manager on QP 1 (REQ, REP, RTU ... DREQ, DREP)"
+rping_server_log=$(mktemp)
+"$uroce" run --address 127.0.0.2 -- rping -s -a 127.0.0.2 -p 7174 -v -C 3 > "$rping_server_log" 2>&1 &
+server=$!
+sleep 1
+"$uroce" run --address 127.0.0.3 -- rping -c -a 127.0.0.2 -p 7174 -v -C 3 2>&1 | sed 's/^/  client: /'
+wait $server
+sed 's/^/  server: /' "$rping_server_log"
+rm -f "$rping_server_log"
+echo "-- uroce decode names the kernel's rdma_cm MADs (tests/vectors/kernel-cm.pcap)"
+"$uroce" decode tests/vectors/kernel-cm.pcap | sed 's/.*| //' 
 echo
 capture=tests/vectors/roce-public.pcap
 echo "== uroce decode $capture (first 5 frames)"

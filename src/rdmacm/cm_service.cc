@@ -183,7 +183,8 @@ Expected<bool, int> CmService::open(ibv_device* device, const Gid& gid) {
   if (ibv_modify_qp(qp_, &attr, IBV_QP_STATE | IBV_QP_SQ_PSN) != 0) return failed(errno);
   buffers_.assign(kReceiveSlots * kReceiveSlotBytes + kSendSlots * cm::kMadLength, 0);
   send_slot_busy_.assign(kSendSlots, false);
-  mr_ = ibv_reg_mr(pd_, buffers_.data(), buffers_.size(), IBV_ACCESS_LOCAL_WRITE);
+  int access = IBV_ACCESS_LOCAL_WRITE;  // an int: verbs.h's ibv_reg_mr macro mixes two enums otherwise
+  mr_ = ibv_reg_mr(pd_, buffers_.data(), buffers_.size(), access);
   if (mr_ == nullptr) return failed(errno);
   for (std::size_t slot = 0; slot < kReceiveSlots; ++slot) post_receive(slot);
 

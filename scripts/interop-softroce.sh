@@ -147,6 +147,7 @@ connect rc_guest_client ibv_rc_pingpong -d rxe0 -g 1 -p 18516 $host_address
 serve write_guest_server 18517 ib_write_bw -d rxe0 -x 1 -n $bw_iterations -p 18517
 connect write_guest_client ib_write_bw -d rxe0 -x 1 -n $bw_iterations -p 18518 $host_address
 serve read_guest_server 18519 ib_read_bw -d rxe0 -x 1 -n $bw_iterations -p 18519
+connect read_guest_client ib_read_bw -d rxe0 -x 1 -n $bw_iterations -p 18520 $host_address
 else
 serve_cm rping_guest_server rping -s -a $guest_address -p 7174 -v -C $rping_count
 connect rping_guest_client rping -c -a $host_address -p 7175 -v -C $rping_count

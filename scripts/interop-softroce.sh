@@ -149,6 +149,9 @@ connect write_guest_client ib_write_bw -d rxe0 -x 1 -n $bw_iterations -p 18518 $
 serve read_guest_server 18519 ib_read_bw -d rxe0 -x 1 -n $bw_iterations -p 18519
 connect read_guest_client ib_read_bw -d rxe0 -x 1 -n $bw_iterations -p 18520 $host_address
 else
+mount -t debugfs none /sys/kernel/debug 2>/dev/null
+echo "module rdma_cm +p; module ib_cm +p" > /sys/kernel/debug/dynamic_debug/control 2>/dev/null
+(sleep 25; dmesg | grep -v "^\[ *0\." | tail -40 | sed 's/^/GUEST KERNEL /') &
 serve_cm rping_guest_server rping -s -a $guest_address -p 7174 -v -C $rping_count
 connect rping_guest_client rping -c -a $host_address -p 7175 -v -C $rping_count
 dmesg | grep -i "cma\|ib_cm\|rdma\|rxe" | tail -20 | sed 's/^/GUEST KERNEL /'

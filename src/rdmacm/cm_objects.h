@@ -42,15 +42,12 @@ struct CmId {
   std::uint32_t send_psn = 0;    // the starting PSN this side sends with
   cm::ConnectRequest request;    // the REQ sent (active) or received (passive)
   rdma_conn_param param{};       // what the program asked for at connect or accept
-  CmId* listener = nullptr;      // passive: the ID that listened
   std::uint32_t remote_qpn = 0;  // the peer's QP, its starting PSN and the RNR retries it asks for
   std::uint32_t remote_psn = 0;
   std::uint8_t remote_rnr_retry = 0;
   ibv_sa_path_rec path{};        // route.path_rec points here
   bool owns_cqs = false;         // rdma_create_qp made the CQs (the program gave none)
-  bool has_qp_template = false;  // a passive endpoint: the QP each request gets
-  ibv_qp_init_attr qp_template{};
-  std::uint32_t outstanding_events = 0;
+  std::optional<ibv_qp_init_attr> qp_template;  // a passive endpoint: the QP each request gets
 };
 
 // The one lock of the library (see the top of this file).
@@ -60,15 +57,21 @@ inline CmId* cm_id_of(rdma_cm_id* id) { return reinterpret_cast<CmId*>(id); }
 inline CmChannel* channel_of(rdma_event_channel* channel) { return reinterpret_cast<CmChannel*>(channel); }
 
 // Queues an event for id on its channel (under cm_lock()); data: the
-// private data it carries.
-void queue_event(CmId& id, rdma_cm_event_type type, int status, ByteSpan data = {}, CmId* listener = nullptr);
+// private data it carries. Returns the event (for its connection
+// parameters), or nullptr when the ID has no channel.
+rdma_cm_event* queue_event(CmId& id, rdma_cm_event_type type, int status, ByteSpan data = {},
+                           CmId* listener = nullptr);
+
+// The GID a socket address names: IPv6 as is, IPv4 as ::ffff:a.b.c.d;
+// nullopt for another family.
+std::optional<cm::Gid> gid_of(const sockaddr* address);
 
 // For an ID made by rdma_create_ep: waits for its next event, which must be
 // expected (else the call fails with the event's status as errno). 0 at
 // once for an ID with a channel of the program's.
 int complete_if_synchronous(rdma_cm_id* id, rdma_cm_event_type expected);
 
-// The port space's 16 bits of an ID, the ports of its addresses.
+// The ports of an ID's addresses.
 std::uint16_t source_port(const CmId& id);
 std::uint16_t destination_port(const CmId& id);
 

@@ -4,17 +4,18 @@
 #include <arpa/inet.h>
 #include <poll.h>
 #include <sys/eventfd.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <random>
 #include <string>
 
 #include "cm/mad.h"
+#include "common/monotonic_clock.h"
 #include "ibverbs/uroce_private.h"
 
 namespace uroce::rdmacm {
@@ -42,13 +43,29 @@ void stop_services() {
   for (CmService* service : running) service->stop();
 }
 
-TimeNs monotonic_ns() {
-  timespec now{};
-  clock_gettime(CLOCK_MONOTONIC, &now);
-  return TimeNs{now.tv_sec} * 1'000'000'000 + now.tv_nsec;
+bool is_wildcard(const Gid& gid) {
+  Gid v4_any{};
+  v4_any[10] = v4_any[11] = 0xFF;
+  return gid == Gid{} || gid == v4_any;
 }
 
-// The GID a socket address names: IPv6 as is, IPv4 as ::ffff:a.b.c.d.
+// UROCE_CM_TIMEOUT (the response timeout's exponent: 4.096 us * 2^N) and
+// UROCE_CM_RETRIES, for tests that want a silent peer to end sooner. A value
+// out of range is reported and the default kept.
+std::uint8_t environment_value(const char* name, std::uint8_t fallback, int most) {
+  const char* text = std::getenv(name);
+  if (text == nullptr || *text == '\0') return fallback;
+  char* end = nullptr;
+  long value = std::strtol(text, &end, 10);
+  if (*end != '\0' || value < 0 || value > most) {
+    std::fprintf(stderr, "uroce: %s='%s' is not a number from 0 to %d; using %d\n", name, text, most, fallback);
+    return fallback;
+  }
+  return static_cast<std::uint8_t>(value);
+}
+
+}  // namespace
+
 std::optional<Gid> gid_of(const sockaddr* address) {
   Gid gid{};
   if (address->sa_family == AF_INET) {
@@ -62,25 +79,6 @@ std::optional<Gid> gid_of(const sockaddr* address) {
   }
   return std::nullopt;
 }
-
-bool is_wildcard(const Gid& gid) {
-  Gid v4_any{};
-  v4_any[10] = v4_any[11] = 0xFF;
-  return gid == Gid{} || gid == v4_any;
-}
-
-// UROCE_CM_TIMEOUT (the response timeout's exponent: 4.096 us * 2^N) and
-// UROCE_CM_RETRIES, for tests that want a silent peer to end sooner.
-std::uint8_t environment_value(const char* name, std::uint8_t fallback, int most) {
-  const char* text = std::getenv(name);
-  if (text == nullptr || *text == '\0') return fallback;
-  char* end = nullptr;
-  long value = std::strtol(text, &end, 10);
-  if (*end != '\0' || value < 0 || value > most) return fallback;
-  return static_cast<std::uint8_t>(value);
-}
-
-}  // namespace
 
 std::mutex& cm_lock() {
   static auto* lock = new std::mutex;
@@ -273,7 +271,7 @@ void CmService::flush() {
 
 void CmService::take_completions() {
   std::array<ibv_wc, 16> completions{};
-  TimeNs now = monotonic_ns();
+  TimeNs now = monotonic_now();
   while (true) {
     int found = ibv_poll_cq(cq_, static_cast<int>(completions.size()), completions.data());
     if (found <= 0) return;
@@ -306,7 +304,7 @@ void CmService::dispatch(const cm::CmEvent& event) {
     auto listener = listeners.find(request.service_id);
     if (listener == listeners.end()) {
       manager_.reject(event.comm_id, static_cast<std::uint16_t>(cm::RejectReason::invalid_service_id), {},
-                      monotonic_ns());
+                      monotonic_now());
       return;
     }
     on_connection_request(*this, *listener->second, event);
@@ -323,7 +321,7 @@ void CmService::run() {
       std::lock_guard lock(cm_lock());
       deadline = manager_.next_deadline();
     }
-    TimeNs now = monotonic_ns();
+    TimeNs now = monotonic_now();
     int timeout_ms = deadline == kNever ? 1000 : static_cast<int>(std::clamp<TimeNs>((deadline - now) / 1'000'000 + 1, 0, 1000));
     std::array<pollfd, 2> fds{pollfd{completions_->fd, POLLIN, 0}, pollfd{wake_fd_, POLLIN, 0}};
     ::poll(fds.data(), fds.size(), timeout_ms);
@@ -342,7 +340,7 @@ void CmService::run() {
       }
     }
     take_completions();  // after re-arming: nothing that arrived in between is missed
-    manager_.on_timer(monotonic_ns());
+    manager_.on_timer(monotonic_now());
     while (auto event = manager_.poll_event()) dispatch(*event);
     while (auto outgoing = manager_.poll_outgoing()) send(*outgoing);
   }

@@ -10,24 +10,22 @@
 #include <random>
 
 #include "cm/cma_header.h"
+#include "common/monotonic_clock.h"
 #include "rdmacm/cm_service.h"
 
 namespace uroce::rdmacm {
 namespace {
 
-constexpr std::uint8_t kLocalAckTimeout = 14;  // 4.096 us * 2^14 = 67 ms, as rdma-core's default
+constexpr std::uint8_t kLocalAckTimeout = 14;  // 4.096 us * 2^14 = 67 ms
 constexpr std::uint8_t kMinRnrTimer = 12;      // 0.64 ms
-constexpr std::size_t kRequestUserData = 92 - cm::CmaHeader::kLength;  // 56 bytes
+// What the program's private data may take: a REQ's after rdma_cm's header (56 bytes), a REP's, a REJ's.
+constexpr std::size_t kRequestUserData = sizeof(cm::ConnectRequest::private_data) - cm::CmaHeader::kLength;
+constexpr std::size_t kReplyUserData = sizeof(cm::ConnectReply::private_data);
+constexpr std::size_t kRejectUserData = sizeof(cm::ConnectReject::private_data);
 
 int fail(int error) {
   errno = error;
   return -1;
-}
-
-TimeNs now_ns() {
-  timespec now{};
-  clock_gettime(CLOCK_MONOTONIC, &now);
-  return TimeNs{now.tv_sec} * 1'000'000'000 + now.tv_nsec;
 }
 
 std::uint32_t random_psn() { return std::random_device{}() & 0xFFFFFF; }
@@ -149,16 +147,14 @@ void on_connection_request(CmService& service, CmId& listener, const cm::CmEvent
   auto* child = new (std::nothrow) CmId;
   if (child == nullptr || !header) {
     delete child;
-    service.manager().reject(event.comm_id, static_cast<std::uint16_t>(cm::RejectReason::consumer_reject), {}, now_ns());
+    service.manager().reject(event.comm_id, static_cast<std::uint16_t>(cm::RejectReason::consumer_reject), {}, monotonic_now());
     return;
   }
   child->state = IdState::request_pending;
   child->service = &service;
   child->channel = listener.channel;
-  child->synchronous = listener.synchronous;
   child->comm_id = event.comm_id;
   child->request = request;
-  child->listener = &listener;
   child->id.verbs = service.context();
   child->id.channel = listener.id.channel;
   child->id.context = listener.id.context;
@@ -180,16 +176,15 @@ void on_connection_request(CmService& service, CmId& listener, const cm::CmEvent
   child->remote_rnr_retry = request.rnr_retry_count;
   service.ids.emplace(event.comm_id, child);
   ByteSpan user_data(request.private_data.data() + cm::CmaHeader::kLength, kRequestUserData);
-  queue_event(*child, RDMA_CM_EVENT_CONNECT_REQUEST, 0, user_data, &listener);
-  if (child->channel == nullptr || child->channel->queue.empty()) return;
-  rdma_cm_event& queued = child->channel->queue.back()->event;
   // From the listener's side: the peer's initiator depth is what we must answer.
-  fill_conn_event_params(queued, request.initiator_depth, request.responder_resources, request.retry_count,
-                         request.rnr_retry_count, request.srq, request.local_qpn);
+  if (rdma_cm_event* queued = queue_event(*child, RDMA_CM_EVENT_CONNECT_REQUEST, 0, user_data, &listener)) {
+    fill_conn_event_params(*queued, request.initiator_depth, request.responder_resources, request.retry_count,
+                           request.rnr_retry_count, request.srq, request.local_qpn);
+  }
 }
 
 void on_connection_event(CmService& service, CmId& id, const cm::CmEvent& event) {
-  TimeNs now = now_ns();
+  TimeNs now = monotonic_now();
   switch (event.kind) {
     case cm::CmEventKind::reply: {
       const auto& reply = std::get<cm::ConnectReply>(*event.message);
@@ -200,9 +195,10 @@ void on_connection_event(CmService& service, CmId& id, const cm::CmEvent& event)
                              id.param.responder_resources, std::min(id.param.initiator_depth, reply.responder_resources),
                              id.param.retry_count, reply.rnr_retry_count);
       if (moved != 0) {
+        int error = errno;
         service.manager().reject(id.comm_id, static_cast<std::uint16_t>(cm::RejectReason::no_qp), {}, now);
         id.state = IdState::disconnected;
-        queue_event(id, RDMA_CM_EVENT_CONNECT_ERROR, -errno);
+        queue_event(id, RDMA_CM_EVENT_CONNECT_ERROR, -error);
         return;
       }
       if (id.id.qp == nullptr) {  // the program finishes with rdma_establish
@@ -211,10 +207,9 @@ void on_connection_event(CmService& service, CmId& id, const cm::CmEvent& event)
       }
       service.manager().ready(id.comm_id, {}, now);
       id.state = IdState::connected;
-      queue_event(id, RDMA_CM_EVENT_ESTABLISHED, 0, reply.private_data);
-      if (id.channel != nullptr && !id.channel->queue.empty()) {
-        fill_conn_event_params(id.channel->queue.back()->event, reply.responder_resources, reply.initiator_depth, 0,
-                               reply.rnr_retry_count, reply.srq, reply.local_qpn);
+      if (rdma_cm_event* queued = queue_event(id, RDMA_CM_EVENT_ESTABLISHED, 0, reply.private_data)) {
+        fill_conn_event_params(*queued, reply.responder_resources, reply.initiator_depth, 0, reply.rnr_retry_count,
+                               reply.srq, reply.local_qpn);
       }
       return;
     }
@@ -246,6 +241,7 @@ void on_connection_event(CmService& service, CmId& id, const cm::CmEvent& event)
 }  // namespace uroce::rdmacm
 
 using namespace uroce::rdmacm;
+using uroce::monotonic_now;
 namespace cm = uroce::cm;
 
 extern "C" {
@@ -323,13 +319,15 @@ void rdma_destroy_qp(rdma_cm_id* id) {
 
 static int rdma_connect_async(rdma_cm_id* id, rdma_conn_param* param) {
   if (id == nullptr) return fail(EINVAL);
-  std::unique_lock lock(cm_lock());
+  std::lock_guard lock(cm_lock());
   CmId* owned = cm_id_of(id);
   if (owned->state != IdState::route_resolved) return fail(EINVAL);
   if (id->ps == RDMA_PS_UDP || id->ps == RDMA_PS_IPOIB) return fail(ENOSYS);  // SIDR: not yet
   rdma_conn_param none{};
   const rdma_conn_param& asked = param != nullptr ? *param : none;
-  if (asked.private_data_len > kRequestUserData) return fail(EINVAL);
+  if (asked.private_data_len > kRequestUserData || (asked.private_data_len != 0 && asked.private_data == nullptr)) {
+    return fail(EINVAL);
+  }
   std::uint32_t qpn = id->qp != nullptr ? id->qp->qp_num : asked.qp_num;
   owned->param = asked;
   owned->send_psn = random_psn();
@@ -361,7 +359,7 @@ static int rdma_connect_async(rdma_cm_id* id, rdma_conn_param* param) {
     std::memcpy(request.private_data.data() + cm::CmaHeader::kLength, asked.private_data, asked.private_data_len);
   }
   CmService& service = *owned->service;
-  owned->comm_id = service.manager().connect(gid_of(id->route.addr.addr.ibaddr.dgid), request, now_ns());
+  owned->comm_id = service.manager().connect(gid_of(id->route.addr.addr.ibaddr.dgid), request, monotonic_now());
   service.ids.emplace(owned->comm_id, owned);
   owned->state = IdState::connecting;
   service.flush();
@@ -375,7 +373,9 @@ static int rdma_accept_async(rdma_cm_id* id, rdma_conn_param* param) {
   if (owned->state != IdState::request_pending) return fail(EINVAL);
   rdma_conn_param none{};
   const rdma_conn_param& asked = param != nullptr ? *param : none;
-  if (asked.private_data_len > 196) return fail(EINVAL);
+  if (asked.private_data_len > kReplyUserData || (asked.private_data_len != 0 && asked.private_data == nullptr)) {
+    return fail(EINVAL);
+  }
   const cm::ConnectRequest& request = owned->request;
   owned->param = asked;
   owned->send_psn = random_psn();
@@ -393,20 +393,20 @@ static int rdma_accept_async(rdma_cm_id* id, rdma_conn_param* param) {
   reply.rnr_retry_count = asked.rnr_retry_count & 7;
   reply.srq = id->qp != nullptr ? id->qp->srq != nullptr : asked.srq != 0;
   if (asked.private_data_len != 0) std::memcpy(reply.private_data.data(), asked.private_data, asked.private_data_len);
-  if (!service.manager().accept(owned->comm_id, reply, now_ns())) return fail(EINVAL);
+  if (!service.manager().accept(owned->comm_id, reply, monotonic_now())) return fail(EINVAL);
   owned->state = IdState::accepting;
   service.flush();
   return 0;
 }
 
 int rdma_reject(rdma_cm_id* id, const void* private_data, std::uint8_t private_data_len) {
-  if (id == nullptr || private_data_len > 148) return fail(EINVAL);
+  if (id == nullptr || private_data_len > kRejectUserData) return fail(EINVAL);
   std::lock_guard lock(cm_lock());
   CmId* owned = cm_id_of(id);
   if (owned->state != IdState::request_pending) return fail(EINVAL);
   uroce::ByteSpan data(static_cast<const std::uint8_t*>(private_data), private_data != nullptr ? private_data_len : 0);
   owned->service->manager().reject(owned->comm_id, static_cast<std::uint16_t>(cm::RejectReason::consumer_reject), data,
-                                   now_ns());
+                                   monotonic_now());
   owned->state = IdState::disconnected;
   owned->service->flush();
   return 0;
@@ -419,7 +419,7 @@ int rdma_disconnect(rdma_cm_id* id) {
   qp_to_error(*owned);
   if (owned->state == IdState::disconnected) return 0;  // the peer's DREQ came first
   if (owned->state != IdState::connected && owned->state != IdState::accepting) return fail(EINVAL);
-  owned->service->manager().disconnect(owned->comm_id, now_ns());
+  owned->service->manager().disconnect(owned->comm_id, monotonic_now());
   owned->state = IdState::disconnected;
   owned->service->flush();
   return 0;
@@ -429,7 +429,7 @@ int rdma_establish(rdma_cm_id* id) {
   if (id == nullptr) return fail(EINVAL);
   std::lock_guard lock(cm_lock());
   CmId* owned = cm_id_of(id);
-  if (owned->state != IdState::connecting || !owned->service->manager().ready(owned->comm_id, {}, now_ns())) {
+  if (owned->state != IdState::connecting || !owned->service->manager().ready(owned->comm_id, {}, monotonic_now())) {
     return fail(EINVAL);
   }
   owned->state = IdState::connected;

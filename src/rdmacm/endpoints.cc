@@ -108,9 +108,7 @@ int rdma_create_ep(rdma_cm_id** id, rdma_addrinfo* info, ibv_pd* pd, ibv_qp_init
   if (result == 0 && qp_init_attr != nullptr) {
     if (info->ai_flags & RAI_PASSIVE) {  // each request's ID gets a QP like it (rdma_get_request)
       std::lock_guard lock(cm_lock());
-      CmId* listener = cm_id_of(created);
-      listener->has_qp_template = true;
-      listener->qp_template = *qp_init_attr;
+      cm_id_of(created)->qp_template = *qp_init_attr;
       created->pd = pd;
     } else {
       result = rdma_create_qp(created, pd, qp_init_attr);
@@ -158,16 +156,14 @@ int rdma_get_request(rdma_cm_id* listen, rdma_cm_id** id) {
     rdma_ack_cm_event(event);
     return -1;
   }
-  bool has_template;
-  ibv_qp_init_attr attr;
+  std::optional<ibv_qp_init_attr> attr;
   {
     std::lock_guard lock(cm_lock());
     cm_id_of(request)->synchronous = true;
     request->event = event;  // held for the program until the ID goes, as rdma-core does
-    has_template = cm_id_of(listen)->has_qp_template;
     attr = cm_id_of(listen)->qp_template;
   }
-  if (has_template && rdma_create_qp(request, listen->pd, &attr) != 0) {
+  if (attr && rdma_create_qp(request, listen->pd, &*attr) != 0) {
     int error = errno;
     rdma_reject(request, nullptr, 0);
     rdma_destroy_id(request);

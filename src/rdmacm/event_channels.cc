@@ -12,11 +12,11 @@
 
 namespace uroce::rdmacm {
 
-void queue_event(CmId& id, rdma_cm_event_type type, int status, ByteSpan data, CmId* listener) {
+rdma_cm_event* queue_event(CmId& id, rdma_cm_event_type type, int status, ByteSpan data, CmId* listener) {
   CmChannel* channel = id.channel;
-  if (channel == nullptr) return;
+  if (channel == nullptr) return nullptr;
   auto* record = new (std::nothrow) CmEventRecord;
-  if (record == nullptr) return;
+  if (record == nullptr) return nullptr;
   record->event.id = &id.id;
   record->event.listen_id = listener != nullptr ? &listener->id : nullptr;
   record->event.event = type;
@@ -26,9 +26,9 @@ void queue_event(CmId& id, rdma_cm_event_type type, int status, ByteSpan data, C
   record->event.param.conn.private_data = length != 0 ? record->private_data.data() : nullptr;
   record->event.param.conn.private_data_len = static_cast<std::uint8_t>(std::min<std::size_t>(length, 255));
   channel->queue.push_back(record);
-  ++id.outstanding_events;
   std::uint64_t one = 1;
   [[maybe_unused]] ssize_t written = ::write(channel->channel.fd, &one, sizeof one);
+  return &record->event;
 }
 
 std::uint16_t source_port(const CmId& id) {
@@ -103,9 +103,6 @@ int rdma_ack_cm_event(rdma_cm_event* event) {
     errno = EINVAL;
     return -1;
   }
-  std::lock_guard lock(cm_lock());
-  CmId* id = cm_id_of(event->id);
-  if (id->outstanding_events > 0) --id->outstanding_events;
   delete reinterpret_cast<CmEventRecord*>(event);
   return 0;
 }

@@ -11,6 +11,7 @@
 #include <random>
 
 #include "cm/cma_header.h"
+#include "common/monotonic_clock.h"
 #include "rdmacm/cm_service.h"
 
 namespace uroce::rdmacm {
@@ -82,11 +83,20 @@ int rdma_destroy_id(rdma_cm_id* id) {
   std::lock_guard lock(cm_lock());
   CmId* owned = cm_id_of(id);
   if (CmService* service = owned->service) {
+    // The peer hears of it as from a program that ends its connection:
+    // a DREQ for a connection (its answer finds no ID), a REJ for a request
+    // or reply not yet answered; a REQ still unanswered is forgotten.
     uroce::cm::ConnectionManager& manager = service->manager();
-    if (owned->state == IdState::connected) {
-      manager.disconnect(owned->comm_id, 0);  // the peer hears a DREQ; the answer finds no ID
-    } else if (owned->state == IdState::request_pending) {
-      manager.reject(owned->comm_id, static_cast<std::uint16_t>(uroce::cm::RejectReason::consumer_reject), {}, 0);
+    uroce::TimeNs now = uroce::monotonic_now();
+    auto consumer = static_cast<std::uint16_t>(uroce::cm::RejectReason::consumer_reject);
+    switch (owned->state) {
+      case IdState::connected:
+      case IdState::accepting: manager.disconnect(owned->comm_id, now); break;
+      case IdState::request_pending: manager.reject(owned->comm_id, consumer, {}, now); break;
+      case IdState::connecting:
+        if (!manager.reject(owned->comm_id, consumer, {}, now)) manager.forget(owned->comm_id);
+        break;
+      default: break;
     }
     if (owned->comm_id != 0) service->ids.erase(owned->comm_id);
     for (auto it = service->listeners.begin(); it != service->listeners.end();) {
@@ -129,8 +139,8 @@ static int rdma_resolve_addr_async(rdma_cm_id* id, sockaddr* source, sockaddr* d
   std::lock_guard lock(cm_lock());
   CmId* owned = cm_id_of(id);
   if (owned->state == IdState::idle) {
-    // No source: the device that holds the destination (a loopback peer on
-    // this device), else the first device; uroce routes over IP.
+    // No source: the first device (a uroce device is one address, and it
+    // reaches any destination over IP).
     sockaddr_storage any{};
     any.ss_family = destination->sa_family;
     const sockaddr* from = source != nullptr ? source : reinterpret_cast<sockaddr*>(&any);
@@ -139,16 +149,7 @@ static int rdma_resolve_addr_async(rdma_cm_id* id, sockaddr* source, sockaddr* d
     return fail(EINVAL);
   }
   std::memcpy(&owned->id.route.addr.dst_storage, destination, length_of(destination));
-  sockaddr_storage peer{};
-  std::memcpy(&peer, destination, length_of(destination));
-  auto& gid = owned->id.route.addr.addr.ibaddr.dgid;
-  if (destination->sa_family == AF_INET) {
-    std::memset(gid.raw, 0, 16);
-    gid.raw[10] = gid.raw[11] = 0xFF;
-    std::memcpy(gid.raw + 12, &reinterpret_cast<sockaddr_in*>(&peer)->sin_addr, 4);
-  } else {
-    std::memcpy(gid.raw, &reinterpret_cast<sockaddr_in6*>(&peer)->sin6_addr, 16);
-  }
+  std::memcpy(owned->id.route.addr.addr.ibaddr.dgid.raw, gid_of(destination)->data(), 16);
   owned->state = IdState::addr_resolved;
   queue_event(*owned, RDMA_CM_EVENT_ADDR_RESOLVED, 0);
   return 0;

@@ -1,0 +1,111 @@
+// uroce's librdmacm.so.1 called directly, for what the unmodified programs
+// never do: wrong arguments and calls in the wrong state fail with the
+// errno rdma-core gives (EINVAL), unserved ones with ENOSYS, a non-blocking
+// channel with nothing queued with EAGAIN; an ID destroyed while its REQ is
+// unanswered gets no event later (under ASan: nothing touches the freed ID
+// when the REQ's retries would have run out).
+#include <gtest/gtest.h>
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <rdma/rdma_cma.h>
+#include <stdlib.h>
+
+#include <cerrno>
+
+namespace {
+
+sockaddr_in ipv4(const char* address, std::uint16_t port) {
+  sockaddr_in out{};
+  out.sin_family = AF_INET;
+  out.sin_port = htons(port);
+  ::inet_pton(AF_INET, address, &out.sin_addr);
+  return out;
+}
+
+class RdmaCmApi : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() { ::setenv("UROCE_ADDRESS", "127.0.9.101", 1); }
+  void SetUp() override {
+    channel_ = rdma_create_event_channel();
+    ASSERT_NE(channel_, nullptr);
+    ASSERT_EQ(rdma_create_id(channel_, &id_, nullptr, RDMA_PS_TCP), 0);
+  }
+  void TearDown() override {
+    rdma_destroy_id(id_);
+    rdma_destroy_event_channel(channel_);
+  }
+  // The next event's type, or -errno.
+  int next_event() {
+    rdma_cm_event* event = nullptr;
+    if (rdma_get_cm_event(channel_, &event) != 0) return -errno;
+    int type = event->event;
+    rdma_ack_cm_event(event);
+    return type;
+  }
+  rdma_event_channel* channel_ = nullptr;
+  rdma_cm_id* id_ = nullptr;
+};
+
+TEST_F(RdmaCmApi, WrongArgumentsAndStatesFailWithEinval) {
+  rdma_cm_id* other = nullptr;
+  EXPECT_EQ(rdma_create_id(channel_, &other, nullptr, static_cast<rdma_port_space>(0x77)), -1);
+  EXPECT_EQ(errno, EINVAL);
+  rdma_conn_param param{};
+  EXPECT_EQ(rdma_connect(id_, &param), -1);  // no route yet
+  EXPECT_EQ(errno, EINVAL);
+  EXPECT_EQ(rdma_accept(id_, &param), -1);  // no request
+  EXPECT_EQ(errno, EINVAL);
+  EXPECT_EQ(rdma_disconnect(id_), -1);
+  EXPECT_EQ(errno, EINVAL);
+
+  sockaddr_in peer = ipv4("127.0.9.102", 7300);
+  ASSERT_EQ(rdma_resolve_addr(id_, nullptr, reinterpret_cast<sockaddr*>(&peer), 1000), 0);
+  EXPECT_EQ(next_event(), RDMA_CM_EVENT_ADDR_RESOLVED);
+  ASSERT_EQ(rdma_resolve_route(id_, 1000), 0);
+  EXPECT_EQ(next_event(), RDMA_CM_EVENT_ROUTE_RESOLVED);
+  char data[57] = {};
+  param.private_data = data;
+  param.private_data_len = 57;  // a REQ leaves 56 bytes after rdma_cm's header
+  EXPECT_EQ(rdma_connect(id_, &param), -1);
+  EXPECT_EQ(errno, EINVAL);
+  param.private_data = nullptr;
+  param.private_data_len = 8;
+  EXPECT_EQ(rdma_connect(id_, &param), -1);
+  EXPECT_EQ(errno, EINVAL);
+}
+
+TEST_F(RdmaCmApi, UnservedCallsFailWithEnosysAndAnEmptyNonBlockingChannelWithEagain) {
+  rdma_cm_id* ud = nullptr;
+  ASSERT_EQ(rdma_create_id(channel_, &ud, nullptr, RDMA_PS_UDP), 0);
+  sockaddr_in local = ipv4("127.0.9.101", 7301);
+  ASSERT_EQ(rdma_bind_addr(ud, reinterpret_cast<sockaddr*>(&local)), 0);
+  EXPECT_EQ(rdma_listen(ud, 1), -1);  // SIDR
+  EXPECT_EQ(errno, ENOSYS);
+  rdma_destroy_id(ud);
+  EXPECT_EQ(rdma_join_multicast(id_, reinterpret_cast<sockaddr*>(&local), nullptr), -1);
+  EXPECT_EQ(errno, ENOSYS);
+  ASSERT_EQ(::fcntl(channel_->fd, F_SETFL, ::fcntl(channel_->fd, F_GETFL) | O_NONBLOCK), 0);
+  EXPECT_EQ(next_event(), -EAGAIN);
+}
+
+// A REQ to an address with no device, then the ID goes: no event reaches
+// the channel afterwards, even past the time the REQ's 15 retries at 1 ms
+// would take (when this test's process opened the device's service).
+TEST_F(RdmaCmApi, AnIdDestroyedWhileItsRequestIsUnansweredLeavesNoEvent) {
+  ::setenv("UROCE_CM_TIMEOUT", "8", 1);  // 1 ms; read when the device's service opens
+  sockaddr_in nobody = ipv4("127.0.9.103", 7302);
+  ASSERT_EQ(rdma_resolve_addr(id_, nullptr, reinterpret_cast<sockaddr*>(&nobody), 1000), 0);
+  ASSERT_EQ(next_event(), RDMA_CM_EVENT_ADDR_RESOLVED);
+  ASSERT_EQ(rdma_resolve_route(id_, 1000), 0);
+  ASSERT_EQ(next_event(), RDMA_CM_EVENT_ROUTE_RESOLVED);
+  rdma_conn_param param{};
+  ASSERT_EQ(rdma_connect(id_, &param), 0);
+  ASSERT_EQ(rdma_destroy_id(id_), 0);
+  ASSERT_EQ(rdma_create_id(channel_, &id_, nullptr, RDMA_PS_TCP), 0);  // for TearDown
+  ::usleep(200'000);
+  ASSERT_EQ(::fcntl(channel_->fd, F_SETFL, ::fcntl(channel_->fd, F_GETFL) | O_NONBLOCK), 0);
+  EXPECT_EQ(next_event(), -EAGAIN);
+}
+
+}  // namespace

@@ -8,8 +8,10 @@
 #include <rdma/rdma_cma.h>
 
 #include <array>
+#include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <memory>
 #include <mutex>
 #include <optional>
 
@@ -24,9 +26,19 @@ struct CmEventRecord {
   std::array<std::uint8_t, 256> private_data{};
 };
 
+// A channel's queued events and its eventfd (one count per event). Shared
+// by the channel and each rdma_get_cm_event waiting on it: a program that
+// destroys the channel while another of its threads waits frees nothing the
+// waiter uses (the waiter stays blocked, as with rdma-core, until the end).
+struct EventQueue {
+  int fd = -1;
+  std::deque<CmEventRecord*> records;
+  ~EventQueue();
+};
+
 struct CmChannel {
-  rdma_event_channel channel{};  // channel.fd: eventfd, one count per queued event
-  std::deque<CmEventRecord*> queue;
+  rdma_event_channel channel{};  // channel.fd is events->fd
+  std::shared_ptr<EventQueue> events;
 };
 
 enum class IdState { idle, bound, addr_resolved, route_resolved, listening, connecting, request_pending, accepting,
@@ -45,13 +57,17 @@ struct CmId {
   std::uint32_t remote_qpn = 0;  // the peer's QP, its starting PSN and the RNR retries it asks for
   std::uint32_t remote_psn = 0;
   std::uint8_t remote_rnr_retry = 0;
+  std::uint8_t remote_responder_resources = 0;  // active: what the REP grants our READs and atomics
   ibv_sa_path_rec path{};        // route.path_rec points here
   bool owns_cqs = false;         // rdma_create_qp made the CQs (the program gave none)
   std::optional<ibv_qp_init_attr> qp_template;  // a passive endpoint: the QP each request gets
+  int events_taken = 0;  // handed to the program and not yet acked: rdma_destroy_id waits for them
 };
 
-// The one lock of the library (see the top of this file).
+// The one lock of the library (see the top of this file), and the
+// condition an rdma_destroy_id waits on for its ID's events to be acked.
 std::mutex& cm_lock();
+std::condition_variable& events_acked();
 
 inline CmId* cm_id_of(rdma_cm_id* id) { return reinterpret_cast<CmId*>(id); }
 inline CmChannel* channel_of(rdma_event_channel* channel) { return reinterpret_cast<CmChannel*>(channel); }
@@ -65,6 +81,13 @@ rdma_cm_event* queue_event(CmId& id, rdma_cm_event_type type, int status, ByteSp
 // The GID a socket address names: IPv6 as is, IPv4 as ::ffff:a.b.c.d;
 // nullopt for another family.
 std::optional<cm::Gid> gid_of(const sockaddr* address);
+
+// What rdma_get_cm_event does with an event as the program takes it, in
+// the program's thread (as rdma-core does; the program owns the QP, and may
+// destroy it at any time before): a CONNECT_RESPONSE for an ID with a QP
+// moves the QP to RTS, sends the RTU and becomes ESTABLISHED (or
+// CONNECT_ERROR); REJECTED and UNREACHABLE move the QP to ERR.
+void on_event_taken(CmId& id, rdma_cm_event& event);
 
 // For an ID made by rdma_create_ep: waits for its next event, which must be
 // expected (else the call fails with the event's status as errno). 0 at

@@ -311,7 +311,7 @@ void CmService::dispatch(const cm::CmEvent& event) {
     return;
   }
   auto id = ids.find(event.comm_id);
-  if (id != ids.end()) on_connection_event(*this, *id->second, event);
+  if (id != ids.end()) on_connection_event(*id->second, event);
 }
 
 void CmService::run() {

@@ -78,7 +78,7 @@ class CmService {
 };
 
 // Handles a protocol event of id's connection (connect.cc).
-void on_connection_event(CmService& service, CmId& id, const cm::CmEvent& event);
+void on_connection_event(CmId& id, const cm::CmEvent& event);
 // A REQ for a listener: makes the child ID and queues CONNECT_REQUEST (connect.cc).
 void on_connection_request(CmService& service, CmId& listener, const cm::CmEvent& event);
 

@@ -2,7 +2,9 @@
 // rdma_accept (the QP to RTS, REP), rdma_reject, rdma_disconnect (the QP to
 // ERR, DREQ), rdma_establish, rdma_init_qp_attr, rdma_notify; and what the
 // service hands over: a REQ for a listener, then each connection's REP,
-// RTU, REJ, DREQ/DREP or timeout, as rdma_cm events.
+// RTU, REJ, DREQ/DREP or timeout, as rdma_cm events. The program's QP is
+// moved only in the program's own threads (its calls, and on_event_taken
+// as it takes an event): it may destroy the QP at any time.
 #include <arpa/inet.h>
 
 #include <cerrno>
@@ -183,31 +185,39 @@ void on_connection_request(CmService& service, CmId& listener, const cm::CmEvent
   }
 }
 
-void on_connection_event(CmService& service, CmId& id, const cm::CmEvent& event) {
+void on_event_taken(CmId& id, rdma_cm_event& event) {
+  if (event.event == RDMA_CM_EVENT_REJECTED || event.event == RDMA_CM_EVENT_UNREACHABLE) {
+    qp_to_error(id);
+    return;
+  }
+  if (event.event != RDMA_CM_EVENT_CONNECT_RESPONSE || id.id.qp == nullptr || id.state != IdState::connecting) return;
+  CmService& service = *id.service;  // the QP to RTS, then the RTU; the program sees ESTABLISHED
   TimeNs now = monotonic_now();
+  int moved = connect_qp(id, id.remote_qpn, id.remote_psn, smaller(service.active_mtu(), id.request.path_mtu),
+                         id.param.responder_resources, std::min(id.param.initiator_depth, id.remote_responder_resources),
+                         id.param.retry_count, id.remote_rnr_retry);
+  if (moved != 0) {
+    event.event = RDMA_CM_EVENT_CONNECT_ERROR;
+    event.status = -errno;
+    service.manager().reject(id.comm_id, static_cast<std::uint16_t>(cm::RejectReason::no_qp), {}, now);
+    id.state = IdState::disconnected;
+  } else {
+    service.manager().ready(id.comm_id, {}, now);
+    id.state = IdState::connected;
+    event.event = RDMA_CM_EVENT_ESTABLISHED;
+  }
+  service.flush();
+}
+
+void on_connection_event(CmId& id, const cm::CmEvent& event) {
   switch (event.kind) {
-    case cm::CmEventKind::reply: {
+    case cm::CmEventKind::reply: {  // the QP moves when the program takes the event (on_event_taken)
       const auto& reply = std::get<cm::ConnectReply>(*event.message);
       id.remote_qpn = reply.local_qpn;
       id.remote_psn = reply.starting_psn;
       id.remote_rnr_retry = reply.rnr_retry_count;
-      int moved = connect_qp(id, reply.local_qpn, reply.starting_psn, smaller(service.active_mtu(), id.request.path_mtu),
-                             id.param.responder_resources, std::min(id.param.initiator_depth, reply.responder_resources),
-                             id.param.retry_count, reply.rnr_retry_count);
-      if (moved != 0) {
-        int error = errno;
-        service.manager().reject(id.comm_id, static_cast<std::uint16_t>(cm::RejectReason::no_qp), {}, now);
-        id.state = IdState::disconnected;
-        queue_event(id, RDMA_CM_EVENT_CONNECT_ERROR, -error);
-        return;
-      }
-      if (id.id.qp == nullptr) {  // the program finishes with rdma_establish
-        queue_event(id, RDMA_CM_EVENT_CONNECT_RESPONSE, 0, reply.private_data);
-        return;
-      }
-      service.manager().ready(id.comm_id, {}, now);
-      id.state = IdState::connected;
-      if (rdma_cm_event* queued = queue_event(id, RDMA_CM_EVENT_ESTABLISHED, 0, reply.private_data)) {
+      id.remote_responder_resources = reply.responder_resources;
+      if (rdma_cm_event* queued = queue_event(id, RDMA_CM_EVENT_CONNECT_RESPONSE, 0, reply.private_data)) {
         fill_conn_event_params(*queued, reply.responder_resources, reply.initiator_depth, 0, reply.rnr_retry_count,
                                reply.srq, reply.local_qpn);
       }
@@ -220,18 +230,15 @@ void on_connection_event(CmService& service, CmId& id, const cm::CmEvent& event)
     case cm::CmEventKind::rejected: {
       const auto& reject = std::get<cm::ConnectReject>(*event.message);
       id.state = IdState::disconnected;
-      qp_to_error(id);
       queue_event(id, RDMA_CM_EVENT_REJECTED, reject.reason, reject.private_data);
       return;
     }
     case cm::CmEventKind::unreachable:
       id.state = IdState::disconnected;
-      qp_to_error(id);
       queue_event(id, RDMA_CM_EVENT_UNREACHABLE, -ETIMEDOUT);
       return;
-    case cm::CmEventKind::disconnected:
+    case cm::CmEventKind::disconnected:  // the program's rdma_disconnect moves its QP, as with rdma-core
       id.state = IdState::disconnected;
-      qp_to_error(id);
       queue_event(id, RDMA_CM_EVENT_DISCONNECTED, 0);
       return;
     case cm::CmEventKind::request: return;  // the service hands these to listeners

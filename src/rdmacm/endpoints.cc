@@ -161,6 +161,7 @@ int rdma_get_request(rdma_cm_id* listen, rdma_cm_id** id) {
     std::lock_guard lock(cm_lock());
     cm_id_of(request)->synchronous = true;
     request->event = event;  // held for the program until the ID goes, as rdma-core does
+    --cm_id_of(request)->events_taken;  // the ID owns it now
     attr = cm_id_of(listen)->qp_template;
   }
   if (attr && rdma_create_qp(request, listen->pd, &*attr) != 0) {

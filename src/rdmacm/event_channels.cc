@@ -12,6 +12,16 @@
 
 namespace uroce::rdmacm {
 
+std::condition_variable& events_acked() {
+  static auto* condition = new std::condition_variable;
+  return *condition;
+}
+
+EventQueue::~EventQueue() {
+  for (CmEventRecord* record : records) delete record;
+  if (fd >= 0) ::close(fd);
+}
+
 rdma_cm_event* queue_event(CmId& id, rdma_cm_event_type type, int status, ByteSpan data, CmId* listener) {
   CmChannel* channel = id.channel;
   if (channel == nullptr) return nullptr;
@@ -25,9 +35,9 @@ rdma_cm_event* queue_event(CmId& id, rdma_cm_event_type type, int status, ByteSp
   std::copy_n(data.begin(), length, record->private_data.begin());
   record->event.param.conn.private_data = length != 0 ? record->private_data.data() : nullptr;
   record->event.param.conn.private_data_len = static_cast<std::uint8_t>(std::min<std::size_t>(length, 255));
-  channel->queue.push_back(record);
+  channel->events->records.push_back(record);
   std::uint64_t one = 1;
-  [[maybe_unused]] ssize_t written = ::write(channel->channel.fd, &one, sizeof one);
+  [[maybe_unused]] ssize_t written = ::write(channel->events->fd, &one, sizeof one);
   return &record->event;
 }
 
@@ -53,11 +63,13 @@ extern "C" {
 
 rdma_event_channel* rdma_create_event_channel() {
   auto* channel = new (std::nothrow) CmChannel;
-  if (channel == nullptr) {
+  if (channel != nullptr) channel->events = std::shared_ptr<EventQueue>(new (std::nothrow) EventQueue);
+  if (channel == nullptr || channel->events == nullptr) {
+    delete channel;
     errno = ENOMEM;
     return nullptr;
   }
-  channel->channel.fd = ::eventfd(0, EFD_SEMAPHORE | EFD_CLOEXEC);
+  channel->events->fd = channel->channel.fd = ::eventfd(0, EFD_SEMAPHORE | EFD_CLOEXEC);
   if (channel->channel.fd < 0) {
     int error = errno;
     delete channel;
@@ -69,13 +81,8 @@ rdma_event_channel* rdma_create_event_channel() {
 
 void rdma_destroy_event_channel(rdma_event_channel* channel) {
   if (channel == nullptr) return;
-  CmChannel* owned = channel_of(channel);
-  {
-    std::lock_guard lock(cm_lock());
-    for (CmEventRecord* record : owned->queue) delete record;
-  }
-  ::close(owned->channel.fd);
-  delete owned;
+  std::lock_guard lock(cm_lock());
+  delete channel_of(channel);  // its events and fd go with the last waiter
 }
 
 int rdma_get_cm_event(rdma_event_channel* channel, rdma_cm_event** event) {
@@ -83,19 +90,27 @@ int rdma_get_cm_event(rdma_event_channel* channel, rdma_cm_event** event) {
     errno = EINVAL;
     return -1;
   }
-  std::uint64_t count = 0;
-  while (::read(channel->fd, &count, sizeof count) < 0) {
-    if (errno != EINTR) return -1;  // EAGAIN on a non-blocking channel with nothing queued
+  std::shared_ptr<EventQueue> events;
+  {
+    std::lock_guard lock(cm_lock());
+    events = channel_of(channel)->events;
   }
-  std::lock_guard lock(cm_lock());
-  CmChannel* owned = channel_of(channel);
-  if (owned->queue.empty()) {  // its ID moved to another channel with its events
-    errno = EAGAIN;
-    return -1;
+  // A count may outlive its event (an ID destroyed, or moved to another
+  // channel, with events queued): then wait for the next one.
+  while (true) {
+    std::uint64_t count = 0;
+    if (::read(events->fd, &count, sizeof count) < 0) {
+      if (errno == EINTR) continue;
+      return -1;  // EAGAIN on a non-blocking channel with nothing queued
+    }
+    std::lock_guard lock(cm_lock());
+    if (events->records.empty()) continue;
+    *event = &events->records.front()->event;
+    events->records.pop_front();
+    ++cm_id_of((*event)->id)->events_taken;
+    on_event_taken(*cm_id_of((*event)->id), **event);
+    return 0;
   }
-  *event = &owned->queue.front()->event;
-  owned->queue.pop_front();
-  return 0;
 }
 
 int rdma_ack_cm_event(rdma_cm_event* event) {
@@ -103,7 +118,10 @@ int rdma_ack_cm_event(rdma_cm_event* event) {
     errno = EINVAL;
     return -1;
   }
+  std::lock_guard lock(cm_lock());
+  --cm_id_of(event->id)->events_taken;
   delete reinterpret_cast<CmEventRecord*>(event);
+  events_acked().notify_all();
   return 0;
 }
 

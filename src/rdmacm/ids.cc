@@ -78,10 +78,13 @@ int rdma_create_id(rdma_event_channel* channel, rdma_cm_id** id, void* context, 
   return 0;
 }
 
+// As with rdma-core, it waits until the program has acked every event of
+// the ID it took.
 int rdma_destroy_id(rdma_cm_id* id) {
   if (id == nullptr) return fail(EINVAL);
-  std::lock_guard lock(cm_lock());
+  std::unique_lock lock(cm_lock());
   CmId* owned = cm_id_of(id);
+  events_acked().wait(lock, [owned] { return owned->events_taken == 0; });
   if (CmService* service = owned->service) {
     // The peer hears of it as from a program that ends its connection:
     // a DREQ for a connection (its answer finds no ID), a REJ for a request
@@ -110,7 +113,7 @@ int rdma_destroy_id(rdma_cm_id* id) {
     service->flush();
   }
   if (owned->channel != nullptr) {  // events still queued for it go with it
-    auto& queue = owned->channel->queue;
+    auto& queue = owned->channel->events->records;
     for (auto it = queue.begin(); it != queue.end();) {
       if ((*it)->event.id == id) {
         delete *it;
@@ -196,12 +199,12 @@ int rdma_migrate_id(rdma_cm_id* id, rdma_event_channel* channel) {
   CmId* owned = cm_id_of(id);
   CmChannel* to = channel != nullptr ? channel_of(channel) : nullptr;
   if (owned->channel != nullptr && to != nullptr) {  // its queued events move along
-    auto& from_queue = owned->channel->queue;
+    auto& from_queue = owned->channel->events->records;
     for (auto it = from_queue.begin(); it != from_queue.end();) {
       if ((*it)->event.id == id) {
-        to->queue.push_back(*it);
+        to->events->records.push_back(*it);
         std::uint64_t one = 1;
-        [[maybe_unused]] ssize_t written = ::write(to->channel.fd, &one, sizeof one);
+        [[maybe_unused]] ssize_t written = ::write(to->events->fd, &one, sizeof one);
         it = from_queue.erase(it);
       } else {
         ++it;

@@ -169,13 +169,7 @@ void ConnectionManager::on_mad(const Gid& from, ByteSpan payload, TimeNs now) {
 void ConnectionManager::on_request(const Gid& from, std::uint64_t transaction_id, const ConnectRequest& request) {
   if (Connection* known = find_remote(from, request.local_comm_id)) {  // a duplicate: our answer was lost or slow
     if (known->state == State::req_received) {
-      ReceiptAck mra;
-      mra.local_comm_id = known->local_comm_id;
-      mra.remote_comm_id = known->remote_comm_id;
-      mra.message = MessageKind::request;
-      mra.service_timeout = config_.response_timeout;
-      outgoing_.push_back(Outgoing{from, emit_cm_mad(CmMad{known->transaction_id, mra})});
-      ++counters_.sent;
+      send_receipt_ack(*known);
     } else if (known->state == State::rep_sent && known->last_sent) {
       outgoing_.push_back(Outgoing{from, emit_cm_mad(CmMad{known->transaction_id, *known->last_sent})});
       ++counters_.resent;
@@ -201,7 +195,19 @@ void ConnectionManager::on_request(const Gid& from, std::uint64_t transaction_id
   connection.remote_qpn = request.local_qpn;
   connection.transaction_id = transaction_id;
   connections_.emplace(connection.local_comm_id, connection);
+  send_receipt_ack(connection);
   events_.push_back(CmEvent{CmEventKind::request, connection.local_comm_id, from, request});
+}
+
+// "Message received, the answer comes within the service timeout."
+void ConnectionManager::send_receipt_ack(const Connection& connection) {
+  ReceiptAck mra;
+  mra.local_comm_id = connection.local_comm_id;
+  mra.remote_comm_id = connection.remote_comm_id;
+  mra.message = MessageKind::request;
+  mra.service_timeout = config_.mra_service_timeout;
+  outgoing_.push_back(Outgoing{connection.peer, emit_cm_mad(CmMad{connection.transaction_id, mra})});
+  ++counters_.sent;
 }
 
 void ConnectionManager::on_reply(const Gid& from, const ConnectReply& reply) {

@@ -6,16 +6,20 @@
 //
 //   active:  connect() -> REQ ... REP arrives -> event reply;
 //            ready() -> RTU; established
-//   passive: REQ for a listened service -> event request; accept() -> REP
-//            ... RTU arrives -> event established (or reject() -> REJ)
+//   passive: REQ for a listened service -> MRA, event request;
+//            accept() -> REP ... RTU arrives -> event established (or
+//            reject() -> REJ)
 //   either:  disconnect() -> DREQ ... DREP -> event disconnected;
 //            a DREQ arriving is answered with a DREP -> event disconnected
 //
 // A REQ, REP or DREQ that is not answered within the response timeout is
 // sent again, up to max_retries times; then the connection ends with event
 // unreachable (REQ, REP: a REJ with reason timeout goes to the peer, as Linux
-// sends) or disconnected (DREQ). Duplicates are answered as the spec says
-// (a REQ being decided: MRA; a REQ already accepted: the REP again; a REP
+// sends) or disconnected (DREQ). A REQ handed to the consumer is answered at
+// once with an MRA, as Linux's rdma_cm does, so that the peer waits for the
+// consumer's decision (mra_service_timeout) instead of retrying and giving
+// up. Duplicates are answered as the spec says (a REQ being decided: the MRA
+// again; a REQ already accepted: the REP again; a REP
 // already answered: the RTU again; a DREQ already answered: the DREP again).
 // MADs for no known connection are counted and dropped, except a REQ for a
 // service nobody listens on, which is rejected (reason invalid service ID).
@@ -39,6 +43,8 @@ struct CmConfig {
   // 4.096 us * 2^20 = 4.3 s and 15 retries, as Linux's rdma_cm.
   std::uint8_t response_timeout = 20;
   std::uint8_t max_retries = 15;
+  // An MRA's service timeout: 4.096 us * 2^24 = 69 s, as Linux's rdma_cm.
+  std::uint8_t mra_service_timeout = 24;
   TimeNs timewait_ns = 2'000'000'000;  // how long an ended connection answers duplicates
 };
 
@@ -120,6 +126,7 @@ class ConnectionManager {
   void send_reject(const Gid& to, std::uint64_t transaction_id, std::uint32_t local, std::uint32_t remote,
                    MessageKind about, RejectReason reason, ByteSpan private_data = {});
   void end(Connection& connection, CmEventKind kind, std::optional<CmMessage> message, TimeNs now);
+  void send_receipt_ack(const Connection& connection);
   Connection* find(std::uint32_t local_comm_id);
   Connection* find_remote(const Gid& peer, std::uint32_t remote_comm_id);
 

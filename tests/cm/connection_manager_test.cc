@@ -25,6 +25,7 @@ CmConfig config(std::uint64_t seed) {
   c.seed = seed;
   c.response_timeout = 10;
   c.max_retries = 3;
+  c.mra_service_timeout = 10;  // the same 4.2 ms
   c.timewait_ns = 100'000'000;
   return c;
 }
@@ -113,9 +114,10 @@ TEST(ConnectionManager, ConnectAcceptAndReadyEstablishBothSides) {
   ASSERT_TRUE(established);
   EXPECT_EQ(established->kind, CmEventKind::established);
   EXPECT_EQ(established->comm_id, request->comm_id);
-  EXPECT_EQ(pipe.log, (std::vector<std::string>{"a>b REQ", "b>a REP", "a>b RTU"}));
+  // b's MRA (sent as b hands the REQ over, as Linux's rdma_cm does) lets a wait for b's decision.
+  EXPECT_EQ(pipe.log, (std::vector<std::string>{"a>b REQ", "b>a MRA", "b>a REP", "a>b RTU"}));
   pipe.advance(10 * kResponse);  // nothing is waiting for an answer
-  EXPECT_EQ(pipe.log.size(), 3u);
+  EXPECT_EQ(pipe.log.size(), 4u);
   EXPECT_FALSE(pipe.a.poll_event() || pipe.b.poll_event());
 }
 
@@ -142,7 +144,9 @@ TEST(ConnectionManager, ALostReplyIsSentAgainForTheRepeatedRequest) {
   pipe.lose = [&](std::string_view name, bool) { return name == "REP" && replies++ == 0; };
   std::uint32_t active = pipe.connect();
   auto request = pipe.b.poll_event();
-  pipe.advance(kResponse / 2);  // b decides late: a's timer goes before b's
+  // b's MRA gave a two response times; b decides after 1.5, so that a's
+  // timer (at 2) goes before b's REP timer (at 2.5).
+  pipe.advance(3 * kResponse / 2);
   pipe.b.accept(request->comm_id, reply_with_qpn(9), pipe.now);
   pipe.deliver();
   EXPECT_FALSE(pipe.a.poll_event());
@@ -173,18 +177,18 @@ TEST(ConnectionManager, ALostRtuIsSentAgainForTheRepeatedReply) {
   ASSERT_TRUE(established && established->kind == CmEventKind::established);
 }
 
-TEST(ConnectionManager, ASlowDecisionAnswersTheRepeatedRequestWithAnMra) {
+TEST(ConnectionManager, ASlowDecisionIsWaitedForThroughMras) {
   Pipe pipe;
   pipe.b.listen(kService);
   std::uint32_t active = pipe.connect();
   auto request = pipe.b.poll_event();
-  pipe.advance(kResponse);  // a asks again; b has not decided: MRA
-  EXPECT_EQ(pipe.count("b>a MRA"), 1);
-  // Each MRA gives a the service timeout on top: without them its 3 retries
-  // would have run out at 4 response times; at 5 it still waits.
+  EXPECT_EQ(pipe.count("b>a MRA"), 1);  // at once, with the REQ handed over
+  // Each MRA gives a the service timeout on top of the response timeout, and
+  // a repeated REQ while b decides draws another: without them a's 3 retries
+  // would have run out at 4 response times; at 4 it still waits.
   for (int i = 0; i < 8; ++i) pipe.advance(kResponse / 2);
   EXPECT_FALSE(pipe.a.poll_event());
-  EXPECT_EQ(pipe.count("a>b REQ"), 4);  // at 0, 1, 3 and 5 response times
+  EXPECT_EQ(pipe.count("a>b REQ"), 3);  // at 0, 2 and 4 response times
   EXPECT_EQ(pipe.count("b>a MRA"), 3);
   pipe.b.accept(request->comm_id, reply_with_qpn(9), pipe.now);
   pipe.deliver();

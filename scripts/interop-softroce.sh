@@ -3,17 +3,20 @@
 # kernel under qemu (software emulation) with a busybox initramfs that holds
 # rdma-core's real tools, joins the guest to a tap device inside a network
 # namespace made for the run, and runs unmodified ibv_rc_pingpong, ib_write_bw
-# and ib_read_bw between the guest (kernel Soft-RoCE on eth0) and this host
-# (uroce's libibverbs on the raw Ethernet port of the tap), in both
-# directions. Kernel Soft-RoCE drops frames whose ICRC does not verify, and
+# and ib_read_bw, then rping over rdma_cm (the kernel's connection manager
+# against uroce's librdmacm, MADs on QP 1), between the guest (kernel
+# Soft-RoCE on eth0) and this host (uroce's libraries on the raw Ethernet
+# port of the tap), in both directions. Kernel Soft-RoCE drops frames whose ICRC does not verify, and
 # uroce's raw port checks every arriving ICRC over the real headers and counts
 # failures (printed with UROCE_STATS=1): each exchange must end with exit 0
 # on both sides and no ICRC error on uroce's side.
 #
-#   scripts/interop-softroce.sh [--quick] [--build DIR] [--capture-cm FILE]
+#   scripts/interop-softroce.sh [--quick] [--cm-only] [--build DIR] [--capture-cm FILE]
 #
-# --quick: fewer iterations (CI). --cm-only: instead of the verbs exchanges,
-# the rdma_cm ones (rping each way; not passing yet). --capture-cm FILE: instead of the exchanges,
+# UROCE_INTEROP_PCAP=FILE: qemu writes every frame of the guest's link to
+# FILE (each frame after a 12-byte virtio-net header).
+# --quick: fewer iterations (CI). --cm-only: only the rdma_cm exchanges
+# (rping each way), not the verbs ones. --capture-cm FILE: instead of the exchanges,
 # the guest's kernel rdma_cm tries to connect to this host (rping, RC over
 # RDMA_PS_TCP: REQ MADs; udaddy, RDMA_PS_UDP: SIDR_REQ MADs), nothing on this
 # side answers, and the frames are written to FILE (needs tcpdump) as
@@ -81,6 +84,8 @@ for program in ibv_devinfo ibv_rc_pingpong ib_write_bw ib_read_bw rdma rping; do
   copy_with_libraries "$(command -v "$program")"
 done
 copy_with_libraries /usr/lib/x86_64-linux-gnu/libibverbs/librxe-rdmav34.so
+# glibc loads libgcc_s at run time for pthread_exit (rping's threads end so).
+copy_with_libraries "$(gcc -print-file-name=libgcc_s.so.1 | xargs readlink -f)"
 cp /etc/libibverbs.d/rxe.driver "$rootfs/etc/libibverbs.d/"
 module_order="crc32_generic ib_core ib_uverbs udp_tunnel ip6_udp_tunnel rdma_rxe virtio_ring virtio failover"
 module_order="$module_order configfs ib_cm iw_cm rdma_cm rdma_ucm"  # the kernel's connection manager
@@ -116,7 +121,7 @@ serve() {  # name port command...
 }
 serve_cm() {  # name command...: an rdma_cm server, listening once rdma shows its cm_id
   name=\$1; shift
-  "\$@" > /tmp/\$name 2>&1 &
+  timeout 120 "\$@" > /tmp/\$name 2>&1 &
   pid=\$!
   while ! rdma resource show cm_id 2>/dev/null | grep -q LISTEN; do sleep 0.2; done
   echo "GUEST LISTENING \$name"
@@ -148,14 +153,18 @@ serve write_guest_server 18517 ib_write_bw -d rxe0 -x 1 -n $bw_iterations -p 185
 connect write_guest_client ib_write_bw -d rxe0 -x 1 -n $bw_iterations -p 18518 $host_address
 serve read_guest_server 18519 ib_read_bw -d rxe0 -x 1 -n $bw_iterations -p 18519
 connect read_guest_client ib_read_bw -d rxe0 -x 1 -n $bw_iterations -p 18520 $host_address
-else
-mount -t debugfs none /sys/kernel/debug 2>/dev/null
-echo "module rdma_cm +p; module ib_cm +p" > /sys/kernel/debug/dynamic_debug/control 2>/dev/null
-(sleep 25; dmesg | grep -v "^\[ *0\." | tail -40 | sed 's/^/GUEST KERNEL /') &
+fi
+# The connection manager on the wire: the kernel's rdma_cm each way. Its
+# tracepoints and the return values of the request handler's steps are
+# printed at the end, for a REJ's reason (shown only when an exchange fails).
+mount -t tracefs none /sys/kernel/tracing 2>/dev/null
+for events in rdma_cma ib_cma; do echo 1 > /sys/kernel/tracing/events/\$events/enable 2>/dev/null; done
+for function in cma_ib_req_handler cma_ib_handler cma_ib_acquire_dev; do
+  echo "r:\$function \$function ret=\\\$retval:s64" >> /sys/kernel/tracing/kprobe_events 2>/dev/null && echo 1 > /sys/kernel/tracing/events/kprobes/\$function/enable
+done
 serve_cm rping_guest_server rping -s -a $guest_address -p 7174 -v -C $rping_count
 connect rping_guest_client rping -c -a $host_address -p 7175 -v -C $rping_count
-dmesg | grep -i "cma\|ib_cm\|rdma\|rxe" | tail -20 | sed 's/^/GUEST KERNEL /'
-fi
+grep -v "^#" /sys/kernel/tracing/trace 2>/dev/null | tail -40 | sed 's/^/GUEST TRACE /'
 fi
 echo "GUEST ALL DONE"
 poweroff -f
@@ -183,6 +192,7 @@ ip -n "$ns" link set tap0 up
 ip netns exec "$ns" qemu-system-x86_64 -accel tcg -m 512 -nographic -no-reboot \
   -kernel "$vmlinuz" -initrd "$work/initramfs.gz" -append "console=ttyS0 quiet panic=-1" \
   -netdev tap,id=net0,ifname=tap0,script=no,downscript=no -device virtio-net-pci,netdev=net0,romfile= \
+  ${UROCE_INTEROP_PCAP:+-object filter-dump,id=dump0,netdev=net0,file=$UROCE_INTEROP_PCAP} \
   > "$console" 2>&1 &
 qemu_pid=$!
 
@@ -233,6 +243,7 @@ check() {  # name host-status
   else
     echo "FAIL  $name: uroce exit $host_status, kernel exit ${guest_status:-none}, ICRC errors ${icrc_errors:-?}"
     sed 's/^/  uroce: /' "$work/$name.log"
+    grep -a -B12 "GUEST RESULT $name " "$console" | grep -av "GUEST KERNEL" | sed 's/^/  kernel side: /'
     failures=$((failures + 1))
   fi
 }
@@ -271,15 +282,13 @@ if [ "$cm_only" = 0 ]; then
   guest_serves read_guest_server 18519 ib_read_bw -n "$bw_iterations" -p 18519
   host_serves read_guest_client 18520 ib_read_bw -n "$bw_iterations" -p 18520
 fi
-# The connection manager on the wire (--cm-only, not yet passing: the
-# kernel's rdma_cm rejects uroce's REQ with reason 28): unmodified rping,
-# each way (REQ, REP, RTU, the verified ping data, then DREQ and DREP).
-if [ "$cm_only" = 1 ]; then
-  guest_serves rping_guest_server 7174 rping -c -p 7174 -v -C "$rping_count" -a
-  host_serves rping_guest_client 7175 rping -s -a "$host_address" -p 7175 -v -C "$rping_count"
-fi
+# The connection manager on the wire: unmodified rping, each way (REQ, REP,
+# RTU, the verified ping data, then DREQ and DREP).
+guest_serves rping_guest_server 7174 rping -c -p 7174 -v -C "$rping_count" -a
+host_serves rping_guest_client 7175 rping -s -a "$host_address" -p 7175 -v -C "$rping_count"
 wait_for "GUEST ALL DONE" 120
 if [ "$failures" -gt 0 ]; then
+  grep -a "GUEST TRACE" "$console" | sed 's/^/  /'
   echo "interop-softroce: $failures exchange(s) failed"
   exit 1
 fi

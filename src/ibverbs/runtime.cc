@@ -10,8 +10,8 @@
 #include <cstdlib>
 
 #include "ibverbs/configuration.h"
+#include "ibverbs/device_stats.h"
 #include "ibverbs/objects.h"
-#include "port/port.h"
 
 namespace uroce::ibverbs {
 namespace {
@@ -48,6 +48,7 @@ Expected<std::shared_ptr<DeviceRuntime>, std::string> DeviceRuntime::open(UroceD
   auto running = Device::open(config);
   if (!running) return unexpected(running.error());
   std::shared_ptr<DeviceRuntime> runtime(new DeviceRuntime(device, std::move(*running)));
+  register_device_stats(device.spec.name, *runtime->device_);
   runtime->device_->set_event_listener([raw = runtime.get()](Engine& engine) { raw->route_events(engine); });
   return runtime;
 }
@@ -56,31 +57,7 @@ DeviceRuntime::DeviceRuntime(UroceDevice& device, std::unique_ptr<Device> runnin
     : ibv_device_(device), device_(std::move(running)) {}
 
 DeviceRuntime::~DeviceRuntime() {
-  // UROCE_STATS=1: the device's packet counters on stderr when it closes, for
-  // interop checks (ICRC errors, retransmissions) of programs that print none.
-  if (const char* stats = std::getenv("UROCE_STATS"); stats != nullptr && *stats != '\0' && *stats != '0') {
-    EngineCounters counters = device_->counters();
-    ProgressCounters progress = device_->progress_counters();
-    port::PortCounters port = device_->port_counters();
-    std::fprintf(stderr,
-                 "uroce: %s: packets sent %llu received %llu, icrc errors %llu, retransmitted %llu, "
-                 "malformed %llu; receiving rounds: thread %llu application %llu; thread sleeps %llu rests %llu; "
-                 "held ACKs carried %llu expired %llu; intra-host sent %llu received %llu dropped %llu\n",
-                 ibv_device_.spec.name.c_str(), static_cast<unsigned long long>(counters.packets_sent),
-                 static_cast<unsigned long long>(counters.packets_received),
-                 static_cast<unsigned long long>(counters.icrc_errors),
-                 static_cast<unsigned long long>(counters.retransmitted_packets),
-                 static_cast<unsigned long long>(counters.malformed_packets),
-                 static_cast<unsigned long long>(progress.thread_receives),
-                 static_cast<unsigned long long>(progress.application_receives),
-                 static_cast<unsigned long long>(progress.thread_sleeps),
-                 static_cast<unsigned long long>(progress.thread_rests),
-                 static_cast<unsigned long long>(progress.acks_carried),
-                 static_cast<unsigned long long>(progress.acks_expired),
-                 static_cast<unsigned long long>(port.local_sends),
-                 static_cast<unsigned long long>(port.local_receives),
-                 static_cast<unsigned long long>(port.local_drops));
-  }
+  print_and_forget_device_stats(*device_);
   device_->set_event_listener(nullptr);
   device_.reset();  // stops the progress thread before the registries go
 }

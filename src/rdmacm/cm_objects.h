@@ -51,10 +51,13 @@ struct CmId {
   CmChannel* channel = nullptr;
   bool synchronous = false;      // made by rdma_create_ep: its calls wait for their event on its own channel
   std::uint32_t comm_id = 0;     // the connection in the service's ConnectionManager
-  std::uint32_t send_psn = 0;    // the starting PSN this side sends with
+  // The starting PSN this side announced in its REQ or REP. As in Linux's
+  // rdma_cm (its QP's rq_psn is its own announced PSN), an announced PSN is
+  // the first one its announcer receives: each side sends from the peer's.
+  std::uint32_t own_psn = 0;
   cm::ConnectRequest request;    // the REQ sent (active) or received (passive)
   rdma_conn_param param{};       // what the program asked for at connect or accept
-  std::uint32_t remote_qpn = 0;  // the peer's QP, its starting PSN and the RNR retries it asks for
+  std::uint32_t remote_qpn = 0;  // the peer's QP, its announced PSN and the RNR retries it asks for
   std::uint32_t remote_psn = 0;
   std::uint8_t remote_rnr_retry = 0;
   std::uint8_t remote_responder_resources = 0;  // active: what the REP grants our READs and atomics

@@ -160,6 +160,11 @@ Expected<bool, int> CmService::open(ibv_device* device, const Gid& gid) {
   if (pd_ == nullptr) return failed(errno);
   ibv_port_attr port{};
   if (ibv_query_port(context_, 1, &port) == 0) active_mtu_ = port.active_mtu;
+  ibv_device_attr limits{};
+  if (ibv_query_device(context_, &limits) == 0) {
+    max_responder_resources_ = static_cast<std::uint8_t>(std::clamp(limits.max_qp_rd_atom, 1, 0xFE));
+    max_initiator_depth_ = static_cast<std::uint8_t>(std::clamp(limits.max_qp_init_rd_atom, 1, 0xFE));
+  }
   completions_ = ibv_create_comp_channel(context_);
   if (completions_ == nullptr) return failed(errno);
   cq_ = ibv_create_cq(context_, kReceiveSlots + kSendSlots, nullptr, completions_, 0);

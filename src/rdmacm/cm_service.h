@@ -39,6 +39,9 @@ class CmService {
   ibv_pd* default_pd() const { return pd_; }
   const Gid& gid() const { return gid_; }
   ibv_mtu active_mtu() const { return active_mtu_; }
+  // The device's limits on READs and atomics: in flight toward it, and from it.
+  std::uint8_t max_responder_resources() const { return max_responder_resources_; }
+  std::uint8_t max_initiator_depth() const { return max_initiator_depth_; }
   cm::ConnectionManager& manager() { return manager_; }
 
   // After a call changed the manager: send what it has to send, and let the
@@ -71,6 +74,8 @@ class CmService {
   std::map<Gid, ibv_ah*> address_handles_;
   Gid gid_{};
   ibv_mtu active_mtu_ = IBV_MTU_1024;
+  std::uint8_t max_responder_resources_ = 1;
+  std::uint8_t max_initiator_depth_ = 1;
   cm::ConnectionManager manager_{cm::CmConfig{}};
   int wake_fd_ = -1;
   std::atomic<bool> stop_{false};

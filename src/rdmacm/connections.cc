@@ -64,10 +64,32 @@ void socket_address(const cm::Gid& address, int ip_version, std::uint16_t port, 
   }
 }
 
+// A program's connection parameters as rdma-core reads them: none given,
+// or RDMA_MAX_RESP_RES / RDMA_MAX_INIT_DEPTH, ask for as many READs and
+// atomics as the device and the peer's offer allow (0xFF: no offer yet);
+// none given means 7 retries and 7 RNR retries.
+rdma_conn_param effective_param(const rdma_conn_param* given, const CmService& service,
+                                std::uint8_t offered_responder_resources, std::uint8_t offered_initiator_depth) {
+  rdma_conn_param param{};
+  if (given != nullptr) {
+    param = *given;
+  } else {
+    param.retry_count = 7;
+    param.rnr_retry_count = 7;
+  }
+  if (given == nullptr || given->responder_resources == RDMA_MAX_RESP_RES) {
+    param.responder_resources = std::min(offered_responder_resources, service.max_responder_resources());
+  }
+  if (given == nullptr || given->initiator_depth == RDMA_MAX_INIT_DEPTH) {
+    param.initiator_depth = std::min(offered_initiator_depth, service.max_initiator_depth());
+  }
+  return param;
+}
+
 ibv_mtu smaller(ibv_mtu a, std::uint8_t b) { return b >= 1 && b < a ? static_cast<ibv_mtu>(b) : a; }
 
 // INIT -> RTR -> RTS for a connected QP of id, toward its peer.
-int connect_qp(CmId& id, std::uint32_t remote_qpn, std::uint32_t receive_psn, ibv_mtu mtu, std::uint8_t dest_rd_atomic,
+int connect_qp(CmId& id, std::uint32_t remote_qpn, ibv_mtu mtu, std::uint8_t dest_rd_atomic,
                std::uint8_t rd_atomic, std::uint8_t retry, std::uint8_t rnr_retry) {
   ibv_qp* qp = id.id.qp;
   if (qp == nullptr) return 0;  // the program moves its own QP (rdma_init_qp_attr)
@@ -75,7 +97,7 @@ int connect_qp(CmId& id, std::uint32_t remote_qpn, std::uint32_t receive_psn, ib
   attr.qp_state = IBV_QPS_RTR;
   attr.path_mtu = mtu;
   attr.dest_qp_num = remote_qpn;
-  attr.rq_psn = receive_psn;
+  attr.rq_psn = id.own_psn;
   attr.max_dest_rd_atomic = std::max<std::uint8_t>(dest_rd_atomic, 1);
   attr.min_rnr_timer = kMinRnrTimer;
   attr.ah_attr.is_global = 1;
@@ -87,7 +109,7 @@ int connect_qp(CmId& id, std::uint32_t remote_qpn, std::uint32_t receive_psn, ib
   if (qp->qp_type == IBV_QPT_RC) mask |= IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
   if (ibv_modify_qp(qp, &attr, mask) != 0) return -1;
   attr.qp_state = IBV_QPS_RTS;
-  attr.sq_psn = id.send_psn;
+  attr.sq_psn = id.remote_psn;
   attr.timeout = kLocalAckTimeout;
   attr.retry_cnt = retry & 7;
   attr.rnr_retry = rnr_retry & 7;
@@ -193,7 +215,7 @@ void on_event_taken(CmId& id, rdma_cm_event& event) {
   if (event.event != RDMA_CM_EVENT_CONNECT_RESPONSE || id.id.qp == nullptr || id.state != IdState::connecting) return;
   CmService& service = *id.service;  // the QP to RTS, then the RTU; the program sees ESTABLISHED
   TimeNs now = monotonic_now();
-  int moved = connect_qp(id, id.remote_qpn, id.remote_psn, smaller(service.active_mtu(), id.request.path_mtu),
+  int moved = connect_qp(id, id.remote_qpn, smaller(service.active_mtu(), id.request.path_mtu),
                          id.param.responder_resources, std::min(id.param.initiator_depth, id.remote_responder_resources),
                          id.param.retry_count, id.remote_rnr_retry);
   if (moved != 0) {
@@ -330,14 +352,13 @@ static int rdma_connect_async(rdma_cm_id* id, rdma_conn_param* param) {
   CmId* owned = cm_id_of(id);
   if (owned->state != IdState::route_resolved) return fail(EINVAL);
   if (id->ps == RDMA_PS_UDP || id->ps == RDMA_PS_IPOIB) return fail(ENOSYS);  // SIDR: not yet
-  rdma_conn_param none{};
-  const rdma_conn_param& asked = param != nullptr ? *param : none;
+  const rdma_conn_param asked = effective_param(param, *owned->service, 0xFF, 0xFF);
   if (asked.private_data_len > kRequestUserData || (asked.private_data_len != 0 && asked.private_data == nullptr)) {
     return fail(EINVAL);
   }
   std::uint32_t qpn = id->qp != nullptr ? id->qp->qp_num : asked.qp_num;
   owned->param = asked;
-  owned->send_psn = random_psn();
+  owned->own_psn = random_psn();
 
   cm::ConnectRequest& request = owned->request;
   request = cm::ConnectRequest{};
@@ -347,7 +368,7 @@ static int rdma_connect_async(rdma_cm_id* id, rdma_conn_param* param) {
   request.initiator_depth = asked.initiator_depth;
   request.transport = id->qp != nullptr && id->qp->qp_type == IBV_QPT_UC ? cm::TransportType::uc : cm::TransportType::rc;
   request.end_to_end_flow_control = asked.flow_control != 0;
-  request.starting_psn = owned->send_psn;
+  request.starting_psn = owned->own_psn;
   request.retry_count = asked.retry_count & 7;
   request.rnr_retry_count = asked.rnr_retry_count & 7;
   request.path_mtu = static_cast<std::uint8_t>(owned->service->active_mtu());
@@ -378,22 +399,23 @@ static int rdma_accept_async(rdma_cm_id* id, rdma_conn_param* param) {
   std::lock_guard lock(cm_lock());
   CmId* owned = cm_id_of(id);
   if (owned->state != IdState::request_pending) return fail(EINVAL);
-  rdma_conn_param none{};
-  const rdma_conn_param& asked = param != nullptr ? *param : none;
+  // The peer offers its initiator depth to our responder resources, and the reverse.
+  const rdma_conn_param asked =
+      effective_param(param, *owned->service, owned->request.initiator_depth, owned->request.responder_resources);
   if (asked.private_data_len > kReplyUserData || (asked.private_data_len != 0 && asked.private_data == nullptr)) {
     return fail(EINVAL);
   }
   const cm::ConnectRequest& request = owned->request;
   owned->param = asked;
-  owned->send_psn = random_psn();
+  owned->own_psn = random_psn();
   CmService& service = *owned->service;
-  if (connect_qp(*owned, request.local_qpn, request.starting_psn, smaller(service.active_mtu(), request.path_mtu),
+  if (connect_qp(*owned, request.local_qpn, smaller(service.active_mtu(), request.path_mtu),
                  asked.responder_resources, asked.initiator_depth, request.retry_count, request.rnr_retry_count) != 0) {
     return -1;
   }
   cm::ConnectReply reply;
   reply.local_qpn = id->qp != nullptr ? id->qp->qp_num : asked.qp_num;
-  reply.starting_psn = owned->send_psn;
+  reply.starting_psn = owned->own_psn;
   reply.responder_resources = asked.responder_resources;
   reply.initiator_depth = asked.initiator_depth;
   reply.end_to_end_flow_control = asked.flow_control != 0;
@@ -468,7 +490,7 @@ int rdma_init_qp_attr(rdma_cm_id* id, ibv_qp_attr* attr, int* mask) {
       if (!known_peer) return fail(EINVAL);
       attr->path_mtu = smaller(owned->service->active_mtu(), owned->request.path_mtu);
       attr->dest_qp_num = owned->remote_qpn;
-      attr->rq_psn = owned->remote_psn;
+      attr->rq_psn = owned->own_psn;
       attr->max_dest_rd_atomic = std::max<std::uint8_t>(owned->param.responder_resources, 1);
       attr->min_rnr_timer = kMinRnrTimer;
       attr->ah_attr.is_global = 1;
@@ -481,7 +503,7 @@ int rdma_init_qp_attr(rdma_cm_id* id, ibv_qp_attr* attr, int* mask) {
       return 0;
     case IBV_QPS_RTS:
       if (!known_peer) return fail(EINVAL);
-      attr->sq_psn = owned->send_psn;
+      attr->sq_psn = owned->remote_psn;
       attr->timeout = kLocalAckTimeout;
       attr->retry_cnt = owned->request.retry_count;
       attr->rnr_retry = owned->remote_rnr_retry;

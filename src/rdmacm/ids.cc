@@ -55,6 +55,21 @@ int bind_locked(CmId& id, const sockaddr* address) {
   return 0;
 }
 
+// A resolved ID's source is the device's address, as the kernel's route
+// lookup gives it: the peer's rdma_cm checks the address in the REQ's
+// header against its routes (Linux rejects 0.0.0.0 with EHOSTUNREACH).
+void fill_wildcard_source(CmId& id) {
+  sockaddr& source = id.id.route.addr.src_addr;
+  const Gid& device = id.service->gid();
+  if (source.sa_family == AF_INET) {
+    auto& v4 = reinterpret_cast<sockaddr_in&>(source);
+    if (v4.sin_addr.s_addr == htonl(INADDR_ANY)) std::memcpy(&v4.sin_addr, device.data() + 12, 4);
+  } else if (source.sa_family == AF_INET6) {
+    auto& v6 = reinterpret_cast<sockaddr_in6&>(source);
+    if (IN6_IS_ADDR_UNSPECIFIED(&v6.sin6_addr)) std::memcpy(&v6.sin6_addr, device.data(), 16);
+  }
+}
+
 }  // namespace
 }  // namespace uroce::rdmacm
 
@@ -151,6 +166,7 @@ static int rdma_resolve_addr_async(rdma_cm_id* id, sockaddr* source, sockaddr* d
   } else if (owned->state != IdState::bound) {
     return fail(EINVAL);
   }
+  fill_wildcard_source(*owned);
   std::memcpy(&owned->id.route.addr.dst_storage, destination, length_of(destination));
   std::memcpy(owned->id.route.addr.addr.ibaddr.dgid.raw, gid_of(destination)->data(), 16);
   owned->state = IdState::addr_resolved;

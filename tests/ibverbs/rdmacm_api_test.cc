@@ -3,7 +3,9 @@
 // errno rdma-core gives (EINVAL), unserved ones with ENOSYS, a non-blocking
 // channel with nothing queued with EAGAIN; an ID destroyed while its REQ is
 // unanswered gets no event later (under ASan: nothing touches the freed ID
-// when the REQ's retries would have run out).
+// when the REQ's retries would have run out). What Linux's rdma_cm checks
+// of a connection: the REQ names a routable source (the device's address,
+// not the wildcard), and an accept without parameters grants READs.
 #include <gtest/gtest.h>
 
 #include <arpa/inet.h>
@@ -29,6 +31,7 @@ sockaddr_in ipv4(const char* address, std::uint16_t port) {
 const char* address_for(const std::string& test) {
   if (test.find("Einval") != std::string::npos) return "127.0.9.101";
   if (test.find("Enosys") != std::string::npos) return "127.0.9.104";
+  if (test.find("Accept") != std::string::npos) return "127.0.9.106,127.0.9.107";
   return "127.0.9.105";
 }
 
@@ -115,6 +118,71 @@ TEST_F(RdmaCmApi, AnIdDestroyedWhileItsRequestIsUnansweredLeavesNoEvent) {
   ::usleep(200'000);
   ASSERT_EQ(::fcntl(channel_->fd, F_SETFL, ::fcntl(channel_->fd, F_GETFL) | O_NONBLOCK), 0);
   EXPECT_EQ(next_event(), -EAGAIN);
+}
+
+// Two devices in this process (127.0.9.106 first): a listener on the
+// second, an ID resolved without a source on the first, accepted with no
+// parameters (as rping's server does).
+TEST_F(RdmaCmApi, AResolvedIdHasTheDeviceAddressAndAnAcceptWithoutParametersGrantsReads) {
+  rdma_event_channel* listening = rdma_create_event_channel();
+  ASSERT_NE(listening, nullptr);
+  rdma_cm_id* listener = nullptr;
+  ASSERT_EQ(rdma_create_id(listening, &listener, nullptr, RDMA_PS_TCP), 0);
+  sockaddr_in served = ipv4("127.0.9.107", 7310);
+  ASSERT_EQ(rdma_bind_addr(listener, reinterpret_cast<sockaddr*>(&served)), 0);
+  ASSERT_EQ(rdma_listen(listener, 1), 0);
+
+  ASSERT_EQ(rdma_resolve_addr(id_, nullptr, reinterpret_cast<sockaddr*>(&served), 1000), 0);
+  ASSERT_EQ(next_event(), RDMA_CM_EVENT_ADDR_RESOLVED);
+  const auto* local = reinterpret_cast<const sockaddr_in*>(rdma_get_local_addr(id_));
+  char text[INET_ADDRSTRLEN] = {};
+  ::inet_ntop(AF_INET, &local->sin_addr, text, sizeof text);
+  EXPECT_STREQ(text, "127.0.9.106");
+  EXPECT_NE(local->sin_port, 0);
+  ASSERT_EQ(rdma_resolve_route(id_, 1000), 0);
+  ASSERT_EQ(next_event(), RDMA_CM_EVENT_ROUTE_RESOLVED);
+  ibv_qp_init_attr init{};
+  init.cap = ibv_qp_cap{4, 4, 1, 1, 0};
+  init.qp_type = IBV_QPT_RC;
+  ibv_qp_init_attr child_init = init;  // rdma_create_qp writes the CQs it made into init
+  ASSERT_EQ(rdma_create_qp(id_, nullptr, &init), 0);
+  rdma_conn_param asked{};
+  asked.responder_resources = 1;
+  asked.initiator_depth = 1;
+  asked.retry_count = 7;
+  ASSERT_EQ(rdma_connect(id_, &asked), 0);
+
+  rdma_cm_event* request = nullptr;
+  ASSERT_EQ(rdma_get_cm_event(listening, &request), 0);
+  ASSERT_EQ(request->event, RDMA_CM_EVENT_CONNECT_REQUEST);
+  rdma_cm_id* child = request->id;
+  EXPECT_EQ(request->param.conn.responder_resources, 1);  // the peer's initiator depth
+  rdma_ack_cm_event(request);
+  ASSERT_EQ(rdma_create_qp(child, nullptr, &child_init), 0);
+  ASSERT_EQ(rdma_accept(child, nullptr), 0);
+  rdma_cm_event* established = nullptr;
+  ASSERT_EQ(rdma_get_cm_event(channel_, &established), 0);
+  EXPECT_EQ(established->event, RDMA_CM_EVENT_ESTABLISHED);
+  // The REP's grants (Linux's peer sets its QP from them): one READ each way.
+  EXPECT_EQ(established->param.conn.responder_resources, 1);
+  EXPECT_EQ(established->param.conn.initiator_depth, 1);
+  rdma_ack_cm_event(established);
+
+  ibv_qp_attr attr{};
+  ibv_qp_init_attr unused{};
+  ASSERT_EQ(ibv_query_qp(child->qp, &attr, IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MAX_QP_RD_ATOMIC, &unused), 0);
+  EXPECT_GE(attr.max_dest_rd_atomic, 1);  // the client may READ
+  EXPECT_GE(attr.max_rd_atomic, 1);       // and so may the server
+  ASSERT_EQ(ibv_query_qp(id_->qp, &attr, IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MAX_QP_RD_ATOMIC, &unused), 0);
+  EXPECT_EQ(attr.max_dest_rd_atomic, 1);
+  EXPECT_EQ(attr.max_rd_atomic, 1);
+
+  rdma_disconnect(id_);
+  rdma_destroy_qp(id_);
+  rdma_destroy_qp(child);
+  rdma_destroy_id(child);
+  rdma_destroy_id(listener);
+  rdma_destroy_event_channel(listening);
 }
 
 }  // namespace

@@ -104,6 +104,12 @@ bool ConnectionManager::accept(std::uint32_t comm_id, ConnectReply reply, TimeNs
 
 bool ConnectionManager::reject(std::uint32_t comm_id, std::uint16_t reason, ByteSpan private_data, TimeNs now) {
   Connection* connection = find(comm_id);
+  if (connection != nullptr && connection->state == State::sidr_req_received) {  // a SIDR_REP refusing
+    SidrReply refusal;
+    refusal.status = SidrStatus::rejected;
+    copy_private(refusal.private_data, private_data);
+    return answer(comm_id, refusal, now);
+  }
   if (connection == nullptr || (connection->state != State::req_received && connection->state != State::rep_received)) {
     return false;
   }
@@ -161,7 +167,8 @@ void ConnectionManager::on_mad(const Gid& from, ByteSpan payload, TimeNs now) {
         if constexpr (std::is_same_v<M, ReceiptAck>) on_receipt_ack(m, now);
         if constexpr (std::is_same_v<M, DisconnectRequest>) on_disconnect_request(from, mad->transaction_id, m, now);
         if constexpr (std::is_same_v<M, DisconnectReply>) on_disconnect_reply(m, now);
-        if constexpr (std::is_same_v<M, SidrRequest> || std::is_same_v<M, SidrReply>) ++counters_.dropped;
+        if constexpr (std::is_same_v<M, SidrRequest>) on_resolution_request(from, mad->transaction_id, m);
+        if constexpr (std::is_same_v<M, SidrReply>) on_resolution_reply(from, m, now);
       },
       mad->message);
 }
@@ -312,6 +319,8 @@ void ConnectionManager::on_timer(TimeNs now) {
       ++counters_.resent;
     } else if (connection.state == State::dreq_sent) {
       end(connection, CmEventKind::disconnected, std::nullopt, now);
+    } else if (connection.state == State::sidr_req_sent) {
+      end(connection, CmEventKind::unreachable, std::nullopt, now);
     } else {  // a REQ or REP nobody answered
       MessageKind about = connection.state == State::req_sent ? MessageKind::other : MessageKind::reply;
       send_reject(connection.peer, connection.transaction_id, connection.local_comm_id, connection.remote_comm_id,
@@ -320,6 +329,68 @@ void ConnectionManager::on_timer(TimeNs now) {
     }
     ++it;
   }
+}
+
+std::uint32_t ConnectionManager::resolve(const Gid& peer, SidrRequest request, TimeNs now) {
+  Connection resolution;
+  resolution.state = State::sidr_req_sent;
+  resolution.peer = peer;
+  resolution.local_comm_id = fresh_comm_id();
+  resolution.transaction_id = (std::uint64_t{fresh_comm_id()} << 32) | resolution.local_comm_id;
+  request.request_id = resolution.local_comm_id;
+  auto [it, inserted] = connections_.emplace(resolution.local_comm_id, resolution);
+  send(it->second, request, now, /*timed=*/true);
+  return resolution.local_comm_id;
+}
+
+bool ConnectionManager::answer(std::uint32_t id, SidrReply reply, TimeNs now) {
+  Connection* resolution = find(id);
+  if (resolution == nullptr || resolution->state != State::sidr_req_received) return false;
+  reply.request_id = resolution->remote_comm_id;
+  send(*resolution, reply, now, /*timed=*/false);
+  resolution->state = State::timewait;  // answering duplicates with the reply, for a while
+  resolution->deadline = now + config_.timewait_ns;
+  return true;
+}
+
+void ConnectionManager::on_resolution_request(const Gid& from, std::uint64_t transaction_id,
+                                              const SidrRequest& request) {
+  if (Connection* known = find_remote(from, request.request_id)) {
+    if (known->state == State::timewait && known->last_sent && std::holds_alternative<SidrReply>(*known->last_sent)) {
+      outgoing_.push_back(Outgoing{from, emit_cm_mad(CmMad{known->transaction_id, *known->last_sent})});
+      ++counters_.resent;
+    } else {
+      ++counters_.dropped;  // still with the consumer: the answer comes
+    }
+    return;
+  }
+  bool served = listening_.contains(request.service_id);
+  if (!served || connections_.size() >= kMaxConnections) {
+    SidrReply refusal;
+    refusal.request_id = request.request_id;
+    refusal.service_id = request.service_id;
+    refusal.status = served ? SidrStatus::rejected : SidrStatus::service_id_not_supported;
+    outgoing_.push_back(Outgoing{from, emit_cm_mad(CmMad{transaction_id, refusal})});
+    ++counters_.sent;
+    return;
+  }
+  Connection resolution;
+  resolution.state = State::sidr_req_received;
+  resolution.peer = from;
+  resolution.local_comm_id = fresh_comm_id();
+  resolution.remote_comm_id = request.request_id;
+  resolution.transaction_id = transaction_id;
+  connections_.emplace(resolution.local_comm_id, resolution);
+  events_.push_back(CmEvent{CmEventKind::resolution_request, resolution.local_comm_id, from, request});
+}
+
+void ConnectionManager::on_resolution_reply(const Gid& from, const SidrReply& reply, TimeNs now) {
+  Connection* resolution = find(reply.request_id);
+  if (resolution == nullptr || resolution->state != State::sidr_req_sent || resolution->peer != from) {
+    ++counters_.dropped;
+    return;
+  }
+  end(*resolution, CmEventKind::resolved, reply, now);
 }
 
 TimeNs ConnectionManager::next_deadline() const {

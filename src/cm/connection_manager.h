@@ -11,6 +11,10 @@
 //            reject() -> REJ)
 //   either:  disconnect() -> DREQ ... DREP -> event disconnected;
 //            a DREQ arriving is answered with a DREP -> event disconnected
+//   SIDR (service ID resolution, for UD services):
+//            resolve() -> SIDR_REQ ... SIDR_REP -> event resolved;
+//            a SIDR_REQ for a listened service -> event resolution_request;
+//            answer() -> SIDR_REP (a duplicate SIDR_REQ gets it again)
 //
 // A REQ, REP or DREQ that is not answered within the response timeout is
 // sent again, up to max_retries times; then the connection ends with event
@@ -22,7 +26,8 @@
 // again; a REQ already accepted: the REP again; a REP
 // already answered: the RTU again; a DREQ already answered: the DREP again).
 // MADs for no known connection are counted and dropped, except a REQ for a
-// service nobody listens on, which is rejected (reason invalid service ID).
+// service nobody listens on, which is rejected (reason invalid service ID),
+// and a SIDR_REQ for one, answered with status "service ID not supported".
 #pragma once
 
 #include <cstdint>
@@ -60,6 +65,8 @@ enum class CmEventKind {
   rejected,      // a REJ ended it (message: the REJ)
   unreachable,   // no answer after every retry
   disconnected,  // a DREQ arrived and was answered, or our DREQ was answered or timed out
+  resolution_request,  // passive: a SIDR_REQ for a listened service (message: the SIDR_REQ)
+  resolved,            // active: the SIDR_REP for our SIDR_REQ, whatever its status (message: the SIDR_REP)
 };
 
 struct CmEvent {
@@ -89,11 +96,18 @@ class ConnectionManager {
   // Passive, after event request: the REP (its IDs and GUID filled in).
   // false: no such connection waiting for a decision.
   bool accept(std::uint32_t comm_id, ConnectReply reply, TimeNs now);
+  // A REJ; for a SIDR_REQ waiting, a SIDR_REP with status rejected (reason unused).
   bool reject(std::uint32_t comm_id, std::uint16_t reason, ByteSpan private_data, TimeNs now);
   // Active, after event reply: the RTU; the connection is established.
   bool ready(std::uint32_t comm_id, ByteSpan private_data, TimeNs now);
   // From established (either side): DREQ, naming the peer's QPN.
   bool disconnect(std::uint32_t comm_id, TimeNs now);
+  // Sends request (its request ID filled in) to peer; returns the
+  // resolution's handle (its request ID). Ends in event resolved or unreachable.
+  std::uint32_t resolve(const Gid& peer, SidrRequest request, TimeNs now);
+  // Passive, after event resolution_request: the SIDR_REP (its request ID
+  // filled in), of any status. false: no such request waiting.
+  bool answer(std::uint32_t id, SidrReply reply, TimeNs now);
   // Forgets a connection without a word to the peer (its consumer is gone).
   void forget(std::uint32_t comm_id);
 
@@ -107,7 +121,10 @@ class ConnectionManager {
   std::size_t connections() const { return connections_.size(); }
 
  private:
-  enum class State { req_sent, req_received, rep_sent, rep_received, established, dreq_sent, timewait };
+  enum class State {
+    req_sent, req_received, rep_sent, rep_received, established, dreq_sent, timewait,
+    sidr_req_sent, sidr_req_received,
+  };
   struct Connection {
     State state;
     Gid peer{};
@@ -138,6 +155,8 @@ class ConnectionManager {
   void on_disconnect_request(const Gid& from, std::uint64_t transaction_id, const DisconnectRequest& dreq,
                              TimeNs now);
   void on_disconnect_reply(const DisconnectReply& drep, TimeNs now);
+  void on_resolution_request(const Gid& from, std::uint64_t transaction_id, const SidrRequest& request);
+  void on_resolution_reply(const Gid& from, const SidrReply& reply, TimeNs now);
 
   CmConfig config_;
   std::uint64_t random_state_;

@@ -16,6 +16,7 @@
 
 #include "cm/mad.h"
 #include "common/monotonic_clock.h"
+#include "rdmacm/ud_services.h"
 #include "ibverbs/uroce_private.h"
 
 namespace uroce::rdmacm {
@@ -313,6 +314,16 @@ void CmService::dispatch(const cm::CmEvent& event) {
       return;
     }
     on_connection_request(*this, *listener->second, event);
+    return;
+  }
+  if (event.kind == cm::CmEventKind::resolution_request) {
+    const auto& request = std::get<cm::SidrRequest>(*event.message);
+    auto listener = listeners.find(request.service_id);
+    if (listener == listeners.end()) {
+      manager_.reject(event.comm_id, 0, {}, monotonic_now());
+      return;
+    }
+    on_resolution_request(*this, *listener->second, event);
     return;
   }
   auto id = ids.find(event.comm_id);

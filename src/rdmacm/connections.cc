@@ -14,6 +14,7 @@
 #include "cm/cma_header.h"
 #include "common/monotonic_clock.h"
 #include "rdmacm/cm_service.h"
+#include "rdmacm/ud_services.h"
 
 namespace uroce::rdmacm {
 namespace {
@@ -38,31 +39,6 @@ cm::Gid gid_of(const ibv_gid& gid) {
   return out;
 }
 
-// rdma_cm's header addresses: IPv4 after 12 zero bytes, IPv6 as is.
-cm::Gid header_address(const sockaddr& address) {
-  cm::Gid out{};
-  if (address.sa_family == AF_INET) {
-    std::memcpy(out.data() + 12, &reinterpret_cast<const sockaddr_in&>(address).sin_addr, 4);
-  } else if (address.sa_family == AF_INET6) {
-    std::memcpy(out.data(), &reinterpret_cast<const sockaddr_in6&>(address).sin6_addr, 16);
-  }
-  return out;
-}
-
-void socket_address(const cm::Gid& address, int ip_version, std::uint16_t port, sockaddr_storage& out) {
-  std::memset(&out, 0, sizeof out);
-  if (ip_version == 4) {
-    auto& v4 = reinterpret_cast<sockaddr_in&>(out);
-    v4.sin_family = AF_INET;
-    v4.sin_port = htons(port);
-    std::memcpy(&v4.sin_addr, address.data() + 12, 4);
-  } else {
-    auto& v6 = reinterpret_cast<sockaddr_in6&>(out);
-    v6.sin6_family = AF_INET6;
-    v6.sin6_port = htons(port);
-    std::memcpy(&v6.sin6_addr, address.data(), 16);
-  }
-}
 
 // A program's connection parameters as rdma-core reads them: none given,
 // or RDMA_MAX_RESP_RES / RDMA_MAX_INIT_DEPTH, ask for as many READs and
@@ -165,20 +141,39 @@ void fill_conn_event_params(rdma_cm_event& event, std::uint8_t responder_resourc
 
 }  // namespace
 
-void on_connection_request(CmService& service, CmId& listener, const cm::CmEvent& event) {
-  const auto& request = std::get<cm::ConnectRequest>(*event.message);
-  auto header = cm::CmaHeader::parse(request.private_data);
-  auto* child = new (std::nothrow) CmId;
-  if (child == nullptr || !header) {
-    delete child;
-    service.manager().reject(event.comm_id, static_cast<std::uint16_t>(cm::RejectReason::consumer_reject), {}, monotonic_now());
-    return;
+// rdma_cm's header addresses: IPv4 after 12 zero bytes, IPv6 as is.
+cm::Gid header_address(const sockaddr& address) {
+  cm::Gid out{};
+  if (address.sa_family == AF_INET) {
+    std::memcpy(out.data() + 12, &reinterpret_cast<const sockaddr_in&>(address).sin_addr, 4);
+  } else if (address.sa_family == AF_INET6) {
+    std::memcpy(out.data(), &reinterpret_cast<const sockaddr_in6&>(address).sin6_addr, 16);
   }
+  return out;
+}
+
+void socket_address(const cm::Gid& address, int ip_version, std::uint16_t port, sockaddr_storage& out) {
+  std::memset(&out, 0, sizeof out);
+  if (ip_version == 4) {
+    auto& v4 = reinterpret_cast<sockaddr_in&>(out);
+    v4.sin_family = AF_INET;
+    v4.sin_port = htons(port);
+    std::memcpy(&v4.sin_addr, address.data() + 12, 4);
+  } else {
+    auto& v6 = reinterpret_cast<sockaddr_in6&>(out);
+    v6.sin6_family = AF_INET6;
+    v6.sin6_port = htons(port);
+    std::memcpy(&v6.sin6_addr, address.data(), 16);
+  }
+}
+
+CmId* make_child(CmService& service, CmId& listener, const cm::CmEvent& event, const cm::CmaHeader& header) {
+  auto* child = new (std::nothrow) CmId;
+  if (child == nullptr) return nullptr;
   child->state = IdState::request_pending;
   child->service = &service;
   child->channel = listener.channel;
   child->comm_id = event.comm_id;
-  child->request = request;
   child->id.verbs = service.context();
   child->id.channel = listener.id.channel;
   child->id.context = listener.id.context;
@@ -187,18 +182,30 @@ void on_connection_request(CmService& service, CmId& listener, const cm::CmEvent
   child->id.port_num = 1;
   child->id.route.path_rec = &child->path;
   child->id.route.num_paths = 1;
-  // Our side is the REQ's destination; the peer is its source.
-  socket_address(header->destination, header->ip_version, source_port(listener), child->id.route.addr.src_storage);
-  socket_address(header->source, header->ip_version, header->source_port, child->id.route.addr.dst_storage);
+  // Our side is the request's destination; the peer is its source.
+  socket_address(header.destination, header.ip_version, source_port(listener), child->id.route.addr.src_storage);
+  socket_address(header.source, header.ip_version, header.source_port, child->id.route.addr.dst_storage);
   child->id.route.addr.addr.ibaddr.sgid = listener.id.route.addr.addr.ibaddr.sgid;
   std::memcpy(child->id.route.addr.addr.ibaddr.dgid.raw, event.peer.data(), 16);
   child->path.sgid = child->id.route.addr.addr.ibaddr.sgid;
   child->path.dgid = child->id.route.addr.addr.ibaddr.dgid;
+  service.ids.emplace(event.comm_id, child);
+  return child;
+}
+
+void on_connection_request(CmService& service, CmId& listener, const cm::CmEvent& event) {
+  const auto& request = std::get<cm::ConnectRequest>(*event.message);
+  auto header = cm::CmaHeader::parse(request.private_data);
+  CmId* child = header ? make_child(service, listener, event, *header) : nullptr;
+  if (child == nullptr) {
+    service.manager().reject(event.comm_id, static_cast<std::uint16_t>(cm::RejectReason::consumer_reject), {}, monotonic_now());
+    return;
+  }
+  child->request = request;
   child->path.mtu = request.path_mtu;
   child->remote_qpn = request.local_qpn;
   child->remote_psn = request.starting_psn;
   child->remote_rnr_retry = request.rnr_retry_count;
-  service.ids.emplace(event.comm_id, child);
   ByteSpan user_data(request.private_data.data() + cm::CmaHeader::kLength, kRequestUserData);
   // From the listener's side: the peer's initiator depth is what we must answer.
   if (rdma_cm_event* queued = queue_event(*child, RDMA_CM_EVENT_CONNECT_REQUEST, 0, user_data, &listener)) {
@@ -263,7 +270,11 @@ void on_connection_event(CmId& id, const cm::CmEvent& event) {
       id.state = IdState::disconnected;
       queue_event(id, RDMA_CM_EVENT_DISCONNECTED, 0);
       return;
-    case cm::CmEventKind::request: return;  // the service hands these to listeners
+    case cm::CmEventKind::resolved:
+      on_resolution_reply(id, std::get<cm::SidrReply>(*event.message));
+      return;
+    case cm::CmEventKind::request:
+    case cm::CmEventKind::resolution_request: return;  // the service hands these to listeners
   }
 }
 
@@ -306,7 +317,16 @@ int rdma_create_qp(rdma_cm_id* id, ibv_pd* pd, ibv_qp_init_attr* attr) {
                            (attr->qp_type == IBV_QPT_RC ? IBV_ACCESS_REMOTE_ATOMIC : 0);
     mask |= IBV_QP_ACCESS_FLAGS;
   }
-  if (ibv_modify_qp(qp, &init, mask) != 0) {
+  bool moved = ibv_modify_qp(qp, &init, mask) == 0;
+  if (moved && attr->qp_type == IBV_QPT_UD) {  // as rdma-core: a UD QP is ready to send at once
+    ibv_qp_attr ready{};
+    ready.qp_state = IBV_QPS_RTR;
+    moved = ibv_modify_qp(qp, &ready, IBV_QP_STATE) == 0;
+    ready.qp_state = IBV_QPS_RTS;
+    ready.sq_psn = 0;
+    moved = moved && ibv_modify_qp(qp, &ready, IBV_QP_STATE | IBV_QP_SQ_PSN) == 0;
+  }
+  if (!moved) {
     int error = errno;
     ibv_destroy_qp(qp);
     if (make_cqs) destroy_completion_queues(*id);
@@ -351,8 +371,8 @@ static int rdma_connect_async(rdma_cm_id* id, rdma_conn_param* param) {
   std::lock_guard lock(cm_lock());
   CmId* owned = cm_id_of(id);
   if (owned->state != IdState::route_resolved) return fail(EINVAL);
-  if (id->ps == RDMA_PS_UDP || id->ps == RDMA_PS_IPOIB) return fail(ENOSYS);  // SIDR: not yet
   const rdma_conn_param asked = effective_param(param, *owned->service, 0xFF, 0xFF);
+  if (id->ps == RDMA_PS_UDP || id->ps == RDMA_PS_IPOIB) return resolve_ud_service(*owned, asked);
   if (asked.private_data_len > kRequestUserData || (asked.private_data_len != 0 && asked.private_data == nullptr)) {
     return fail(EINVAL);
   }
@@ -399,6 +419,7 @@ static int rdma_accept_async(rdma_cm_id* id, rdma_conn_param* param) {
   std::lock_guard lock(cm_lock());
   CmId* owned = cm_id_of(id);
   if (owned->state != IdState::request_pending) return fail(EINVAL);
+  if (id->ps == RDMA_PS_UDP || id->ps == RDMA_PS_IPOIB) return accept_ud_request(*owned, param);
   // The peer offers its initiator depth to our responder resources, and the reverse.
   const rdma_conn_param asked =
       effective_param(param, *owned->service, owned->request.initiator_depth, owned->request.responder_resources);

@@ -197,9 +197,7 @@ int rdma_listen(rdma_cm_id* id, int /*backlog*/) {
   if (id == nullptr) return fail(EINVAL);
   std::lock_guard lock(cm_lock());
   CmId* owned = cm_id_of(id);
-  if (owned->state != IdState::bound || owned->id.ps == RDMA_PS_UDP || owned->id.ps == RDMA_PS_IPOIB) {
-    return fail(owned->state != IdState::bound ? EINVAL : ENOSYS);  // UD services (SIDR): not yet
-  }
+  if (owned->state != IdState::bound) return fail(EINVAL);
   auto space = static_cast<uroce::cm::PortSpace>(owned->id.ps);
   std::uint64_t service_id = uroce::cm::service_id(space, source_port(*owned));
   if (owned->service->listeners.contains(service_id)) return fail(EADDRINUSE);

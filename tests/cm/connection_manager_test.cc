@@ -4,6 +4,9 @@
 // on the duplicate REP; MRA for a slow decision); rejects; a silent peer
 // ending in unreachable with the REJ Linux sends; disconnects; and hostile
 // MADs (unknown IDs, wrong peer, a REQ flood) dropped or refused, bounded.
+// SIDR: resolved with the consumer's answer, a lost SIDR_REP answered again
+// for the repeated SIDR_REQ, refusals (no listener, the consumer's reject),
+// and a silent peer ending in unreachable.
 #include <gtest/gtest.h>
 
 #include <functional>
@@ -282,6 +285,106 @@ TEST(ConnectionManager, ADisconnectNobodyAnswersStillEnds) {
   for (int i = 0; i < 4; ++i) pipe.advance(kResponse);
   auto event = pipe.a.poll_event();
   ASSERT_TRUE(event && event->kind == CmEventKind::disconnected);
+}
+
+constexpr std::uint64_t kUdService = 0x0000000001111C06;  // UDP port 7174
+
+std::uint32_t resolve(Pipe& pipe) {
+  SidrRequest request;
+  request.service_id = kUdService;
+  request.private_data[0] = 0x5A;
+  std::uint32_t id = pipe.a.resolve(pipe.gid_b, request, pipe.now);
+  pipe.deliver();
+  return id;
+}
+
+SidrReply answer_with_qpn(std::uint32_t qpn) {
+  SidrReply reply;
+  reply.qpn = qpn;
+  reply.qkey = 0x01234567;
+  reply.service_id = kUdService;
+  reply.private_data[0] = 0xA5;
+  return reply;
+}
+
+TEST(ConnectionManager, SidrResolvesAServiceWithTheConsumersAnswer) {
+  Pipe pipe;
+  pipe.b.listen(kUdService);
+  std::uint32_t active = resolve(pipe);
+  auto request = pipe.b.poll_event();
+  ASSERT_TRUE(request);
+  ASSERT_EQ(request->kind, CmEventKind::resolution_request);
+  EXPECT_EQ(request->peer, pipe.gid_a);
+  EXPECT_EQ(std::get<SidrRequest>(*request->message).request_id, active);
+  EXPECT_EQ(std::get<SidrRequest>(*request->message).private_data[0], 0x5A);
+  ASSERT_TRUE(pipe.b.answer(request->comm_id, answer_with_qpn(0x456), pipe.now));
+  EXPECT_FALSE(pipe.b.answer(request->comm_id, answer_with_qpn(0x456), pipe.now));  // answered already
+  pipe.deliver();
+  auto resolved = pipe.a.poll_event();
+  ASSERT_TRUE(resolved);
+  ASSERT_EQ(resolved->kind, CmEventKind::resolved);
+  EXPECT_EQ(resolved->comm_id, active);
+  const auto& reply = std::get<SidrReply>(*resolved->message);
+  EXPECT_EQ(reply.status, SidrStatus::valid);
+  EXPECT_EQ(reply.qpn, 0x456u);
+  EXPECT_EQ(reply.qkey, 0x01234567u);
+  EXPECT_EQ(reply.private_data[0], 0xA5);
+  pipe.advance(10 * kResponse);  // nothing waits for an answer; no retry
+  EXPECT_EQ(pipe.log, (std::vector<std::string>{"a>b SIDR_REQ", "b>a SIDR_REP"}));
+  EXPECT_FALSE(pipe.a.poll_event() || pipe.b.poll_event());
+}
+
+TEST(ConnectionManager, ALostSidrReplyIsSentAgainForTheRepeatedRequest) {
+  Pipe pipe;
+  pipe.b.listen(kUdService);
+  int replies_lost = 0;
+  pipe.lose = [&](std::string_view name, bool) { return name == "SIDR_REP" && replies_lost++ == 0; };
+  std::uint32_t active = resolve(pipe);
+  auto request = pipe.b.poll_event();
+  ASSERT_TRUE(request);
+  ASSERT_TRUE(pipe.b.answer(request->comm_id, answer_with_qpn(0x456), pipe.now));
+  pipe.deliver();
+  EXPECT_FALSE(pipe.a.poll_event());
+  pipe.advance(kResponse);  // the SIDR_REQ again; b answers from its record, the consumer is not asked again
+  auto resolved = pipe.a.poll_event();
+  ASSERT_TRUE(resolved && resolved->kind == CmEventKind::resolved && resolved->comm_id == active);
+  EXPECT_EQ(std::get<SidrReply>(*resolved->message).qpn, 0x456u);
+  EXPECT_FALSE(pipe.b.poll_event());
+  EXPECT_EQ(pipe.count("b>a SIDR_REP"), 2);
+}
+
+TEST(ConnectionManager, SidrRefusalsCarryTheirStatus) {
+  Pipe pipe;
+  resolve(pipe);  // b listens on nothing
+  auto refused = pipe.a.poll_event();
+  ASSERT_TRUE(refused && refused->kind == CmEventKind::resolved);
+  EXPECT_EQ(std::get<SidrReply>(*refused->message).status, SidrStatus::service_id_not_supported);
+  EXPECT_EQ(pipe.b.connections(), 0u);
+
+  pipe.b.listen(kUdService);
+  resolve(pipe);
+  auto request = pipe.b.poll_event();
+  ASSERT_TRUE(request);
+  std::uint8_t why[] = {7};
+  ASSERT_TRUE(pipe.b.reject(request->comm_id, 0, why, pipe.now));
+  pipe.deliver();
+  auto rejected = pipe.a.poll_event();
+  ASSERT_TRUE(rejected && rejected->kind == CmEventKind::resolved);
+  EXPECT_EQ(std::get<SidrReply>(*rejected->message).status, SidrStatus::rejected);
+  EXPECT_EQ(std::get<SidrReply>(*rejected->message).private_data[0], 7);
+}
+
+TEST(ConnectionManager, AnUnansweredSidrRequestEndsInUnreachable) {
+  Pipe pipe;
+  pipe.lose = [](std::string_view, bool to_b) { return to_b; };
+  std::uint32_t active = resolve(pipe);
+  for (int i = 0; i < 4; ++i) pipe.advance(kResponse);
+  auto event = pipe.a.poll_event();
+  ASSERT_TRUE(event);
+  EXPECT_EQ(event->kind, CmEventKind::unreachable);
+  EXPECT_EQ(event->comm_id, active);
+  EXPECT_EQ(pipe.count("a>b SIDR_REQ"), 4);  // the first and 3 retries
+  EXPECT_EQ(pipe.count("a>b REJ"), 0);       // SIDR has no REJ
 }
 
 TEST(ConnectionManager, HostileMadsAreDroppedAndARequestFloodIsBounded) {

@@ -2,10 +2,11 @@
 // librdmacm.so.1 and libibverbs.so.1, as two processes over loopback, each
 // with its own uroce device, through shared memory and over the wire:
 // rping -v (every ping's data verified), ucmatose, rdma_server/rdma_client
-// (the synchronous rdma_create_ep API). A request to an address where
-// nobody listens is rejected, one to an address with no device ends in
-// UNREACHABLE after the CM's retries; what is not served yet (UD's SIDR,
-// rsockets) fails with an error. None may hang or die of a signal. The
+// (the synchronous rdma_create_ep API), udaddy (a UD service: SIDR, then
+// datagrams each way). A request to an address where nobody listens is
+// rejected (SIDR: UNREACHABLE with status 1), one to an address with no
+// device ends in UNREACHABLE after the CM's retries; what is not served yet
+// (rsockets) fails with an error. None may hang or die of a signal. The
 // library exports exactly rdma-core 44's symbols and versions.
 #include <gtest/gtest.h>
 
@@ -50,7 +51,7 @@ Pair run_pair(const std::string& server, const std::string& client, int id, bool
       "dir=$(mktemp -d); " + environment(server_address, wire) + "timeout 60 stdbuf -oL " + fill(server) +
       " > $dir/server 2>&1 & pid=$!; "
       "for i in $(seq 100); do " + environment(client_address, wire) + "timeout 60 stdbuf -oL " + fill(client) +
-      " > $dir/client 2>&1; client=$?; grep -q 'REJECTED, error:* 8\\|rdma_connect: Connection refused' $dir/client || break; "
+      " > $dir/client 2>&1; client=$?; grep -q 'REJECTED, error:* 8\\|rdma_connect: Connection refused\\|UNREACHABLE, error: 1$' $dir/client || break; "
       "sleep 0.1; done; wait $pid; server=$?; echo \"$server $client\"; cat $dir/server; echo @@; cat $dir/client; "
       "rm -rf $dir";
   RunResult run = run_shell("bash -c '" + std::regex_replace(script, std::regex("'"), "'\\''") + "'");
@@ -87,6 +88,17 @@ TEST_P(RdmaCmPrograms, RdmaServerAndClientThroughTheSynchronousApi) {
   EXPECT_NE(pair.output.find("rdma_client: end 0"), std::string::npos) << pair.output;
 }
 
+TEST_P(RdmaCmPrograms, UdaddyResolvesTheServiceAndExchangesDatagrams) {
+  if (!installed("udaddy")) GTEST_SKIP() << "rdmacm-utils is not installed";
+  Pair pair = run_pair("udaddy", "udaddy -s SERVER", 3, GetParam());  // port 7174 of the UDP port space
+  EXPECT_EQ(pair.server_exit, 0) << pair.output;
+  EXPECT_EQ(pair.client_exit, 0) << pair.output;
+  EXPECT_NE(pair.output.find("sending replies"), std::string::npos) << pair.output;
+  std::regex complete("data transfers complete");  // the server's and the client's
+  EXPECT_EQ(std::distance(std::sregex_iterator(pair.output.begin(), pair.output.end(), complete), std::sregex_iterator()), 2)
+      << pair.output;
+}
+
 INSTANTIATE_TEST_SUITE_P(Paths, RdmaCmPrograms, ::testing::Values(false, true),
                          [](const ::testing::TestParamInfo<bool>& wire) { return wire.param ? "Wire" : "SharedMemory"; });
 
@@ -113,11 +125,23 @@ TEST(RdmaCmFailures, NobodyListeningIsRejectedAndNoDeviceIsUnreachable) {
   EXPECT_TRUE(failed_by_itself(unreachable.exit_code)) << unreachable.exit_code << unreachable.output;
 }
 
+TEST(RdmaCmFailures, AnUnservedUdServiceIsRefusedAndNoDeviceIsUnreachable) {
+  if (!installed("udaddy") || !installed("rping")) GTEST_SKIP() << "rdmacm-utils is not installed";
+  // The device listens on TCP port 7174, not UDP's: SIDR_REP status 1 (service ID not supported).
+  std::string script = environment("127.0.9.81", true) + "timeout 30 rping -s -a 127.0.9.81 -C 1 > /dev/null 2>&1 & "
+                       "pid=$!; sleep 1; " + environment("127.0.9.82", true) +
+                       "timeout 30 udaddy -s 127.0.9.81 2>&1; echo \"exit $?\"; kill $pid";
+  RunResult refused = run_shell("bash -c '" + script + "'");
+  EXPECT_NE(refused.output.find("RDMA_CM_EVENT_UNREACHABLE, error: 1\n"), std::string::npos) << refused.output;
+  EXPECT_NE(refused.output.find("exit 1\n"), std::string::npos) << refused.output;
+  // No device: the SIDR_REQ and its 3 retries go unanswered.
+  RunResult unreachable = run_alone("127.0.9.83", "udaddy -s 127.0.9.84");
+  EXPECT_NE(unreachable.output.find("RDMA_CM_EVENT_UNREACHABLE, error: -110"), std::string::npos) << unreachable.output;
+  EXPECT_EQ(unreachable.exit_code, 256 - 110) << unreachable.output;  // udaddy returns the status, -ETIMEDOUT
+}
+
 TEST(RdmaCmFailures, WhatIsNotServedYetFailsWithAnError) {
-  if (!installed("udaddy") || !installed("rstream")) GTEST_SKIP() << "rdmacm-utils is not installed";
-  RunResult ud = run_alone("127.0.9.95", "udaddy -s 127.0.9.96");  // UD services (SIDR): not yet
-  EXPECT_TRUE(failed_by_itself(ud.exit_code)) << ud.exit_code << ud.output;
-  EXPECT_NE(ud.output.find("Function not implemented"), std::string::npos) << ud.output;
+  if (!installed("rstream")) GTEST_SKIP() << "rdmacm-utils is not installed";
   RunResult sockets = run_alone("127.0.9.97", "rstream -s 127.0.9.98");  // rsockets: not yet
   EXPECT_NE(sockets.output.find("Function not implemented"), std::string::npos) << sockets.output;
   EXPECT_TRUE(failed_by_itself(sockets.exit_code)) << sockets.exit_code << sockets.output;

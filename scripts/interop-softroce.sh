@@ -3,7 +3,7 @@
 # kernel under qemu (software emulation) with a busybox initramfs that holds
 # rdma-core's real tools, joins the guest to a tap device inside a network
 # namespace made for the run, and runs unmodified ibv_rc_pingpong, ib_write_bw
-# and ib_read_bw, then rping over rdma_cm (the kernel's connection manager
+# and ib_read_bw, then rping and udaddy over rdma_cm (the kernel's connection manager
 # against uroce's librdmacm, MADs on QP 1), between the guest (kernel
 # Soft-RoCE on eth0) and this host (uroce's libraries on the raw Ethernet
 # port of the tap), in both directions. Kernel Soft-RoCE drops frames whose ICRC does not verify, and
@@ -16,7 +16,7 @@
 # UROCE_INTEROP_PCAP=FILE: qemu writes every frame of the guest's link to
 # FILE (each frame after a 12-byte virtio-net header).
 # --quick: fewer iterations (CI). --cm-only: only the rdma_cm exchanges
-# (rping each way), not the verbs ones. --capture-cm FILE: instead of the exchanges,
+# (rping and udaddy each way), not the verbs ones. --capture-cm FILE: instead of the exchanges,
 # the guest's kernel rdma_cm tries to connect to this host (rping, RC over
 # RDMA_PS_TCP: REQ MADs; udaddy, RDMA_PS_UDP: SIDR_REQ MADs), nothing on this
 # side answers, and the frames are written to FILE (needs tcpdump) as
@@ -80,7 +80,7 @@ copy_with_libraries() {
     cp -L "$library" "$rootfs$library"
   done
 }
-for program in ibv_devinfo ibv_rc_pingpong ib_write_bw ib_read_bw rdma rping; do
+for program in ibv_devinfo ibv_rc_pingpong ib_write_bw ib_read_bw rdma rping udaddy; do
   copy_with_libraries "$(command -v "$program")"
 done
 copy_with_libraries /usr/lib/x86_64-linux-gnu/libibverbs/librxe-rdmav34.so
@@ -91,7 +91,6 @@ module_order="crc32_generic ib_core ib_uverbs udp_tunnel ip6_udp_tunnel rdma_rxe
 module_order="$module_order configfs ib_cm iw_cm rdma_cm rdma_ucm"  # the kernel's connection manager
 if [ -n "$capture_cm" ]; then
   command -v tcpdump > /dev/null || { echo "interop-softroce: --capture-cm needs tcpdump" >&2; exit 2; }
-  copy_with_libraries "$(command -v udaddy)"
 fi
 module_order="$module_order net_failover virtio_net virtio_pci_modern_dev virtio_pci_legacy_dev virtio_pci"
 for module in $module_order; do
@@ -133,7 +132,7 @@ connect() {  # name command...
   tries=0
   while true; do
     "\$@" > /tmp/\$name 2>&1; status=\$?
-    grep -q "Couldn't connect\|Unable to\|Connection refused\|REJECTED" /tmp/\$name || break
+    grep -q "Couldn't connect\|Unable to\|Connection refused\|REJECTED\|UNREACHABLE, error: 1\$" /tmp/\$name || break
     tries=\$((tries + 1)); [ \$tries -ge 300 ] && break
     sleep 0.2
   done
@@ -164,6 +163,8 @@ for function in cma_ib_req_handler cma_ib_handler cma_ib_acquire_dev; do
 done
 serve_cm rping_guest_server rping -s -a $guest_address -p 7174 -v -C $rping_count
 connect rping_guest_client rping -c -a $host_address -p 7175 -v -C $rping_count
+serve_cm udaddy_guest_server udaddy
+connect udaddy_guest_client udaddy -s $host_address
 grep -v "^#" /sys/kernel/tracing/trace 2>/dev/null | tail -40 | sed 's/^/GUEST TRACE /'
 fi
 echo "GUEST ALL DONE"
@@ -286,6 +287,10 @@ fi
 # RTU, the verified ping data, then DREQ and DREP).
 guest_serves rping_guest_server 7174 rping -c -p 7174 -v -C "$rping_count" -a
 host_serves rping_guest_client 7175 rping -s -a "$host_address" -p 7175 -v -C "$rping_count"
+# A UD service (SIDR_REQ, SIDR_REP), then datagrams each way (port 7174 of
+# the UDP port space).
+guest_serves udaddy_guest_server 7174 udaddy -s
+host_serves udaddy_guest_client 7174 udaddy
 wait_for "GUEST ALL DONE" 120
 if [ "$failures" -gt 0 ]; then
   grep -a "GUEST TRACE" "$console" | sed 's/^/  /'

@@ -3,6 +3,8 @@
 // fails with EAGAIN on a non-blocking fd) exactly as with a kernel channel,
 // and the fd polls readable while an event waits.
 #include <fcntl.h>
+
+#include <arpa/inet.h>
 #include <infiniband/verbs.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
@@ -27,7 +29,8 @@ void to_ibv_wc(const WorkCompletion& from, ibv_wc& to) {
   to.opcode = static_cast<ibv_wc_opcode>(from.opcode);
   to.vendor_err = from.vendor_err;
   to.byte_len = from.byte_len;
-  to.imm_data = from.imm_data;  // or invalidated_rkey: the same union
+  // imm_data in network order (as it was on the wire), or invalidated_rkey, a value: the same union.
+  to.imm_data = (from.wc_flags & IBV_WC_WITH_IMM) != 0 ? htonl(from.imm_data) : from.imm_data;
   to.qp_num = from.qp_num;
   to.src_qp = from.src_qp;
   to.wc_flags = from.wc_flags;

@@ -4,6 +4,8 @@
 // returned in bad_wr with its errno, and the ones after it are not posted.
 #include <infiniband/verbs.h>
 
+#include <arpa/inet.h>
+
 #include <cstddef>
 
 #include "ibverbs/objects.h"
@@ -46,7 +48,7 @@ int convert(const ibv_send_wr& from, SendWr& to) {
   to.opcode = static_cast<WrOpcode>(from.opcode);
   to.send_flags = from.send_flags & kServedSendFlags;
   to.sg_list = scatter_list(from.sg_list, from.num_sge);
-  to.imm_data = from.imm_data;
+  to.imm_data = ntohl(from.imm_data);  // the program gives it in network order; the engine holds values
   to.invalidate_rkey = from.opcode == IBV_WR_SEND_WITH_INV ? from.invalidate_rkey : 0;
   to.rdma.remote_addr = from.wr.rdma.remote_addr;
   to.rdma.rkey = from.wr.rdma.rkey;

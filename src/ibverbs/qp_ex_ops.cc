@@ -5,6 +5,8 @@
 // an opcode uroce does not serve) fails the whole batch at ibv_wr_complete.
 #include <infiniband/verbs.h>
 
+#include <arpa/inet.h>
+
 #include <cstring>
 
 #include "ibverbs/objects.h"
@@ -50,7 +52,7 @@ void wr_abort(ibv_qp_ex* qpx) { qp_of(qpx).builder.start(); }
 
 void wr_send(ibv_qp_ex* qpx) { begin(qpx, WrOpcode::send); }
 
-void wr_send_imm(ibv_qp_ex* qpx, __be32 imm_data) { begin(qpx, WrOpcode::send_with_imm).wr.imm_data = imm_data; }
+void wr_send_imm(ibv_qp_ex* qpx, __be32 imm_data) { begin(qpx, WrOpcode::send_with_imm).wr.imm_data = ntohl(imm_data); }
 
 void wr_send_inv(ibv_qp_ex* qpx, std::uint32_t invalidate_rkey) {
   begin(qpx, WrOpcode::send_with_inv).wr.invalidate_rkey = invalidate_rkey;
@@ -60,7 +62,7 @@ void wr_rdma(ibv_qp_ex* qpx, WrOpcode opcode, std::uint32_t rkey, std::uint64_t 
   BuiltWr& entry = begin(qpx, opcode);
   entry.wr.rdma.rkey = rkey;
   entry.wr.rdma.remote_addr = remote_addr;
-  entry.wr.imm_data = imm_data;
+  entry.wr.imm_data = ntohl(imm_data);
 }
 
 void wr_rdma_write(ibv_qp_ex* qpx, std::uint32_t rkey, std::uint64_t remote_addr) {

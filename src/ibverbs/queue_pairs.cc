@@ -1,6 +1,7 @@
 // Queue pairs: creation (classic and extended), state changes, queries and
 // destruction. Every QP is an extended one, so ibv_qp_to_qp_ex always gives
 // the ibv_wr_* interface (qp_ex_ops.cc).
+#include <algorithm>
 #include <infiniband/verbs.h>
 
 #include <new>
@@ -28,8 +29,14 @@ constexpr std::uint64_t kServedSendOps =
     IBV_QP_EX_WITH_SEND_WITH_IMM | IBV_QP_EX_WITH_RDMA_READ | IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |
     IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD | IBV_QP_EX_WITH_SEND_WITH_INV;
 
+// Inline data up to the size of the send SGEs is granted even when none is
+// asked for, as kernel Soft-RoCE does (16 bytes an SGE): programs such as
+// rdma_xclient send a small inline message on a QP made with no inline size.
+constexpr std::uint32_t kInlineBytesPerSge = 16;
+
 QpCap to_cap(const ibv_qp_cap& cap) {
-  return QpCap{cap.max_send_wr, cap.max_recv_wr, cap.max_send_sge, cap.max_recv_sge, cap.max_inline_data};
+  std::uint32_t inline_data = std::max(cap.max_inline_data, cap.max_send_sge * kInlineBytesPerSge);
+  return QpCap{cap.max_send_wr, cap.max_recv_wr, cap.max_send_sge, cap.max_recv_sge, inline_data};
 }
 
 ibv_qp_cap to_ibv_cap(const QpCap& cap) {

@@ -2,8 +2,8 @@
 // librdmacm.so.1 and libibverbs.so.1, as two processes over loopback, each
 // with its own uroce device, through shared memory and over the wire:
 // rping -v (every ping's data verified), ucmatose, rdma_server/rdma_client
-// (the synchronous rdma_create_ep API), udaddy (a UD service: SIDR, then
-// datagrams each way). A request to an address where nobody listens is
+// (the synchronous rdma_create_ep API), rdma_xserver/rdma_xclient, udaddy
+// (a UD service: SIDR, then datagrams each way). A request to an address where nobody listens is
 // rejected (SIDR: UNREACHABLE with status 1), one to an address with no
 // device ends in UNREACHABLE after the CM's retries; what is not served yet
 // (rsockets) fails with an error. None may hang or die of a signal. The
@@ -86,6 +86,17 @@ TEST_P(RdmaCmPrograms, RdmaServerAndClientThroughTheSynchronousApi) {
   EXPECT_EQ(pair.server_exit, 0) << pair.output;
   EXPECT_EQ(pair.client_exit, 0) << pair.output;
   EXPECT_NE(pair.output.find("rdma_client: end 0"), std::string::npos) << pair.output;
+}
+
+// rdma_xclient sends its message inline on a QP made with no inline size
+// (as on kernel Soft-RoCE, a few bytes an SGE are granted).
+TEST_P(RdmaCmPrograms, RdmaXserverAndXclientOverRc) {
+  if (!installed("rdma_xserver")) GTEST_SKIP() << "rdmacm-utils is not installed";
+  Pair pair = run_pair("rdma_xserver -p 7178", "rdma_xclient -s SERVER -p 7178", 4, GetParam());
+  EXPECT_EQ(pair.server_exit, 0) << pair.output;
+  EXPECT_EQ(pair.client_exit, 0) << pair.output;
+  EXPECT_NE(pair.output.find("rdma_xserver: end 0"), std::string::npos) << pair.output;
+  EXPECT_NE(pair.output.find("rdma_xclient: end 0"), std::string::npos) << pair.output;
 }
 
 TEST_P(RdmaCmPrograms, UdaddyResolvesTheServiceAndExchangesDatagrams) {

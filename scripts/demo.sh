@@ -79,6 +79,14 @@ sleep 1
 wait $server
 sed 's/^/  server: /' "$rping_server_log"
 rm -f "$rping_server_log"
+echo "-- Unmodified udaddy: a UD service found by SIDR (SIDR_REQ, SIDR_REP), then datagrams each way"
+"$uroce" run --address 127.0.0.2 -- udaddy > "$rping_server_log" 2>&1 &
+server=$!
+sleep 1
+"$uroce" run --address 127.0.0.3 -- udaddy -s 127.0.0.2 2>&1 | sed 's/^/  client: /'
+wait $server
+sed 's/^/  server: /' "$rping_server_log"
+rm -f "$rping_server_log"
 echo "-- uroce decode names the kernel's rdma_cm MADs (tests/vectors/kernel-cm.pcap)"
 "$uroce" decode tests/vectors/kernel-cm.pcap | sed 's/.*| //' 
 echo

@@ -11,14 +11,15 @@
 namespace uroce::ibverbs {
 namespace {
 
+// Made before the exit handler is registered, so destroyed after it runs.
 std::mutex& stats_lock() {
-  static auto* lock = new std::mutex;  // never destroyed: used from exit handlers
-  return *lock;
+  static std::mutex lock;
+  return lock;
 }
 
 std::map<const Device*, std::string>& open_devices() {
-  static auto* devices = new std::map<const Device*, std::string>;
-  return *devices;
+  static std::map<const Device*, std::string> devices;
+  return devices;
 }
 
 void print(const std::string& name, Device& device) {
@@ -60,13 +61,14 @@ bool device_stats_wanted() {
 
 void register_device_stats(const std::string& name, Device& device) {
   if (!device_stats_wanted()) return;
-  static bool exit_hook = (std::atexit(print_open_devices_at_exit), true);
+  static bool exit_hook = (stats_lock(), open_devices(), std::atexit(print_open_devices_at_exit), true);
   (void)exit_hook;
   std::lock_guard lock(stats_lock());
   open_devices()[&device] = name;
 }
 
 void print_and_forget_device_stats(const Device& device) {
+  if (!device_stats_wanted()) return;
   std::lock_guard lock(stats_lock());
   auto found = open_devices().find(&device);
   if (found == open_devices().end()) return;

@@ -76,18 +76,24 @@ void ConnectionManager::end(Connection& connection, CmEventKind kind, std::optio
   connection.deadline = now + config_.timewait_ns;
 }
 
-std::uint32_t ConnectionManager::connect(const Gid& peer, ConnectRequest request, TimeNs now) {
+// An exchange we begin (REQ or SIDR_REQ): a fresh local ID, and a
+// transaction ID that carries it.
+ConnectionManager::Connection& ConnectionManager::begin(State state, const Gid& peer) {
   Connection connection;
-  connection.state = State::req_sent;
+  connection.state = state;
   connection.peer = peer;
   connection.local_comm_id = fresh_comm_id();
   connection.transaction_id = (std::uint64_t{fresh_comm_id()} << 32) | connection.local_comm_id;
+  return connections_.emplace(connection.local_comm_id, connection).first->second;
+}
+
+std::uint32_t ConnectionManager::connect(const Gid& peer, ConnectRequest request, TimeNs now) {
+  Connection& connection = begin(State::req_sent, peer);
   request.local_comm_id = connection.local_comm_id;
   request.local_ca_guid = config_.ca_guid;
   request.remote_cm_response_timeout = request.local_cm_response_timeout = config_.response_timeout;
   request.max_cm_retries = config_.max_retries;
-  auto [it, inserted] = connections_.emplace(connection.local_comm_id, connection);
-  send(it->second, request, now, /*timed=*/true);
+  send(connection, request, now, /*timed=*/true);
   return connection.local_comm_id;
 }
 
@@ -332,14 +338,9 @@ void ConnectionManager::on_timer(TimeNs now) {
 }
 
 std::uint32_t ConnectionManager::resolve(const Gid& peer, SidrRequest request, TimeNs now) {
-  Connection resolution;
-  resolution.state = State::sidr_req_sent;
-  resolution.peer = peer;
-  resolution.local_comm_id = fresh_comm_id();
-  resolution.transaction_id = (std::uint64_t{fresh_comm_id()} << 32) | resolution.local_comm_id;
+  Connection& resolution = begin(State::sidr_req_sent, peer);
   request.request_id = resolution.local_comm_id;
-  auto [it, inserted] = connections_.emplace(resolution.local_comm_id, resolution);
-  send(it->second, request, now, /*timed=*/true);
+  send(resolution, request, now, /*timed=*/true);
   return resolution.local_comm_id;
 }
 

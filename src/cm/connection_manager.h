@@ -138,6 +138,7 @@ class ConnectionManager {
   };
 
   std::uint32_t fresh_comm_id();
+  Connection& begin(State state, const Gid& peer);
   TimeNs response_time() const;
   void send(Connection& connection, CmMessage message, TimeNs now, bool timed);
   void send_reject(const Gid& to, std::uint64_t transaction_id, std::uint32_t local, std::uint32_t remote,

@@ -144,6 +144,8 @@ struct RecvWr {
   std::span<const Sge> sg_list;
 };
 
+enum NetworkHeaderType : std::uint8_t { kNetworkIpv6 = 1, kNetworkIpv4 = 2 };
+
 struct WorkCompletion {
   std::uint64_t wr_id = 0;
   WcStatus status = WcStatus::success;
@@ -155,6 +157,9 @@ struct WorkCompletion {
   std::uint32_t src_qp = 0;
   std::uint32_t wc_flags = 0;  // WcFlags
   std::uint16_t pkey_index = 0;
+  // A UD receive's network header (NetworkHeaderType), as a ConnectX CQE
+  // reports it in the SL field on RoCE; UCX's UD transport reads it there.
+  std::uint8_t network_header_type = 0;
 };
 
 std::string_view to_string(WcStatus status);

@@ -36,7 +36,7 @@ void to_ibv_wc(const WorkCompletion& from, ibv_wc& to) {
   to.wc_flags = from.wc_flags;
   to.pkey_index = from.pkey_index;
   to.slid = 0;
-  to.sl = 0;
+  to.sl = from.network_header_type;  // RoCE has no SL; ConnectX reports the L3 type here
   to.dlid_path_bits = 0;
 }
 

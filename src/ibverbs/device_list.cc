@@ -11,55 +11,30 @@
 #include <mutex>
 
 #include "ibverbs/configuration.h"
+#include "ibverbs/device_identity.h"
 #include "ibverbs/ibverbs_device.h"
 #include "ibverbs/runtime.h"
 #include "ibverbs/symbol_versions.h"
 #include "ibverbs/verbs_ops.h"
-#include "port/interface_info.h"
 
 #undef ibv_get_device_list
 
 namespace uroce::ibverbs {
 namespace {
 
-// A MAC address for the device: the interface's for the raw port; for a UDP
-// device, a locally administered one made of the address's last four bytes.
-wire::MacAddress device_mac(const DeviceSpec& spec, const Gid& gid) {
-  if (!spec.interface.empty()) {
-    if (auto interface = port::find_interface(spec.interface)) return interface->mac;
-  }
-  return {0x02, 0x00, gid[12], gid[13], gid[14], gid[15]};
-}
-
-// The EUI-64 of a MAC address (universal/local bit flipped, ff:fe in the middle).
-std::array<std::uint8_t, 8> eui64(const wire::MacAddress& mac) {
-  return {static_cast<std::uint8_t>(mac[0] ^ 0x02), mac[1], mac[2], 0xFF, 0xFE, mac[3], mac[4], mac[5]};
-}
-
-bool parse_gid(const std::string& address, Gid& gid) {
-  std::array<std::uint8_t, 4> ipv4;
-  if (::inet_pton(AF_INET, address.c_str(), ipv4.data()) == 1) {
-    gid = gid_from_ipv4(ipv4);
-    return true;
-  }
-  return ::inet_pton(AF_INET6, address.c_str(), gid.data()) == 1;
-}
-
 std::unique_ptr<UroceDevice> make_device(const DeviceSpec& spec, int index) {
   auto device = std::make_unique<UroceDevice>();
   device->spec = spec;
   device->index = index;
-  if (!parse_gid(spec.address, device->gid)) {
+  std::optional<DeviceIdentity> identity = identify(spec);
+  if (!identity) {
     std::fprintf(stderr, "uroce: UROCE_ADDRESS entry '%s' is not an IPv4 or IPv6 address; no device for it\n",
                  spec.address.c_str());
     return nullptr;
   }
-  std::array<std::uint8_t, 8> guid = eui64(device_mac(spec, device->gid));
-  std::memcpy(&device->guid, guid.data(), 8);  // kept in network byte order
-  device->link_mtu = port::link_mtu_for_address(device->gid);
-  if (!spec.interface.empty()) {
-    if (auto interface = port::find_interface(spec.interface)) device->link_mtu = interface->mtu;
-  }
+  device->gid = identity->gid;
+  device->guid = identity->guid;
+  device->link_mtu = identity->link_mtu;
   ibv_device& ibv = device->device;
   ibv.node_type = IBV_NODE_CA;
   ibv.transport_type = IBV_TRANSPORT_IB;
@@ -72,12 +47,7 @@ std::unique_ptr<UroceDevice> make_device(const DeviceSpec& spec, int index) {
 
 }  // namespace
 
-std::vector<Gid> gid_table(const UroceDevice& device) {
-  if (!gid_is_ipv4(device.gid)) return {device.gid};
-  Gid link_local{0xFE, 0x80};
-  std::memcpy(link_local.data() + 8, &device.guid, 8);
-  return {link_local, device.gid};
-}
+std::vector<Gid> gid_table(const UroceDevice& device) { return gid_table(device.gid, device.guid); }
 
 const std::vector<UroceDevice*>& all_devices() {
   // Built once and kept until the library unloads: ibv_device pointers stay

@@ -40,9 +40,7 @@ struct UroceDevice {
   std::weak_ptr<DeviceRuntime> runtime;
 };
 
-// Soft-RoCE's GID table for one address: for an IPv4 address, fe80::EUI-64
-// of the GUID at index 0 and the IPv4-mapped address at index 1; for an
-// IPv6 address, that address at index 0. All RoCE v2.
+// The device's GID table (device_identity.h).
 std::vector<Gid> gid_table(const UroceDevice& device);
 
 struct UroceContext {

@@ -56,6 +56,7 @@ std::optional<Gid> gid_of(const sockaddr* address) {
 Expected<InterfaceInfo, std::string> find_interface(const std::string& name) {
   if (name.empty() || name.size() >= IFNAMSIZ) return unexpected("not an interface name: '" + name + "'");
   InterfaceInfo info;
+  info.name = name;
   info.index = static_cast<int>(::if_nametoindex(name.c_str()));
   if (info.index == 0) return unexpected("no interface named '" + name + "' in this network namespace");
   int fd = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);

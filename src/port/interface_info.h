@@ -14,6 +14,7 @@
 namespace uroce::port {
 
 struct InterfaceInfo {
+  std::string name;
   int index = 0;
   wire::MacAddress mac{};
   int mtu = 1500;

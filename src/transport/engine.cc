@@ -17,18 +17,6 @@ namespace uroce {
 
 using transport::QueuePair;
 
-Gid gid_from_ipv4(std::array<std::uint8_t, 4> address) {
-  Gid gid{};
-  gid[10] = gid[11] = 0xFF;
-  std::copy(address.begin(), address.end(), gid.begin() + 12);
-  return gid;
-}
-
-bool gid_is_ipv4(const Gid& gid) {
-  return std::all_of(gid.begin(), gid.begin() + 10, [](std::uint8_t b) { return b == 0; }) && gid[10] == 0xFF &&
-         gid[11] == 0xFF;
-}
-
 namespace transport {
 
 namespace {

@@ -29,6 +29,25 @@ TEST(UroceRun, StartsAProgramOnUrocesLibraryWithTheGivenAddress) {
   EXPECT_NE(run.output.find("port_lid:\t\t2249"), std::string::npos) << run.output;
 }
 
+// The preloaded sysfs view: what the kernel would show of an RDMA device,
+// in the kernel's formats (UCX reads it); the host's paths stay untouched
+// under --no-sysfs-view, and every other path in any case.
+TEST(UroceRun, ShowsTheDevicesInSysfsAndDevInfiniband) {
+  std::string show =
+      " -- sh -c 'cat /sys/class/infiniband/uroce1/ports/1/gids/1 /sys/class/infiniband/uroce1/ports/1/gid_attrs/types/1 "
+      "/sys/class/infiniband/uroce1/ports/1/gid_attrs/ndevs/0 /sys/class/infiniband/uroce0/ports/1/gids/0 "
+      "/sys/class/infiniband/uroce0/node_type /sys/class/infiniband_verbs/uverbs1/ibdev; "
+      "ls /sys/class/infiniband; test -c /dev/infiniband/uverbs1 && echo character device; head -c 5 /etc/os-release'";
+  auto run = run_shell(preload() + testing::uroce_binary() + " run --address 127.0.8.204,127.0.8.205" + show + " 2>&1");
+  EXPECT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_EQ(run.output,
+            "0000:0000:0000:0000:0000:ffff:7f00:08cd\nRoCE v2\nlo\n"
+            "fe80:0000:0000:0000:0000:7fff:fe00:08cc\n1: CA\nuroce1\nuroce0\nuroce1\ncharacter device\nPRETT");
+  auto host = run_shell(preload() + testing::uroce_binary() + " run --no-sysfs-view --address 127.0.8.204" +
+                        " -- sh -c 'test -e /sys/class/infiniband/uroce0 || echo absent'");
+  EXPECT_EQ(host.output, "absent\n");
+}
+
 TEST(UroceRun, TwoPingpongProcessesTalk) {
   if (!installed("ibv_rc_pingpong")) GTEST_SKIP() << "ibv_rc_pingpong is not installed";
   std::string uroce = preload() + testing::uroce_binary() + " run ";

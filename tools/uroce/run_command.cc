@@ -1,7 +1,9 @@
 // `uroce run [--address A] [--interface IF] [--progress MODE] [--wire] -- PROGRAM ARGS`: puts uroce's
-// libibverbs.so.1 and librdmacm.so.1 first on the program's library path, says which device
-// address (and port) to use, and replaces itself with the program, which
-// runs unchanged: its exit status is the program's.
+// libibverbs.so.1 and librdmacm.so.1 first on the program's library path,
+// preloads liburoce_sysfs.so (the devices in sysfs and /dev/infiniband, as
+// UCX looks for them), says which device address (and port) to use, and
+// replaces itself with the program, which runs unchanged: its exit status
+// is the program's.
 #include "tools/uroce/run_command.h"
 
 #include <unistd.h>
@@ -25,6 +27,7 @@ struct RunOptions {
   std::string library_dir;
   std::string progress;
   bool wire = false;
+  bool sysfs_view = true;
 };
 
 // Where libibverbs.so.1 lies: given, next to this binary in the build tree
@@ -59,6 +62,13 @@ int run_program(const RunOptions& options, std::vector<std::string> command) {
   const char* existing = std::getenv("LD_LIBRARY_PATH");
   std::string path = existing != nullptr && *existing != '\0' ? library_dir + ":" + existing : library_dir;
   ::setenv("LD_LIBRARY_PATH", path.c_str(), 1);
+  // After what is preloaded already (a sanitizer's runtime must stay first).
+  std::string sysfs_view = library_dir + "/liburoce_sysfs.so";
+  if (options.sysfs_view && std::filesystem::exists(sysfs_view)) {
+    const char* preloaded = std::getenv("LD_PRELOAD");
+    std::string preload = preloaded != nullptr && *preloaded != '\0' ? std::string(preloaded) + " " + sysfs_view : sysfs_view;
+    ::setenv("LD_PRELOAD", preload.c_str(), 1);
+  }
   if (!options.address.empty()) ::setenv("UROCE_ADDRESS", options.address.c_str(), 1);
   if (!options.interface.empty()) ::setenv("UROCE_INTERFACE", options.interface.c_str(), 1);
   if (!options.progress.empty()) ::setenv("UROCE_PROGRESS", options.progress.c_str(), 1);
@@ -88,6 +98,9 @@ void add_run_command(CLI::App& app, int& exit_status) {
   run->add_flag("--wire", options->wire,
                 "Put every datagram on the wire (UROCE_WIRE=1), also between uroce devices on this host, "
                 "which otherwise use shared memory");
+  run->add_flag("!--no-sysfs-view", options->sysfs_view,
+                "Do not preload liburoce_sysfs.so, which shows the devices under /sys/class/infiniband and "
+                "/dev/infiniband to the program (UCX needs them there)");
   run->add_option("command", *command, "The program and its arguments (after --)")->required();
   run->callback([options, command, &exit_status] { exit_status = run_program(*options, *command); });
 }

@@ -6,6 +6,7 @@
 // is the program's.
 #include "tools/uroce/run_command.h"
 
+#include <arpa/inet.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -13,6 +14,7 @@
 #include <cstring>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -23,6 +25,7 @@ namespace {
 
 struct RunOptions {
   std::string address;
+  std::string address_per_rank;
   std::string interface;
   std::string library_dir;
   std::string progress;
@@ -48,6 +51,36 @@ std::string find_library_dir(const std::string& given) {
   return {};
 }
 
+// The launcher's rank of this process: Open MPI's, PMIx's, PMI's or Slurm's.
+std::optional<unsigned> launcher_rank() {
+  for (const char* name : {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID"}) {
+    const char* value = std::getenv(name);
+    if (value == nullptr || *value == '\0') continue;
+    char* end = nullptr;
+    unsigned long rank = std::strtoul(value, &end, 10);
+    if (*end == '\0' && rank < 65536) return static_cast<unsigned>(rank);
+  }
+  return std::nullopt;
+}
+
+// BASE plus this process's rank, for one device address a rank under mpirun.
+std::string rank_address(const std::string& base, std::string& error) {
+  in_addr address{};
+  if (::inet_pton(AF_INET, base.c_str(), &address) != 1) {
+    error = "--address-per-rank needs an IPv4 address, not '" + base + "'";
+    return {};
+  }
+  std::optional<unsigned> rank = launcher_rank();
+  if (!rank) {
+    error = "--address-per-rank: no rank in the environment (OMPI_COMM_WORLD_RANK, PMIX_RANK, PMI_RANK, SLURM_PROCID)";
+    return {};
+  }
+  address.s_addr = htonl(ntohl(address.s_addr) + *rank);
+  char text[INET_ADDRSTRLEN];
+  ::inet_ntop(AF_INET, &address, text, sizeof text);
+  return text;
+}
+
 int run_program(const RunOptions& options, std::vector<std::string> command) {
   if (command.empty()) {
     fmt::print(stderr, "uroce run: no program given (uroce run [--address A] -- PROGRAM ARGS)\n");
@@ -69,7 +102,16 @@ int run_program(const RunOptions& options, std::vector<std::string> command) {
     std::string preload = preloaded != nullptr && *preloaded != '\0' ? std::string(preloaded) + " " + sysfs_view : sysfs_view;
     ::setenv("LD_PRELOAD", preload.c_str(), 1);
   }
-  if (!options.address.empty()) ::setenv("UROCE_ADDRESS", options.address.c_str(), 1);
+  std::string address = options.address;
+  if (!options.address_per_rank.empty()) {
+    std::string error;
+    address = rank_address(options.address_per_rank, error);
+    if (address.empty()) {
+      fmt::print(stderr, "uroce run: {}\n", error);
+      return 2;
+    }
+  }
+  if (!address.empty()) ::setenv("UROCE_ADDRESS", address.c_str(), 1);
   if (!options.interface.empty()) ::setenv("UROCE_INTERFACE", options.interface.c_str(), 1);
   if (!options.progress.empty()) ::setenv("UROCE_PROGRESS", options.progress.c_str(), 1);
   if (options.wire) ::setenv("UROCE_WIRE", "1", 1);
@@ -89,6 +131,9 @@ void add_run_command(CLI::App& app, int& exit_status) {
   CLI::App* run = app.add_subcommand("run", "Run an unmodified RDMA program (ibv_*, perftest ...) on uroce");
   run->add_option("--address", options->address,
                   "The device addresses, comma-separated: uroce0 gets the first (default 127.0.0.1)");
+  run->add_option("--address-per-rank", options->address_per_rank,
+                  "Under an MPI launcher: the device address is this IPv4 address plus the process's rank")
+      ->excludes("--address");
   run->add_option("--interface", options->interface,
                   "Use the raw Ethernet port on this interface (needs CAP_NET_RAW; IPv4)");
   run->add_option("--library-dir", options->library_dir, "Where uroce's libibverbs.so.1 is");

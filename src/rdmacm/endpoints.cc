@@ -30,42 +30,57 @@ sockaddr* copy_address(const sockaddr* address, socklen_t length) {
 extern "C" {
 
 int rdma_getaddrinfo(const char* node, const char* service, const rdma_addrinfo* hints, rdma_addrinfo** result) {
-  if (result == nullptr || (node == nullptr && service == nullptr)) return fail(EINVAL);
+  if (result == nullptr || (node == nullptr && service == nullptr && hints == nullptr)) return fail(EINVAL);
   rdma_addrinfo wanted{};
   if (hints != nullptr) wanted = *hints;
   if (wanted.ai_family != AF_UNSPEC && wanted.ai_family != AF_INET && wanted.ai_family != AF_INET6) {
     return fail(EAFNOSUPPORT);  // AF_IB: uroce has no InfiniBand addresses
   }
-  addrinfo ask{};
-  ask.ai_family = wanted.ai_family;
-  ask.ai_socktype = SOCK_STREAM;
-  if (wanted.ai_flags & RAI_PASSIVE) ask.ai_flags |= AI_PASSIVE;
-  if (wanted.ai_flags & RAI_NUMERICHOST) ask.ai_flags |= AI_NUMERICHOST;
+  // With neither node nor service, the hints' own addresses are the answer
+  // (as with rdma-core; libfabric asks so for the address it bound).
+  if (node == nullptr && service == nullptr && wanted.ai_src_addr == nullptr && wanted.ai_dst_addr == nullptr) {
+    return fail(EINVAL);
+  }
   addrinfo* found = nullptr;
-  int resolved = ::getaddrinfo(node, service, &ask, &found);
-  if (resolved != 0) return resolved == EAI_SYSTEM ? -1 : fail(ENODEV);
+  if (node != nullptr || service != nullptr) {
+    addrinfo ask{};
+    ask.ai_family = wanted.ai_family;
+    ask.ai_socktype = SOCK_STREAM;
+    if (wanted.ai_flags & RAI_PASSIVE) ask.ai_flags |= AI_PASSIVE;
+    if (wanted.ai_flags & RAI_NUMERICHOST) ask.ai_flags |= AI_NUMERICHOST;
+    int resolved = ::getaddrinfo(node, service, &ask, &found);
+    if (resolved != 0) return resolved == EAI_SYSTEM ? -1 : fail(ENODEV);
+  }
   auto* info = static_cast<rdma_addrinfo*>(::calloc(1, sizeof(rdma_addrinfo)));
   if (info == nullptr) {
-    ::freeaddrinfo(found);
+    if (found != nullptr) ::freeaddrinfo(found);
     return fail(ENOMEM);
   }
   info->ai_flags = wanted.ai_flags;
-  info->ai_family = found->ai_family;
   info->ai_qp_type = wanted.ai_qp_type != 0 ? wanted.ai_qp_type : IBV_QPT_RC;
   info->ai_port_space = wanted.ai_port_space != 0 ? wanted.ai_port_space : RDMA_PS_TCP;
-  sockaddr* address = copy_address(found->ai_addr, found->ai_addrlen);
-  if (wanted.ai_flags & RAI_PASSIVE) {
-    info->ai_src_addr = address;
-    info->ai_src_len = found->ai_addrlen;
-  } else {
-    info->ai_dst_addr = address;
-    info->ai_dst_len = found->ai_addrlen;
-    if (wanted.ai_src_addr != nullptr) {
-      info->ai_src_addr = copy_address(wanted.ai_src_addr, wanted.ai_src_len);
-      info->ai_src_len = wanted.ai_src_len;
+  if (found != nullptr) {
+    info->ai_family = found->ai_family;
+    sockaddr* address = copy_address(found->ai_addr, found->ai_addrlen);
+    if (wanted.ai_flags & RAI_PASSIVE) {
+      info->ai_src_addr = address;
+      info->ai_src_len = found->ai_addrlen;
+    } else {
+      info->ai_dst_addr = address;
+      info->ai_dst_len = found->ai_addrlen;
     }
+    ::freeaddrinfo(found);
+  } else if (wanted.ai_dst_addr != nullptr) {
+    info->ai_family = wanted.ai_dst_addr->sa_family;
+    info->ai_dst_addr = copy_address(wanted.ai_dst_addr, wanted.ai_dst_len);
+    info->ai_dst_len = wanted.ai_dst_len;
+  } else {
+    info->ai_family = wanted.ai_src_addr->sa_family;
   }
-  ::freeaddrinfo(found);
+  if (info->ai_src_addr == nullptr && wanted.ai_src_addr != nullptr) {
+    info->ai_src_addr = copy_address(wanted.ai_src_addr, wanted.ai_src_len);
+    info->ai_src_len = wanted.ai_src_len;
+  }
   *result = info;
   return 0;
 }

@@ -37,24 +37,6 @@ std::uint16_t port_of(const sockaddr* address) {
   return 0;
 }
 
-// Binds id to the device of address, with an ephemeral port when it names none.
-int bind_locked(CmId& id, const sockaddr* address) {
-  if (address->sa_family != AF_INET && address->sa_family != AF_INET6) return fail(EAFNOSUPPORT);
-  CmService* service = CmService::for_address(address);
-  if (service == nullptr) return -1;
-  id.service = service;
-  id.id.verbs = service->context();
-  id.id.port_num = 1;
-  std::memcpy(&id.id.route.addr.src_storage, address, length_of(address));
-  if (port_of(address) == 0) {
-    std::uint16_t ephemeral = static_cast<std::uint16_t>(32768 + std::random_device{}() % 28000);
-    set_port(&id.id.route.addr.src_addr, ephemeral);
-  }
-  std::memcpy(id.id.route.addr.addr.ibaddr.sgid.raw, service->gid().data(), 16);
-  id.state = IdState::bound;
-  return 0;
-}
-
 // A resolved ID's source is the device's address, as the kernel's route
 // lookup gives it: the peer's rdma_cm checks the address in the REQ's
 // header against its routes (Linux rejects 0.0.0.0 with EHOSTUNREACH).
@@ -68,6 +50,47 @@ void fill_wildcard_source(CmId& id) {
     auto& v6 = reinterpret_cast<sockaddr_in6&>(source);
     if (IN6_IS_ADDR_UNSPECIFIED(&v6.sin6_addr)) std::memcpy(&v6.sin6_addr, device.data(), 16);
   }
+}
+
+bool is_loopback(const sockaddr* address) {
+  if (address->sa_family == AF_INET) {
+    return (ntohl(reinterpret_cast<const sockaddr_in*>(address)->sin_addr.s_addr) >> 24) == 127;
+  }
+  return address->sa_family == AF_INET6 && IN6_IS_ADDR_LOOPBACK(&reinterpret_cast<const sockaddr_in6*>(address)->sin6_addr);
+}
+
+// Binds id to the device of address, with an ephemeral port when it names none.
+// A loopback address that no device holds binds to the first device, as
+// Linux binds it to the first RDMA device (libfabric's verbs provider binds
+// "localhost" so); the ID's address is then that device's, where peers reach it.
+int bind_locked(CmId& id, const sockaddr* address) {
+  if (address->sa_family != AF_INET && address->sa_family != AF_INET6) return fail(EAFNOSUPPORT);
+  sockaddr_storage bound{};
+  std::memcpy(&bound, address, length_of(address));
+  CmService* service = CmService::for_address(address);
+  if (service == nullptr && errno == ENODEV && is_loopback(address)) {
+    sockaddr_storage any{};
+    any.ss_family = address->sa_family;
+    service = CmService::for_address(reinterpret_cast<sockaddr*>(&any));
+    if (service != nullptr) {
+      std::uint16_t port = port_of(address);
+      std::memcpy(&bound, &any, sizeof any);
+      set_port(reinterpret_cast<sockaddr*>(&bound), port);
+    }
+  }
+  if (service == nullptr) return -1;
+  id.service = service;
+  id.id.verbs = service->context();
+  id.id.port_num = 1;
+  std::memcpy(&id.id.route.addr.src_storage, &bound, length_of(address));
+  if (is_loopback(address)) fill_wildcard_source(id);
+  if (port_of(address) == 0) {
+    std::uint16_t ephemeral = static_cast<std::uint16_t>(32768 + std::random_device{}() % 28000);
+    set_port(&id.id.route.addr.src_addr, ephemeral);
+  }
+  std::memcpy(id.id.route.addr.addr.ibaddr.sgid.raw, service->gid().data(), 16);
+  id.state = IdState::bound;
+  return 0;
 }
 
 }  // namespace

@@ -5,7 +5,10 @@
 // unanswered gets no event later (under ASan: nothing touches the freed ID
 // when the REQ's retries would have run out). What Linux's rdma_cm checks
 // of a connection: the REQ names a routable source (the device's address,
-// not the wildcard), and an accept without parameters grants READs.
+// not the wildcard), and an accept without parameters grants READs. As
+// libfabric's verbs provider needs it: "localhost" binds to the first
+// device, as Linux binds a loopback address, and rdma_getaddrinfo with
+// only hints gives their addresses back.
 #include <gtest/gtest.h>
 
 #include <arpa/inet.h>
@@ -14,6 +17,7 @@
 #include <stdlib.h>
 
 #include <cerrno>
+#include <cstring>
 #include <string>
 
 namespace {
@@ -32,6 +36,7 @@ const char* address_for(const std::string& test) {
   if (test.find("Einval") != std::string::npos) return "127.0.9.101";
   if (test.find("Enosys") != std::string::npos) return "127.0.9.104";
   if (test.find("Accept") != std::string::npos) return "127.0.9.106,127.0.9.107";
+  if (test.find("Localhost") != std::string::npos) return "127.0.9.108";
   return "127.0.9.105";
 }
 
@@ -177,6 +182,37 @@ TEST_F(RdmaCmApi, AResolvedIdHasTheDeviceAddressAndAnAcceptWithoutParametersGran
   rdma_destroy_id(child);
   rdma_destroy_id(listener);
   rdma_destroy_event_channel(listening);
+}
+
+TEST_F(RdmaCmApi, LocalhostBindsToTheFirstDeviceAtItsAddress) {
+  rdma_addrinfo hints{};
+  hints.ai_flags = RAI_PASSIVE;
+  rdma_addrinfo* local = nullptr;
+  ASSERT_EQ(rdma_getaddrinfo("localhost", nullptr, &hints, &local), 0);
+  ASSERT_EQ(local->ai_src_addr->sa_family, AF_INET);
+  ASSERT_EQ(rdma_bind_addr(id_, local->ai_src_addr), 0);
+  EXPECT_NE(id_->verbs, nullptr);
+  const auto* bound = reinterpret_cast<const sockaddr_in*>(rdma_get_local_addr(id_));
+  char text[INET_ADDRSTRLEN] = {};
+  ::inet_ntop(AF_INET, &bound->sin_addr, text, sizeof text);
+  EXPECT_STREQ(text, "127.0.9.108");
+  EXPECT_NE(rdma_get_src_port(id_), 0);  // an ephemeral port, as asked with none
+  // Only hints, no node or service: their addresses come back.
+  rdma_addrinfo only_hints{};
+  only_hints.ai_src_addr = rdma_get_local_addr(id_);
+  only_hints.ai_src_len = sizeof(sockaddr_in);
+  rdma_addrinfo* echoed = nullptr;
+  ASSERT_EQ(rdma_getaddrinfo(nullptr, nullptr, &only_hints, &echoed), 0);
+  ASSERT_NE(echoed->ai_src_addr, nullptr);
+  EXPECT_EQ(echoed->ai_family, AF_INET);
+  EXPECT_EQ(std::memcmp(echoed->ai_src_addr, bound, sizeof(sockaddr_in)), 0);
+  EXPECT_EQ(echoed->ai_dst_addr, nullptr);
+  rdma_freeaddrinfo(echoed);
+  rdma_freeaddrinfo(local);
+  // A loopback address is no wildcard: nothing at all is still EINVAL.
+  rdma_addrinfo nothing{};
+  EXPECT_EQ(rdma_getaddrinfo(nullptr, nullptr, &nothing, &echoed), -1);
+  EXPECT_EQ(errno, EINVAL);
 }
 
 }  // namespace

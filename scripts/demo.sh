@@ -4,7 +4,8 @@
 # 127.0.0.3) doing RDMA WRITE, READ, SEND and atomics with every byte checked,
 # then perftest's bandwidth and latency tables, unmodified perftest on the
 # libibverbs (through shared memory, then on the wire), a decode of the
-# public RoCEv2 sample capture, forged packets and a killed peer; last, the
+# public RoCEv2 sample capture, forged packets and a killed peer, rdma_cm
+# programs, UCX, Open MPI and libfabric unchanged; last, the
 # fabric simulator on the parking lot, a link failure, collectives, trimming
 # in an incast, and its DCQCN against HPCC's ns-3.
 set -euo pipefail
@@ -87,6 +88,26 @@ sleep 1
 wait $server
 sed 's/^/  server: /' "$rping_server_log"
 rm -f "$rping_server_log"
+echo "== UCX, unchanged: ucx_info sees uroce0 (through the sysfs view uroce run preloads); ucx_perftest tag_bw over rc_verbs"
+"$uroce" run --address 127.0.0.2 -- ucx_info -d | grep -E "Memory domain: uroce0|Transport: (rc|ud)_verbs" | sed 's/^#/ /'
+export UCX_TLS=rc_verbs,ud_verbs UCX_NET_DEVICES=uroce0:1
+"$uroce" run --address 127.0.0.2 -- ucx_perftest -p 13390 > /dev/null 2>&1 &
+server=$!
+sleep 1
+"$uroce" run --address 127.0.0.3 -- ucx_perftest -p 13390 127.0.0.1 -t tag_bw -s 65536 -n 5000 2>&1 | grep -E "Stage|Final" | sed 's/^/  /'
+wait $server
+echo "== Open MPI over UCX, unchanged: mpirun -np 4, a uroce device a rank; every Allreduce, Alltoall and Bcast element checked"
+UROCE_STATS=1 mpirun --allow-run-as-root --oversubscribe -np 4 --mca pml ucx --mca btl ^vader,tcp,openib,uct \
+  -x UCX_TLS -x UCX_NET_DEVICES -x UROCE_STATS \
+  "$uroce" run --address-per-rank 127.0.0.40 -- build/release/tests/collectives_check 2>&1 |
+  sed -E 's/; receiving rounds.*//; s/^/  /'
+unset UCX_TLS UCX_NET_DEVICES
+echo "== libfabric, unchanged: fi_pingpong with data checks, RDM endpoints (verbs;ofi_rxm, connected by rdma_cm)"
+"$uroce" run --address 127.0.0.2 -- fi_pingpong -p "verbs;ofi_rxm" -e rdm -c -I 200 -B 47590 > /dev/null 2>&1 &
+server=$!
+sleep 1
+"$uroce" run --address 127.0.0.3 -- fi_pingpong -p "verbs;ofi_rxm" -e rdm -c -I 200 -P 47590 127.0.0.2 2>&1 | sed 's/^/  /'
+wait $server
 echo "-- uroce decode names the kernel's rdma_cm MADs (tests/vectors/kernel-cm.pcap)"
 "$uroce" decode tests/vectors/kernel-cm.pcap | sed 's/.*| //' 
 echo

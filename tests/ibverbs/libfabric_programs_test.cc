@@ -7,11 +7,11 @@
 #include <gtest/gtest.h>
 
 #include <regex>
-#include <sstream>
 #include <string>
 #include <tuple>
 
 #include "tests/support/program_environment.h"
+#include "tests/support/program_pair.h"
 #include "tests/support/run_command.h"
 
 namespace uroce {
@@ -59,17 +59,12 @@ TEST_P(FiPingpong, PassesWithDataChecks) {
   std::string options = " -p \"" + test.provider + "\" -e " + test.endpoint + " -I 100 -c";
   std::string port = std::to_string(47600 + slot);  // the control connection's
   // The client retries until the server's control socket is up.
-  std::string script = "dir=$(mktemp -d); " + uroce_run(server, wire) + "timeout 120 fi_pingpong" + options +
-                       " -B " + port + " > $dir/server 2>&1 & pid=$!; "
-                       "for i in $(seq 100); do " + uroce_run(client, wire) + "timeout 120 fi_pingpong" + options +
-                       " -P " + port + " " + server + " > $dir/client 2>&1; client=$?; "
-                       "grep -q \"Connection refused\" $dir/client || break; sleep 0.1; done; "
-                       "wait $pid; echo \"$? $client\"; cat $dir/server; echo @@; cat $dir/client; rm -rf $dir";
-  RunResult run = run_shell("bash -c '" + std::regex_replace(script, std::regex("'"), "'\\''") + "'");
-  int server_exit = -1, client_exit = -1;
-  std::istringstream(run.output) >> server_exit >> client_exit;
-  EXPECT_EQ(server_exit, 0) << run.output;
-  EXPECT_EQ(client_exit, 0) << run.output;
+  testing::PairResult run = testing::run_program_pair(
+      uroce_run(server, wire) + "timeout 120 fi_pingpong" + options + " -B " + port,
+      uroce_run(client, wire) + "timeout 120 fi_pingpong" + options + " -P " + port + " " + server,
+      "Connection refused");
+  EXPECT_EQ(run.server_exit, 0) << run.output;
+  EXPECT_EQ(run.client_exit, 0) << run.output;
   // Every size from 64 B to 1 MiB, on both sides.
   std::regex largest("\n1m +100 +=100 ");
   EXPECT_EQ(std::distance(std::sregex_iterator(run.output.begin(), run.output.end(), largest), std::sregex_iterator()), 2)

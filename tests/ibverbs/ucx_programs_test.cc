@@ -8,11 +8,11 @@
 #include <gtest/gtest.h>
 
 #include <regex>
-#include <sstream>
 #include <string>
 #include <tuple>
 
 #include "tests/support/program_environment.h"
+#include "tests/support/program_pair.h"
 #include "tests/support/run_command.h"
 
 namespace uroce {
@@ -50,31 +50,24 @@ void PrintTo(const PerftestCase& test, std::ostream* out) { *out << test.name; }
 class UcxPerftest : public ::testing::TestWithParam<std::tuple<PerftestCase, bool>> {};
 
 // Both ucx_perftest processes on their own uroce device; the client retries
-// until the server's TCP exchange is up. Returns "<server> <client>" exit
-// codes, then each side's output.
-RunResult run_perftest(const PerftestCase& test, bool wire, int slot) {
+// until the server's TCP exchange is up.
+testing::PairResult run_perftest(const PerftestCase& test, bool wire, int slot) {
   std::string server = "127.0.9." + std::to_string(160 + 2 * slot);
   std::string client = "127.0.9." + std::to_string(161 + 2 * slot);
   std::string port = std::to_string(13500 + slot);
   std::string ucx = "UCX_TLS=" + test.transports + " UCX_NET_DEVICES=uroce0:1 ";
-  std::string script =
-      "dir=$(mktemp -d); " + ucx + uroce_run(server, wire) + "timeout 120 ucx_perftest -p " + port +
-      " > $dir/server 2>&1 & pid=$!; "
-      "for i in $(seq 100); do " + ucx + uroce_run(client, wire) + "timeout 120 ucx_perftest -p " + port +
-      " 127.0.0.1 -t " + test.test + " > $dir/client 2>&1; client=$?; "
-      "grep -q \"Connection refused\" $dir/client || break; sleep 0.1; done; "
-      "wait $pid; echo \"$? $client\"; cat $dir/server; echo @@; cat $dir/client; rm -rf $dir";
-  return run_shell("bash -c '" + std::regex_replace(script, std::regex("'"), "'\\''") + "'");
+  return testing::run_program_pair(ucx + uroce_run(server, wire) + "timeout 120 ucx_perftest -p " + port,
+                                   ucx + uroce_run(client, wire) + "timeout 120 ucx_perftest -p " + port +
+                                       " 127.0.0.1 -t " + test.test,
+                                   "Connection refused");
 }
 
 TEST_P(UcxPerftest, PassesBetweenTwoProcesses) {
   if (!installed("ucx_perftest")) GTEST_SKIP() << "ucx-utils is not installed";
   const auto& [test, wire] = GetParam();
-  RunResult run = run_perftest(test, wire, 2 * test.id + (wire ? 1 : 0));
-  int server_exit = -1, client_exit = -1;
-  std::istringstream(run.output) >> server_exit >> client_exit;
-  EXPECT_EQ(server_exit, 0) << run.output;
-  EXPECT_EQ(client_exit, 0) << run.output;
+  testing::PairResult run = run_perftest(test, wire, 2 * test.id + (wire ? 1 : 0));
+  EXPECT_EQ(run.server_exit, 0) << run.output;
+  EXPECT_EQ(run.client_exit, 0) << run.output;
   EXPECT_NE(run.output.find("\nFinal:"), std::string::npos) << run.output;
   // Each side's device moved the traffic: at least one packet a message.
   std::smatch counters;

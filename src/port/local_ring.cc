@@ -98,6 +98,28 @@ bool left_by_the_dead(const std::string& path) {
   return dead;
 }
 
+// Marks the segment at path closed, then removes it and its wake socket.
+// Senders still attached to it (which cannot see the unlink) find it
+// closed at their next put and look the address up again: else a device
+// that takes over the address of one killed would never hear from them.
+void retire_segment(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+  if (fd >= 0) {
+    struct stat file {};
+    bool ours = ::fstat(fd, &file) == 0 && S_ISREG(file.st_mode) && file.st_uid == ::geteuid() &&
+                static_cast<std::size_t>(file.st_size) == kSegmentBytes;
+    void* base = ours ? ::mmap(nullptr, sizeof(LocalSegment), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0) : MAP_FAILED;
+    ::close(fd);
+    if (base != MAP_FAILED) {
+      auto* segment = static_cast<LocalSegment*>(base);
+      if (segment->magic.load(std::memory_order_acquire) == kMagic) segment->closed.store(1, std::memory_order_release);
+      ::munmap(base, sizeof(LocalSegment));
+    }
+  }
+  ::unlink(path.c_str());
+  ::unlink(wake_path(path).c_str());
+}
+
 // What killed devices left in /dev/shm, whatever their namespace or
 // address: removed when a device opens, so that the files do not pile up.
 void remove_dead_segments() {
@@ -111,9 +133,7 @@ void remove_dead_segments() {
       continue;
     }
     std::string path = "/dev/shm/" + name;
-    if (!left_by_the_dead(path)) continue;
-    ::unlink(path.c_str());
-    ::unlink(wake_path(path).c_str());
+    if (left_by_the_dead(path)) retire_segment(path);
   }
   ::closedir(directory);
 }
@@ -163,8 +183,8 @@ Expected<LocalInbox, std::string> LocalInbox::create(const Gid& gid, std::uint16
   };
   remove_dead_segments();
   // The address is ours (its UDP socket is bound), so a segment already
-  // there was left by a device that died without removing it.
-  ::unlink(inbox.path_.c_str());
+  // there was left by a device that exited or died without removing it.
+  retire_segment(inbox.path_);
   int fd = ::open(inbox.path_.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
   if (fd < 0) return failed("cannot create");
   // Sized sparse; the header and lane indexes reserved now (a full /dev/shm
@@ -313,8 +333,7 @@ std::optional<LocalOutbox> LocalOutbox::attach(const std::string& path, std::uin
   // (its address may be reused, and /dev/shm should not fill with the dead's).
   auto receiver = static_cast<pid_t>(segment.owner_pid);
   if (receiver > 0 && ::kill(receiver, 0) != 0 && errno == ESRCH) {
-    ::unlink(path.c_str());
-    ::unlink(wake_path(path).c_str());
+    retire_segment(path);
     return std::nullopt;
   }
   sockaddr_un address;

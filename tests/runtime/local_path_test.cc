@@ -228,6 +228,42 @@ TEST(LocalRing, ANewReceiverRemovesWhatDeadReceiversLeft) {
   EXPECT_TRUE(exists(fresh.path));
 }
 
+// A receiver that exits without closing (a forked server's child, as
+// qperf's) leaves its segment: a sender attached to it would fill it for
+// ever. The next receiver at that address retires it, and the sender, at
+// its next put, finds it closed and looks the address up again.
+TEST(LocalRing, ASenderOfAReceiverThatExitedSeesItClosedWhenTheAddressIsTakenAgain) {
+  Lanes lanes(12);
+  int ready[2];
+  int done[2];
+  ASSERT_EQ(::pipe(ready), 0);
+  ASSERT_EQ(::pipe(done), 0);
+  pid_t child = ::fork();
+  if (child == 0) {
+    auto inbox = LocalInbox::create(lanes.gid, 4791);
+    char byte = inbox ? 1 : 0;
+    [[maybe_unused]] ssize_t written = ::write(ready[1], &byte, 1);
+    [[maybe_unused]] ssize_t read = ::read(done[0], &byte, 1);
+    ::_exit(0);  // no destructors: the segment stays, not marked closed
+  }
+  char byte = 0;
+  ASSERT_EQ(::read(ready[0], &byte, 1), 1);
+  ASSERT_EQ(byte, 1);
+  auto outbox = LocalOutbox::attach(lanes.path, token_of(::getpid(), 1));
+  ASSERT_TRUE(outbox);
+  EXPECT_EQ(outbox->put(datagram(1)), LocalOutbox::Put::taken);
+  ASSERT_EQ(::write(done[1], &byte, 1), 1);
+  ::waitpid(child, nullptr, 0);
+  for (int fd : {ready[0], ready[1], done[0], done[1]}) ::close(fd);
+  EXPECT_EQ(outbox->put(datagram(2)), LocalOutbox::Put::taken);  // nobody has noticed yet
+  auto heir = LocalInbox::create(lanes.gid, 4791);
+  ASSERT_TRUE(heir) << heir.error();
+  EXPECT_EQ(outbox->put(datagram(3)), LocalOutbox::Put::closed);
+  auto again = LocalOutbox::attach(lanes.path, token_of(::getpid(), 2));
+  ASSERT_TRUE(again);
+  EXPECT_EQ(again->put(datagram(4)), LocalOutbox::Put::taken);
+}
+
 // /dev/shm too small for a lane (a container's, full): the sender is refused
 // the lane when it attaches, and goes by UDP, instead of dying of SIGBUS at
 // its first store into a page tmpfs cannot give. Needs root (a mount

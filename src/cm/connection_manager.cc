@@ -191,6 +191,10 @@ void ConnectionManager::on_request(const Gid& from, std::uint64_t transaction_id
     }
     return;
   }
+  if (!listening_.contains(request.service_id) && reserved_.contains(request.service_id)) {
+    ++counters_.dropped;  // its listener is about to come: the REQ comes again
+    return;
+  }
   if (!listening_.contains(request.service_id)) {
     send_reject(from, transaction_id, 0, request.local_comm_id, MessageKind::request,
                 RejectReason::invalid_service_id);

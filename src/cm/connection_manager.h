@@ -28,6 +28,10 @@
 // MADs for no known connection are counted and dropped, except a REQ for a
 // service nobody listens on, which is rejected (reason invalid service ID),
 // and a SIDR_REQ for one, answered with status "service ID not supported".
+// A service that is reserved (an ID is bound to its port, and may be about
+// to listen) drops such a REQ instead: the peer sends it again after its
+// timeout, and finds the listener. Programs such as Debian's qperf 0.4.11
+// tell the peer their port before they listen on it.
 #pragma once
 
 #include <cstdint>
@@ -89,6 +93,8 @@ class ConnectionManager {
 
   void listen(std::uint64_t service_id) { listening_.insert(service_id); }
   void stop_listening(std::uint64_t service_id) { listening_.erase(service_id); }
+  void reserve(std::uint64_t service_id) { reserved_.insert(service_id); }
+  void release(std::uint64_t service_id) { reserved_.erase(service_id); }
 
   // Sends request (its local_comm_id, CA GUID and timeouts are filled in)
   // to peer; returns the connection's local communication ID.
@@ -162,6 +168,7 @@ class ConnectionManager {
   CmConfig config_;
   std::uint64_t random_state_;
   std::set<std::uint64_t> listening_;
+  std::set<std::uint64_t> reserved_;
   std::map<std::uint32_t, Connection> connections_;  // by local communication ID
   std::deque<Outgoing> outgoing_;
   std::deque<CmEvent> events_;

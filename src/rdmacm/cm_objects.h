@@ -51,6 +51,9 @@ struct CmId {
   CmChannel* channel = nullptr;
   bool synchronous = false;      // made by rdma_create_ep: its calls wait for their event on its own channel
   std::uint32_t comm_id = 0;     // the connection in the service's ConnectionManager
+  // The service ID its explicit bind reserved (0: none): a REQ for it before
+  // the listen is dropped, not rejected (connection_manager.h).
+  std::uint64_t reserved_service = 0;
   // The starting PSN this side announced in its REQ or REP. As in Linux's
   // rdma_cm (its QP's rq_psn is its own announced PSN), an announced PSN is
   // the first one its announcer receives: each side sends from the peer's.

@@ -148,6 +148,7 @@ int rdma_destroy_id(rdma_cm_id* id) {
       manager.stop_listening(it->first);
       it = service->listeners.erase(it);
     }
+    if (owned->reserved_service != 0) manager.release(owned->reserved_service);
     service->flush();
   }
   if (owned->channel != nullptr) {  // events still queued for it go with it
@@ -171,7 +172,13 @@ int rdma_bind_addr(rdma_cm_id* id, sockaddr* address) {
   std::lock_guard lock(cm_lock());
   CmId* owned = cm_id_of(id);
   if (owned->state != IdState::idle) return fail(EINVAL);
-  return bind_locked(*owned, address);
+  if (bind_locked(*owned, address) != 0) return -1;
+  if (owned->id.ps == RDMA_PS_TCP || owned->id.ps == RDMA_PS_IB) {
+    auto space = static_cast<uroce::cm::PortSpace>(owned->id.ps);
+    owned->reserved_service = uroce::cm::service_id(space, source_port(*owned));
+    owned->service->manager().reserve(owned->reserved_service);
+  }
+  return 0;
 }
 
 static int rdma_resolve_addr_async(rdma_cm_id* id, sockaddr* source, sockaddr* destination, int /*timeout_ms*/) {

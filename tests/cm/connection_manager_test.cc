@@ -212,6 +212,28 @@ TEST(ConnectionManager, ARequestForAServiceNobodyListensOnIsRejected) {
   EXPECT_EQ(pipe.count("a>b REQ"), 1);  // no retry after a REJ
 }
 
+// A port bound but not yet listened on (qperf 0.4.11 sends its port before
+// rdma_listen): the REQ is dropped, not rejected, and its retry is served.
+TEST(ConnectionManager, ARequestForAReservedServiceWaitsForItsListener) {
+  Pipe pipe;
+  pipe.b.reserve(kService);
+  pipe.connect();
+  EXPECT_FALSE(pipe.a.poll_event());
+  EXPECT_FALSE(pipe.b.poll_event());
+  EXPECT_EQ(pipe.count("b>a REJ"), 0);
+  EXPECT_EQ(pipe.b.counters().dropped, 1u);
+  pipe.b.listen(kService);
+  pipe.advance(kResponse);
+  EXPECT_EQ(pipe.count("a>b REQ"), 2);
+  auto request = pipe.b.poll_event();
+  ASSERT_TRUE(request && request->kind == CmEventKind::request);
+  // Released (the ID is gone) and not listened on: rejected again.
+  pipe.b.stop_listening(kService);
+  pipe.b.release(kService);
+  pipe.connect();
+  EXPECT_EQ(pipe.count("b>a REJ"), 1);
+}
+
 TEST(ConnectionManager, TheConsumersRejectCarriesItsReasonAndPrivateData) {
   Pipe pipe;
   pipe.b.listen(kService);

@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# The same unmodified UCX and libfabric benchmarks over their own TCP
+# transports and over uroce, in one run on this machine: ucx_perftest
+# (ucp_put_bw and tag_bw with 64 KiB messages, ucp_put_lat and tag_lat with
+# 8 B) with UCX_TLS=tcp, then rc_verbs over uroce on the wire (UDP over
+# loopback) and through the intra-host path; fi_pingpong (64 KiB and 8 B)
+# with the tcp provider, then verbs;ofi_rxm over uroce. Prints markdown
+# tables. Needs ucx-utils and libfabric-bin (scripts/install-deps.sh).
+#
+#   bench/stacks_compare.sh     # about a minute on two cores
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+UROCE=build/release/tools/uroce
+SERVER=127.0.3.12
+CLIENT=127.0.3.13
+OUT=$(mktemp -d)
+trap 'pkill -x ucx_perftest 2>/dev/null || true; pkill -x fi_pingpong 2>/dev/null || true; rm -rf "$OUT"' EXIT
+[[ -x $UROCE ]] || { ./scripts/install-deps.sh && ./scripts/build.sh release --quiet; }
+port=13600
+
+# ucx_on STACK: the command prefix that runs a ucx_perftest side on it.
+#   tcp: UCX's TCP transport; wire / local: rc_verbs on uroce (UROCE_WIRE=1 or not).
+ucx_side() {
+  local stack=$1 address=$2
+  case $stack in
+    tcp) echo "env UCX_TLS=tcp UCX_NET_DEVICES=lo" ;;
+    wire) echo "env UCX_TLS=rc_verbs,ud_verbs UCX_NET_DEVICES=uroce0:1 $UROCE run --wire --address $address --" ;;
+    local) echo "env UCX_TLS=rc_verbs,ud_verbs UCX_NET_DEVICES=uroce0:1 $UROCE run --address $address --" ;;
+  esac
+}
+
+# ucx STACK TEST ARGS...: prints the client's "Final:" line.
+ucx() {
+  local stack=$1
+  shift
+  port=$((port + 1))
+  $(ucx_side "$stack" $SERVER) ucx_perftest -p $port >/dev/null 2>&1 &
+  local server=$!
+  sleep 0.5
+  $(ucx_side "$stack" $CLIENT) ucx_perftest -p $port $SERVER "$@" >"$OUT/ucx" 2>&1 || true
+  wait $server || true
+  grep '^Final:' "$OUT/ucx" || echo "Final: - - - - - - - -"
+}
+
+# fabric STACK SIZE ITERATIONS: prints fi_pingpong's result line.
+fabric() {
+  local stack=$1 size=$2 iterations=$3 provider=tcp endpoint=msg server_run="" client_run=""
+  if [[ $stack != tcp ]]; then
+    provider="verbs;ofi_rxm"
+    endpoint=rdm
+    server_run="$UROCE run $([[ $stack == wire ]] && echo --wire) --address $SERVER --"
+    client_run="$UROCE run $([[ $stack == wire ]] && echo --wire) --address $CLIENT --"
+  fi
+  port=$((port + 1))
+  $server_run fi_pingpong -p "$provider" -e $endpoint -S "$size" -I "$iterations" -B $port >/dev/null 2>&1 &
+  local server=$!
+  sleep 0.5
+  $client_run fi_pingpong -p "$provider" -e $endpoint -S "$size" -I "$iterations" -P $port $SERVER >"$OUT/fi" 2>&1 || true
+  wait $server || true
+  tail -1 "$OUT/fi"
+}
+
+name_of() {
+  case $1 in
+    tcp) echo "its TCP transport" ;;
+    wire) echo "uroce, wire (UDP)" ;;
+    local) echo "uroce, intra-host" ;;
+  esac
+}
+
+echo "### UCX (ucx_perftest): 64 KiB bandwidth (MB/s), 8 B half round trip (us, median / average)"
+echo
+echo "| over | ucp_put_bw | tag_bw | ucp_put_lat | tag_lat |"
+echo "|---|---:|---:|---:|---:|"
+for stack in tcp wire local; do
+  put_bw=$(ucx "$stack" -t ucp_put_bw -s 65536 -n 20000 | awk '{ print $6 }')
+  tag_bw=$(ucx "$stack" -t tag_bw -s 65536 -n 20000 | awk '{ print $6 }')
+  put_lat=$(ucx "$stack" -t ucp_put_lat -s 8 -n 100000 | awk '{ print $3 " / " $4 }')
+  tag_lat=$(ucx "$stack" -t tag_lat -s 8 -n 100000 | awk '{ print $3 " / " $4 }')
+  echo "| $(name_of "$stack") | $put_bw | $tag_bw | $put_lat | $tag_lat |"
+done
+echo
+echo "### libfabric (fi_pingpong, one message at a time): MB/s at 64 KiB, us per transfer at 8 B"
+echo
+echo "| over | 64 KiB MB/s | 8 B usec/xfer |"
+echo "|---|---:|---:|"
+for stack in tcp wire local; do
+  big=$(fabric "$stack" 65536 10000 | awk '{ print $6 }')
+  small=$(fabric "$stack" 8 100000 | awk '{ print $7 }')
+  label=$(name_of "$stack")
+  [[ $stack == tcp ]] && label="the tcp provider (MSG endpoints)"
+  [[ $stack != tcp ]] && label="$label, verbs;ofi_rxm"
+  echo "| $label | $big | $small |"
+done

@@ -18,13 +18,9 @@ namespace uroce {
 namespace {
 
 using testing::installed;
+using testing::uroce_run;
 using testing::run_shell;
 using testing::RunResult;
-
-std::string uroce_run(const std::string& address, bool wire) {
-  return testing::sanitizer_environment() + testing::uroce_binary() + " run --address " + address +
-         (wire ? " --wire" : "") + " -- ";
-}
 
 TEST(Libfabric, FiInfoListsTheDeviceInTheVerbsProvider) {
   if (!installed("fi_info")) GTEST_SKIP() << "libfabric-bin is not installed";

@@ -16,13 +16,9 @@ namespace uroce {
 namespace {
 
 using testing::installed;
+using testing::uroce_run;
 using testing::run_shell;
 using testing::RunResult;
-
-std::string uroce_run(const std::string& address, bool wire) {
-  return testing::sanitizer_environment() + testing::uroce_binary() + " run --address " + address +
-         (wire ? " --wire" : "") + " -- ";
-}
 
 class Qperf : public ::testing::TestWithParam<std::tuple<bool, bool>> {};
 

@@ -14,6 +14,7 @@
 #include <string>
 
 #include "tests/support/program_environment.h"
+#include "tests/support/program_pair.h"
 #include "tests/support/run_command.h"
 
 namespace uroce {
@@ -32,11 +33,7 @@ std::string environment(const std::string& address, bool wire, bool short_timeou
          (wire ? " UROCE_WIRE=1" : "") + (short_timeouts ? " UROCE_CM_TIMEOUT=12 UROCE_CM_RETRIES=3 " : " ");
 }
 
-struct Pair {
-  int server_exit = -1;
-  int client_exit = -1;
-  std::string output;  // the server's, then the client's
-};
+using Pair = testing::PairResult;
 
 // Starts the server; runs the client until it stops being rejected for want
 // of a listener (the server is not up yet), at most 100 times. (Until the
@@ -47,18 +44,9 @@ Pair run_pair(const std::string& server, const std::string& client, int id, bool
   auto fill = [&](std::string command) {
     return std::regex_replace(command, std::regex("SERVER"), server_address);
   };
-  std::string script =
-      "dir=$(mktemp -d); " + environment(server_address, wire) + "timeout 60 stdbuf -oL " + fill(server) +
-      " > $dir/server 2>&1 & pid=$!; "
-      "for i in $(seq 100); do " + environment(client_address, wire) + "timeout 60 stdbuf -oL " + fill(client) +
-      " > $dir/client 2>&1; client=$?; grep -q 'REJECTED, error:* 8\\|rdma_connect: Connection refused\\|UNREACHABLE, error: 1$' $dir/client || break; "
-      "sleep 0.1; done; wait $pid; server=$?; echo \"$server $client\"; cat $dir/server; echo @@; cat $dir/client; "
-      "rm -rf $dir";
-  RunResult run = run_shell("bash -c '" + std::regex_replace(script, std::regex("'"), "'\\''") + "'");
-  Pair pair;
-  std::istringstream(run.output) >> pair.server_exit >> pair.client_exit;
-  pair.output = run.output;
-  return pair;
+  return testing::run_program_pair(environment(server_address, wire) + "timeout 60 stdbuf -oL " + fill(server),
+                                   environment(client_address, wire) + "timeout 60 stdbuf -oL " + fill(client),
+                                   "REJECTED, error:* 8\\|rdma_connect: Connection refused\\|UNREACHABLE, error: 1$");
 }
 
 class RdmaCmPrograms : public ::testing::TestWithParam<bool> {};

@@ -19,13 +19,9 @@ namespace uroce {
 namespace {
 
 using testing::installed;
+using testing::uroce_run;
 using testing::run_shell;
 using testing::RunResult;
-
-std::string uroce_run(const std::string& address, bool wire) {
-  return testing::sanitizer_environment() + "UROCE_STATS=1 " + testing::uroce_binary() + " run --address " + address +
-         (wire ? " --wire" : "") + " -- ";
-}
 
 TEST(Ucx, UcxInfoListsTheDeviceWithRcAndUdVerbs) {
   if (!installed("ucx_info")) GTEST_SKIP() << "ucx-utils is not installed";
@@ -55,7 +51,7 @@ testing::PairResult run_perftest(const PerftestCase& test, bool wire, int slot) 
   std::string server = "127.0.9." + std::to_string(160 + 2 * slot);
   std::string client = "127.0.9." + std::to_string(161 + 2 * slot);
   std::string port = std::to_string(13500 + slot);
-  std::string ucx = "UCX_TLS=" + test.transports + " UCX_NET_DEVICES=uroce0:1 ";
+  std::string ucx = "UCX_TLS=" + test.transports + " UCX_NET_DEVICES=uroce0:1 UROCE_STATS=1 ";
   return testing::run_program_pair(ucx + uroce_run(server, wire) + "timeout 120 ucx_perftest -p " + port,
                                    ucx + uroce_run(client, wire) + "timeout 120 ucx_perftest -p " + port +
                                        " 127.0.0.1 -t " + test.test,

@@ -19,4 +19,8 @@ std::string sanitizer_environment() {
 #endif
 }
 
+std::string uroce_run(const std::string& address, bool wire) {
+  return sanitizer_environment() + uroce_binary() + " run --address " + address + (wire ? " --wire" : "") + " -- ";
+}
+
 }  // namespace uroce::testing

@@ -14,4 +14,8 @@ bool installed(const std::string& program);
 // business), "" otherwise. Ends with a space when not empty.
 std::string sanitizer_environment();
 
+// "<sanitizer environment>uroce run --address ADDRESS [--wire] -- ": the
+// prefix that starts a program on its own uroce device.
+std::string uroce_run(const std::string& address, bool wire);
+
 }  // namespace uroce::testing

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <deque>
 #include <cerrno>
 #include <new>
 
@@ -17,6 +18,24 @@ std::condition_variable& events_acked() {
   return *condition;
 }
 
+namespace {
+
+// Channels the program destroyed. A thread of the program may still call
+// rdma_get_cm_event on one: rping's event thread does, racing its main
+// thread's teardown. So a destroyed channel's memory stays, and its eventfd,
+// which nothing writes any more, keeps such a call waiting until the
+// process exits (with rdma-core, a read on the channel's closed fd waits or
+// fails). Only the newest kKeptOpen keep their fd; a call on an older one
+// fails with EBADF.
+constexpr std::size_t kKeptOpen = 64;
+
+std::deque<CmChannel*>& retired_channels() {
+  static auto* channels = new std::deque<CmChannel*>;
+  return *channels;
+}
+
+}  // namespace
+
 EventQueue::~EventQueue() {
   for (CmEventRecord* record : records) delete record;
   if (fd >= 0) ::close(fd);
@@ -24,7 +43,7 @@ EventQueue::~EventQueue() {
 
 rdma_cm_event* queue_event(CmId& id, rdma_cm_event_type type, int status, ByteSpan data, CmId* listener) {
   CmChannel* channel = id.channel;
-  if (channel == nullptr) return nullptr;
+  if (channel == nullptr || channel->events == nullptr) return nullptr;
   auto* record = new (std::nothrow) CmEventRecord;
   if (record == nullptr) return nullptr;
   record->event.id = &id.id;
@@ -82,7 +101,15 @@ rdma_event_channel* rdma_create_event_channel() {
 void rdma_destroy_event_channel(rdma_event_channel* channel) {
   if (channel == nullptr) return;
   std::lock_guard lock(cm_lock());
-  delete channel_of(channel);  // its events and fd go with the last waiter
+  CmChannel* retired = channel_of(channel);
+  for (CmEventRecord* record : retired->events->records) delete record;
+  retired->events->records.clear();
+  auto& retired_list = retired_channels();
+  retired_list.push_back(retired);
+  if (retired_list.size() > kKeptOpen) {
+    // Its events and fd go with the last waiter; the memory stays.
+    retired_list[retired_list.size() - kKeptOpen - 1]->events.reset();
+  }
 }
 
 int rdma_get_cm_event(rdma_event_channel* channel, rdma_cm_event** event) {
@@ -94,6 +121,10 @@ int rdma_get_cm_event(rdma_event_channel* channel, rdma_cm_event** event) {
   {
     std::lock_guard lock(cm_lock());
     events = channel_of(channel)->events;
+  }
+  if (events == nullptr) {  // destroyed long ago (see retired_channels)
+    errno = EBADF;
+    return -1;
   }
   // A count may outlive its event (an ID destroyed, or moved to another
   // channel, with events queued): then wait for the next one.

@@ -151,7 +151,7 @@ int rdma_destroy_id(rdma_cm_id* id) {
     if (owned->reserved_service != 0) manager.release(owned->reserved_service);
     service->flush();
   }
-  if (owned->channel != nullptr) {  // events still queued for it go with it
+  if (owned->channel != nullptr && owned->channel->events != nullptr) {  // events still queued for it go with it
     auto& queue = owned->channel->events->records;
     for (auto it = queue.begin(); it != queue.end();) {
       if ((*it)->event.id == id) {
@@ -242,7 +242,8 @@ int rdma_migrate_id(rdma_cm_id* id, rdma_event_channel* channel) {
   std::lock_guard lock(cm_lock());
   CmId* owned = cm_id_of(id);
   CmChannel* to = channel != nullptr ? channel_of(channel) : nullptr;
-  if (owned->channel != nullptr && to != nullptr) {  // its queued events move along
+  if (to != nullptr && to->events == nullptr) return fail(EBADF);  // a channel destroyed long ago
+  if (owned->channel != nullptr && owned->channel->events != nullptr && to != nullptr) {  // its queued events move along
     auto& from_queue = owned->channel->events->records;
     for (auto it = from_queue.begin(); it != from_queue.end();) {
       if ((*it)->event.id == id) {

@@ -37,6 +37,7 @@ const char* address_for(const std::string& test) {
   if (test.find("Enosys") != std::string::npos) return "127.0.9.104";
   if (test.find("Accept") != std::string::npos) return "127.0.9.106,127.0.9.107";
   if (test.find("Localhost") != std::string::npos) return "127.0.9.108";
+  if (test.find("Destroyed") != std::string::npos) return "127.0.9.109";
   return "127.0.9.105";
 }
 
@@ -213,6 +214,21 @@ TEST_F(RdmaCmApi, LocalhostBindsToTheFirstDeviceAtItsAddress) {
   rdma_addrinfo nothing{};
   EXPECT_EQ(rdma_getaddrinfo(nullptr, nullptr, &nothing, &echoed), -1);
   EXPECT_EQ(errno, EINVAL);
+}
+
+TEST_F(RdmaCmApi, AChannelDestroyedUnderAWaitingThreadIsNoUseAfterFree) {
+  rdma_event_channel* doomed = rdma_create_event_channel();
+  ASSERT_NE(doomed, nullptr);
+  ASSERT_EQ(::fcntl(doomed->fd, F_SETFL, ::fcntl(doomed->fd, F_GETFL) | O_NONBLOCK), 0);
+  rdma_destroy_event_channel(doomed);
+  // Later calls on it wait as on an fd nobody writes: here, non-blocking, EAGAIN.
+  rdma_cm_event* event = nullptr;
+  EXPECT_EQ(rdma_get_cm_event(doomed, &event), -1);
+  EXPECT_EQ(errno, EAGAIN);
+  // Past the newest 64, a destroyed channel's fd is closed and a call fails with EBADF.
+  for (int i = 0; i < 64; ++i) rdma_destroy_event_channel(rdma_create_event_channel());
+  EXPECT_EQ(rdma_get_cm_event(doomed, &event), -1);
+  EXPECT_EQ(errno, EBADF);
 }
 
 }  // namespace

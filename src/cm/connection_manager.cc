@@ -7,6 +7,7 @@ namespace uroce::cm {
 namespace {
 
 constexpr std::size_t kMaxConnections = 4096;  // pending and live; a REQ beyond is refused
+constexpr std::size_t kMaxHeldRequests = 256;  // REQs waiting for a listener; beyond, rejected at once
 constexpr std::uint8_t kArilength = 8;         // a REJ for a timeout carries our CA GUID
 
 template <std::size_t N>
@@ -166,7 +167,7 @@ void ConnectionManager::on_mad(const Gid& from, ByteSpan payload, TimeNs now) {
   std::visit(
       [&](const auto& m) {
         using M = std::decay_t<decltype(m)>;
-        if constexpr (std::is_same_v<M, ConnectRequest>) on_request(from, mad->transaction_id, m);
+        if constexpr (std::is_same_v<M, ConnectRequest>) on_request(from, mad->transaction_id, m, now);
         if constexpr (std::is_same_v<M, ConnectReply>) on_reply(from, m);
         if constexpr (std::is_same_v<M, ReadyToUse>) on_ready_to_use(m);
         if constexpr (std::is_same_v<M, ConnectReject>) on_reject(from, m, now);
@@ -179,7 +180,8 @@ void ConnectionManager::on_mad(const Gid& from, ByteSpan payload, TimeNs now) {
       mad->message);
 }
 
-void ConnectionManager::on_request(const Gid& from, std::uint64_t transaction_id, const ConnectRequest& request) {
+void ConnectionManager::on_request(const Gid& from, std::uint64_t transaction_id, const ConnectRequest& request,
+                                   TimeNs now) {
   if (Connection* known = find_remote(from, request.local_comm_id)) {  // a duplicate: our answer was lost or slow
     if (known->state == State::req_received) {
       send_receipt_ack(*known);
@@ -191,15 +193,56 @@ void ConnectionManager::on_request(const Gid& from, std::uint64_t transaction_id
     }
     return;
   }
-  if (!listening_.contains(request.service_id) && reserved_.contains(request.service_id)) {
-    ++counters_.dropped;  // its listener is about to come: the REQ comes again
+  if (!listening_.contains(request.service_id)) {
+    hold(from, transaction_id, request, now);
     return;
   }
-  if (!listening_.contains(request.service_id)) {
+  admit(from, transaction_id, request);
+}
+
+void ConnectionManager::hold(const Gid& from, std::uint64_t transaction_id, const ConnectRequest& request,
+                             TimeNs now) {
+  for (const HeldRequest& held : held_) {
+    if (held.from == from && held.request.local_comm_id == request.local_comm_id) {
+      ++counters_.dropped;  // the peer's retry of one already waiting
+      return;
+    }
+  }
+  if (held_.size() >= kMaxHeldRequests) {
     send_reject(from, transaction_id, 0, request.local_comm_id, MessageKind::request,
                 RejectReason::invalid_service_id);
     return;
   }
+  TimeNs peer_timeout = TimeNs{4096} << std::min<int>(request.remote_cm_response_timeout, 31);
+  held_.push_back(HeldRequest{from, transaction_id, request, now + std::min(config_.listen_grace_ns, peer_timeout / 2)});
+}
+
+void ConnectionManager::listen(std::uint64_t service_id) {
+  listening_.insert(service_id);
+  std::vector<HeldRequest> waiting;
+  std::erase_if(held_, [&](const HeldRequest& held) {
+    if (held.request.service_id != service_id) return false;
+    waiting.push_back(held);
+    return true;
+  });
+  for (const HeldRequest& held : waiting) admit(held.from, held.transaction_id, held.request);
+}
+
+// Nobody listened in time: rejected, or (reserved) left to the peer's retry.
+void ConnectionManager::expire_held(TimeNs now) {
+  std::erase_if(held_, [&](const HeldRequest& held) {
+    if (held.deadline > now) return false;
+    if (reserved_.contains(held.request.service_id)) {
+      ++counters_.dropped;
+    } else {
+      send_reject(held.from, held.transaction_id, 0, held.request.local_comm_id, MessageKind::request,
+                  RejectReason::invalid_service_id);
+    }
+    return true;
+  });
+}
+
+void ConnectionManager::admit(const Gid& from, std::uint64_t transaction_id, const ConnectRequest& request) {
   if (connections_.size() >= kMaxConnections) {
     send_reject(from, transaction_id, 0, request.local_comm_id, MessageKind::request, RejectReason::no_resources);
     return;
@@ -312,6 +355,7 @@ void ConnectionManager::on_disconnect_reply(const DisconnectReply& drep, TimeNs 
 }
 
 void ConnectionManager::on_timer(TimeNs now) {
+  expire_held(now);
   for (auto it = connections_.begin(); it != connections_.end();) {
     Connection& connection = it->second;
     if (connection.deadline > now) {
@@ -401,6 +445,7 @@ void ConnectionManager::on_resolution_reply(const Gid& from, const SidrReply& re
 TimeNs ConnectionManager::next_deadline() const {
   TimeNs next = kNever;
   for (const auto& [id, connection] : connections_) next = std::min(next, connection.deadline);
+  for (const HeldRequest& held : held_) next = std::min(next, held.deadline);
   return next;
 }
 

@@ -26,12 +26,17 @@
 // again; a REQ already accepted: the REP again; a REP
 // already answered: the RTU again; a DREQ already answered: the DREP again).
 // MADs for no known connection are counted and dropped, except a REQ for a
-// service nobody listens on, which is rejected (reason invalid service ID),
-// and a SIDR_REQ for one, answered with status "service ID not supported".
-// A service that is reserved (an ID is bound to its port, and may be about
-// to listen) drops such a REQ instead: the peer sends it again after its
-// timeout, and finds the listener. Programs such as Debian's qperf 0.4.11
-// tell the peer their port before they listen on it.
+// service nobody listens on and a SIDR_REQ for one, answered with status
+// "service ID not supported".
+// A REQ for a service nobody listens on is held for a grace time
+// (listen_grace_ns, at most half the peer's response timeout): a listen() in
+// that time takes it. Then it is rejected (reason invalid service ID), or,
+// for a reserved service (an ID is bound to its port, and may be about to
+// listen), dropped: the peer sends it again after its timeout. Linux rejects
+// at once; uroce waits because programs race their own listen: Debian's
+// qperf 0.4.11 sends its port before it listens, and perftest 4.5's server
+// listens only after a handshake that lets its client connect at once (and
+// perftest's retry after a REJ uses IDs it has destroyed).
 #pragma once
 
 #include <cstdint>
@@ -39,6 +44,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <vector>
 
 #include "cm/cm_messages.h"
 #include "common/bytes.h"
@@ -55,6 +61,7 @@ struct CmConfig {
   // An MRA's service timeout: 4.096 us * 2^24 = 69 s, as Linux's rdma_cm.
   std::uint8_t mra_service_timeout = 24;
   TimeNs timewait_ns = 2'000'000'000;  // how long an ended connection answers duplicates
+  TimeNs listen_grace_ns = 1'000'000'000;  // how long a REQ waits for its service's listener
 };
 
 struct Outgoing {
@@ -91,7 +98,8 @@ class ConnectionManager {
  public:
   explicit ConnectionManager(const CmConfig& config);
 
-  void listen(std::uint64_t service_id) { listening_.insert(service_id); }
+  // Starts serving REQs for service_id, those held for it first.
+  void listen(std::uint64_t service_id);
   void stop_listening(std::uint64_t service_id) { listening_.erase(service_id); }
   void reserve(std::uint64_t service_id) { reserved_.insert(service_id); }
   void release(std::uint64_t service_id) { reserved_.erase(service_id); }
@@ -154,7 +162,17 @@ class ConnectionManager {
   Connection* find(std::uint32_t local_comm_id);
   Connection* find_remote(const Gid& peer, std::uint32_t remote_comm_id);
 
-  void on_request(const Gid& from, std::uint64_t transaction_id, const ConnectRequest& request);
+  struct HeldRequest {
+    Gid from{};
+    std::uint64_t transaction_id = 0;
+    ConnectRequest request;
+    TimeNs deadline = kNever;
+  };
+
+  void on_request(const Gid& from, std::uint64_t transaction_id, const ConnectRequest& request, TimeNs now);
+  void hold(const Gid& from, std::uint64_t transaction_id, const ConnectRequest& request, TimeNs now);
+  void admit(const Gid& from, std::uint64_t transaction_id, const ConnectRequest& request);
+  void expire_held(TimeNs now);
   void on_reply(const Gid& from, const ConnectReply& reply);
   void on_ready_to_use(const ReadyToUse& rtu);
   void on_reject(const Gid& from, const ConnectReject& reject, TimeNs now);
@@ -169,6 +187,7 @@ class ConnectionManager {
   std::uint64_t random_state_;
   std::set<std::uint64_t> listening_;
   std::set<std::uint64_t> reserved_;
+  std::vector<HeldRequest> held_;  // REQs waiting for their service's listener
   std::map<std::uint32_t, Connection> connections_;  // by local communication ID
   std::deque<Outgoing> outgoing_;
   std::deque<CmEvent> events_;

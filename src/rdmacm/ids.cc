@@ -233,6 +233,7 @@ int rdma_listen(rdma_cm_id* id, int /*backlog*/) {
   if (owned->service->listeners.contains(service_id)) return fail(EADDRINUSE);
   owned->service->listeners.emplace(service_id, owned);
   owned->service->manager().listen(service_id);
+  owned->service->flush();  // REQs that waited for this listener go out now
   owned->state = IdState::listening;
   return 0;
 }

@@ -199,9 +199,15 @@ TEST(ConnectionManager, ASlowDecisionIsWaitedForThroughMras) {
   ASSERT_TRUE(reply && reply->kind == CmEventKind::reply && reply->comm_id == active);
 }
 
-TEST(ConnectionManager, ARequestForAServiceNobodyListensOnIsRejected) {
+// Held for half the peer's response timeout (less than the 1 s grace here),
+// then rejected.
+TEST(ConnectionManager, ARequestForAServiceNobodyListensOnIsRejectedAfterTheGraceTime) {
   Pipe pipe;
   std::uint32_t active = pipe.connect();
+  EXPECT_FALSE(pipe.a.poll_event());
+  pipe.advance(kResponse / 2 - 1);
+  EXPECT_FALSE(pipe.a.poll_event());
+  pipe.advance(1);
   auto event = pipe.a.poll_event();
   ASSERT_TRUE(event);
   EXPECT_EQ(event->kind, CmEventKind::rejected);
@@ -212,18 +218,46 @@ TEST(ConnectionManager, ARequestForAServiceNobodyListensOnIsRejected) {
   EXPECT_EQ(pipe.count("a>b REQ"), 1);  // no retry after a REJ
 }
 
+// perftest 4.5's server listens only after its client may connect: a REQ
+// that arrives first is served by the listen() within the grace time.
+TEST(ConnectionManager, ARequestThatArrivesJustBeforeItsListenerIsServed) {
+  Pipe pipe;
+  pipe.connect();
+  pipe.advance(kResponse / 4);
+  EXPECT_EQ(pipe.b.next_deadline(), kResponse / 2);
+  pipe.b.listen(kService);
+  pipe.deliver();
+  EXPECT_EQ(pipe.count("b>a MRA"), 1);
+  auto request = pipe.b.poll_event();
+  ASSERT_TRUE(request && request->kind == CmEventKind::request);
+  pipe.advance(kResponse);
+  EXPECT_FALSE(pipe.a.poll_event());
+  EXPECT_EQ(pipe.count("b>a REJ"), 0);
+  EXPECT_EQ(pipe.count("a>b REQ"), 1);
+}
+
+TEST(ConnectionManager, HeldRequestsAreBounded) {
+  Pipe pipe;
+  for (int i = 0; i < 300; ++i) pipe.connect();
+  EXPECT_EQ(pipe.count("b>a REJ"), 300 - 256);  // beyond 256 waiting, rejected at once
+  pipe.advance(kResponse / 2);
+  EXPECT_EQ(pipe.count("b>a REJ"), 300);
+}
+
 // A port bound but not yet listened on (qperf 0.4.11 sends its port before
-// rdma_listen): the REQ is dropped, not rejected, and its retry is served.
+// rdma_listen): after the grace time the REQ is dropped, not rejected, and
+// its retry is served.
 TEST(ConnectionManager, ARequestForAReservedServiceWaitsForItsListener) {
   Pipe pipe;
   pipe.b.reserve(kService);
   pipe.connect();
+  pipe.advance(kResponse / 2);
   EXPECT_FALSE(pipe.a.poll_event());
   EXPECT_FALSE(pipe.b.poll_event());
   EXPECT_EQ(pipe.count("b>a REJ"), 0);
   EXPECT_EQ(pipe.b.counters().dropped, 1u);
   pipe.b.listen(kService);
-  pipe.advance(kResponse);
+  pipe.advance(kResponse / 2);
   EXPECT_EQ(pipe.count("a>b REQ"), 2);
   auto request = pipe.b.poll_event();
   ASSERT_TRUE(request && request->kind == CmEventKind::request);
@@ -231,6 +265,7 @@ TEST(ConnectionManager, ARequestForAReservedServiceWaitsForItsListener) {
   pipe.b.stop_listening(kService);
   pipe.b.release(kService);
   pipe.connect();
+  pipe.advance(kResponse / 2);
   EXPECT_EQ(pipe.count("b>a REJ"), 1);
 }
 

@@ -6,7 +6,9 @@
 // (a UD service: SIDR, then datagrams each way). A request to an address where nobody listens is
 // rejected (SIDR: UNREACHABLE with status 1), one to an address with no
 // device ends in UNREACHABLE after the CM's retries; what is not served yet
-// (rsockets) fails with an error. None may hang or die of a signal. The
+// (rsockets) fails with an error. perftest's ib_write_bw, ib_read_lat and
+// ib_send_bw run with -R (rdma_cm for their exchange and their QPs). None
+// may hang or die of a signal. The
 // library exports exactly rdma-core 44's symbols and versions.
 #include <gtest/gtest.h>
 
@@ -46,7 +48,7 @@ Pair run_pair(const std::string& server, const std::string& client, int id, bool
   };
   return testing::run_program_pair(environment(server_address, wire) + "timeout 60 stdbuf -oL " + fill(server),
                                    environment(client_address, wire) + "timeout 60 stdbuf -oL " + fill(client),
-                                   "REJECTED, error:* 8\\|rdma_connect: Connection refused\\|UNREACHABLE, error: 1$");
+                                   "REJECTED[,;] error:* 8\\|rdma_connect: Connection refused\\|UNREACHABLE, error: 1$");
 }
 
 class RdmaCmPrograms : public ::testing::TestWithParam<bool> {};
@@ -100,6 +102,41 @@ TEST_P(RdmaCmPrograms, UdaddyResolvesTheServiceAndExchangesDatagrams) {
 
 INSTANTIATE_TEST_SUITE_P(Paths, RdmaCmPrograms, ::testing::Values(false, true),
                          [](const ::testing::TestParamInfo<bool>& wire) { return wire.param ? "Wire" : "SharedMemory"; });
+
+// perftest with -R: its handshake and its QPs both through rdma_cm. Its
+// server listens for the QPs' connection only after a handshake that lets
+// the client connect at once; the REQ waits for the listener (see
+// ConnectionManager). The report's last line of figures is checked.
+struct PerftestOverRdmaCm {
+  const char* program;
+  int id;
+  const char* figures;  // a regex for the report's line of figures
+};
+
+void PrintTo(const PerftestOverRdmaCm& test, std::ostream* out) { *out << test.program; }
+
+class PerftestOverRdmaCmPrograms : public ::testing::TestWithParam<std::tuple<PerftestOverRdmaCm, bool>> {};
+
+TEST_P(PerftestOverRdmaCmPrograms, RunWithTheirExchangeAndQpsThroughRdmaCm) {
+  auto [test, wire] = GetParam();
+  if (!installed(test.program)) GTEST_SKIP() << "perftest is not installed";
+  std::string options = std::string(test.program) + " -R -d uroce0 -n 500 -p " + std::to_string(18600 + test.id);
+  Pair pair = run_pair(options, options + " SERVER", test.id, wire);
+  EXPECT_EQ(pair.server_exit, 0) << pair.output;
+  EXPECT_EQ(pair.client_exit, 0) << pair.output;
+  EXPECT_NE(pair.output.find("Data ex. method : rdma_cm"), std::string::npos) << pair.output;
+  EXPECT_TRUE(std::regex_search(pair.output, std::regex(test.figures))) << pair.output;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Paths, PerftestOverRdmaCmPrograms,
+    ::testing::Combine(::testing::Values(PerftestOverRdmaCm{"ib_write_bw", 5, "\\n 65536 +500[ \\t]+[0-9.]+[ \\t]+[1-9][0-9.]*"},
+                                         PerftestOverRdmaCm{"ib_read_lat", 6, "\\n 2 +500[ \\t]+[0-9.]+[ \\t]+[0-9.]+[ \\t]+[1-9]"},
+                                         PerftestOverRdmaCm{"ib_send_bw", 7, "\\n 65536 +500[ \\t]+[0-9.]+[ \\t]+[1-9][0-9.]*"}),
+                       ::testing::Bool()),
+    [](const auto& param_info) {
+      return std::string(std::get<0>(param_info.param).program) + (std::get<1>(param_info.param) ? "Wire" : "SharedMemory");
+    });
 
 // Exited by itself with an error: not stopped by timeout (124), not killed
 // by a signal (128 + N; 255 is the programs' own exit(-1)).

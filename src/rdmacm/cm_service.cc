@@ -22,7 +22,11 @@
 namespace uroce::rdmacm {
 namespace {
 
-constexpr std::size_t kReceiveSlots = 64, kSendSlots = 64;
+// As Linux's MAD layer (mad_recvq_size 512, mad_sendq_size 128): a burst of
+// connections (cmtime -c 100) fits. MADs beyond the free send slots wait in
+// order, up to kMaxWaitingToSend; beyond, they are dropped like lost ones.
+constexpr std::size_t kReceiveSlots = 512, kSendSlots = 128;
+constexpr std::size_t kMaxWaitingToSend = 4096;
 constexpr std::size_t kGrhArea = 40;
 constexpr std::size_t kReceiveSlotBytes = kGrhArea + cm::kMadLength;
 
@@ -246,12 +250,25 @@ ibv_ah* CmService::address_handle(const Gid& destination) {
   return ah;
 }
 
-// A MAD that finds no free slot or no address handle is dropped: the
-// protocol's retries stand in for it, as for a lost one.
+// A MAD that finds no address handle is dropped; one that finds no free
+// slot waits for one (the protocol's retries stand in for either, as for a
+// lost MAD, when the wait is full).
 void CmService::send(const cm::Outgoing& outgoing) {
+  if (!waiting_to_send_.empty() || !try_send(outgoing)) {
+    if (waiting_to_send_.size() < kMaxWaitingToSend) waiting_to_send_.push_back(outgoing);
+  }
+}
+
+void CmService::send_waiting() {
+  while (!waiting_to_send_.empty() && try_send(waiting_to_send_.front())) waiting_to_send_.pop_front();
+}
+
+// false: no send slot is free.
+bool CmService::try_send(const cm::Outgoing& outgoing) {
   auto free_slot = std::find(send_slot_busy_.begin(), send_slot_busy_.end(), false);
+  if (free_slot == send_slot_busy_.end()) return false;
   ibv_ah* ah = address_handle(outgoing.destination);
-  if (free_slot == send_slot_busy_.end() || ah == nullptr) return;
+  if (ah == nullptr) return true;
   std::size_t slot = static_cast<std::size_t>(free_slot - send_slot_busy_.begin());
   std::uint8_t* bytes = buffers_.data() + kReceiveSlots * kReceiveSlotBytes + slot * cm::kMadLength;
   std::memcpy(bytes, outgoing.mad.data(), cm::kMadLength);
@@ -267,6 +284,7 @@ void CmService::send(const cm::Outgoing& outgoing) {
   wr.wr.ud.remote_qkey = cm::kGsiQkey;
   ibv_send_wr* bad = nullptr;
   if (ibv_post_send(qp_, &wr, &bad) == 0) *free_slot = true;
+  return true;
 }
 
 void CmService::flush() {
@@ -285,6 +303,7 @@ void CmService::take_completions() {
       const ibv_wc& wc = completions[i];
       if (wc.wr_id >= kReceiveSlots) {  // a send slot is free again
         send_slot_busy_[wc.wr_id - kReceiveSlots] = false;
+        send_waiting();
         continue;
       }
       const std::uint8_t* slot = buffers_.data() + wc.wr_id * kReceiveSlotBytes;

@@ -12,6 +12,7 @@
 #include <netinet/in.h>
 
 #include <atomic>
+#include <deque>
 #include <map>
 #include <memory>
 #include <thread>
@@ -60,6 +61,8 @@ class CmService {
   void take_completions();
   void post_receive(std::size_t slot);
   void send(const cm::Outgoing& outgoing);
+  bool try_send(const cm::Outgoing& outgoing);
+  void send_waiting();
   ibv_ah* address_handle(const Gid& destination);
   void dispatch(const cm::CmEvent& event);
 
@@ -71,6 +74,7 @@ class CmService {
   ibv_mr* mr_ = nullptr;
   std::vector<std::uint8_t> buffers_;  // receive slots, then send slots
   std::vector<bool> send_slot_busy_;
+  std::deque<cm::Outgoing> waiting_to_send_;  // for a free send slot
   std::map<Gid, ibv_ah*> address_handles_;
   Gid gid_{};
   ibv_mtu active_mtu_ = IBV_MTU_1024;

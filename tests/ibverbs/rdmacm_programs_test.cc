@@ -3,7 +3,7 @@
 // with its own uroce device, through shared memory and over the wire:
 // rping -v (every ping's data verified), ucmatose, rdma_server/rdma_client
 // (the synchronous rdma_create_ep API), rdma_xserver/rdma_xclient, udaddy
-// (a UD service: SIDR, then datagrams each way). A request to an address where nobody listens is
+// (a UD service: SIDR, then datagrams each way), cmtime (300 connections at once). A request to an address where nobody listens is
 // rejected (SIDR: UNREACHABLE with status 1), one to an address with no
 // device ends in UNREACHABLE after the CM's retries; what is not served yet
 // (rsockets) fails with an error. perftest's ib_write_bw, ib_read_lat and
@@ -98,6 +98,24 @@ TEST_P(RdmaCmPrograms, UdaddyResolvesTheServiceAndExchangesDatagrams) {
   std::regex complete("data transfers complete");  // the server's and the client's
   EXPECT_EQ(std::distance(std::sregex_iterator(pair.output.begin(), pair.output.end(), complete), std::sregex_iterator()), 2)
       << pair.output;
+}
+
+// cmtime connects 300 IDs at once and disconnects them. With a response
+// timeout of 69 s (UROCE_CM_TIMEOUT=24), a single MAD lost in the burst
+// would outlast the 60 s limit: every REQ, REP, RTU, DREQ and DREP fits
+// the CM's queues.
+TEST_P(RdmaCmPrograms, CmtimeConnectsABurstWithoutLosingAMad) {
+  if (!installed("cmtime")) GTEST_SKIP() << "rdmacm-utils is not installed";
+  bool wire = GetParam();
+  std::string server = wire ? "127.0.9.57" : "127.0.9.17", client = wire ? "127.0.9.58" : "127.0.9.18";
+  // Its server serves until killed.
+  std::string script = environment(server, wire) + "UROCE_CM_TIMEOUT=24 timeout 60 cmtime -b " + server +
+                       " -p 7179 > /dev/null 2>&1 & pid=$!; sleep 1; " + environment(client, wire) +
+                       "UROCE_CM_TIMEOUT=24 timeout 60 cmtime -s " + server + " -p 7179 -c 300 2>&1; echo \"exit $?\"; kill $pid";
+  RunResult run = run_shell("bash -c '" + script + "'");
+  EXPECT_NE(run.output.find("exit 0\n"), std::string::npos) << run.output;
+  EXPECT_TRUE(std::regex_search(run.output, std::regex("\\nconnect +: +[0-9.]+"))) << run.output;
+  EXPECT_TRUE(std::regex_search(run.output, std::regex("\\ndisconnect +: +[0-9.]+"))) << run.output;
 }
 
 INSTANTIATE_TEST_SUITE_P(Paths, RdmaCmPrograms, ::testing::Values(false, true),

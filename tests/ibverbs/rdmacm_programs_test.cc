@@ -5,8 +5,9 @@
 // (the synchronous rdma_create_ep API), rdma_xserver/rdma_xclient, udaddy
 // (a UD service: SIDR, then datagrams each way), cmtime (300 connections at once). A request to an address where nobody listens is
 // rejected (SIDR: UNREACHABLE with status 1), one to an address with no
-// device ends in UNREACHABLE after the CM's retries; what is not served yet
-// (rsockets) fails with an error. perftest's ib_write_bw, ib_read_lat and
+// device ends in UNREACHABLE after the CM's retries. rsockets: rstream
+// (every byte verified; blocking, non-blocking and rpoll) and riostream
+// (riomap/riowrite); datagram rsockets (udpong) fail with an error. perftest's ib_write_bw, ib_read_lat and
 // ib_send_bw run with -R (rdma_cm for their exchange and their QPs). None
 // may hang or die of a signal. The
 // library exports exactly rdma-core 44's symbols and versions.
@@ -118,6 +119,35 @@ TEST_P(RdmaCmPrograms, CmtimeConnectsABurstWithoutLosingAMad) {
   EXPECT_TRUE(std::regex_search(run.output, std::regex("\\ndisconnect +: +[0-9.]+"))) << run.output;
 }
 
+// rsockets: rstream checks every byte it receives (-T v), in its default
+// non-blocking mode and with rpoll (-T a), through the sizes of its default
+// run (64 B to 1 MiB, latency and bandwidth).
+TEST_P(RdmaCmPrograms, RstreamVerifiesEveryTransfer) {
+  if (!installed("rstream")) GTEST_SKIP() << "rdmacm-utils is not installed";
+  Pair pair = run_pair("rstream -p 7180 -T v", "rstream -s SERVER -p 7180 -T v", 9, GetParam());
+  EXPECT_EQ(pair.server_exit, 0) << pair.output;
+  EXPECT_EQ(pair.client_exit, 0) << pair.output;
+  EXPECT_TRUE(std::regex_search(pair.output, std::regex("@@[^]*\\n1m_bw +1m +100 +1 "))) << pair.output;
+  Pair polled = run_pair("rstream -p 7181 -T a -T v", "rstream -s SERVER -p 7181 -T a -T v", 10, GetParam());
+  EXPECT_EQ(polled.server_exit, 0) << polled.output;
+  EXPECT_EQ(polled.client_exit, 0) << polled.output;
+  EXPECT_TRUE(std::regex_search(polled.output, std::regex("@@[^]*\\n64k_lat +64k +1 +1k "))) << polled.output;
+}
+
+// riostream: riomap and riowrite, each side writing into the other's
+// buffer and spinning on its last byte (-T v checks the data). A program
+// that waits on memory without a verbs call needs the progress thread
+// (UROCE_PROGRESS=thread), as ib_write_lat does.
+TEST_P(RdmaCmPrograms, RiostreamWritesIntoMappedBuffers) {
+  if (!installed("riostream")) GTEST_SKIP() << "rdmacm-utils is not installed";
+  std::string options = " -p 7182 -T v -S 65536 -C 10 -I 100";
+  Pair pair = run_pair("env UROCE_PROGRESS=thread riostream" + options,
+                       "env UROCE_PROGRESS=thread riostream -s SERVER" + options, 11, GetParam());
+  EXPECT_EQ(pair.server_exit, 0) << pair.output;
+  EXPECT_EQ(pair.client_exit, 0) << pair.output;
+  EXPECT_TRUE(std::regex_search(pair.output, std::regex("@@[^]*\\ncustom +64k +10 +100 "))) << pair.output;
+}
+
 INSTANTIATE_TEST_SUITE_P(Paths, RdmaCmPrograms, ::testing::Values(false, true),
                          [](const ::testing::TestParamInfo<bool>& wire) { return wire.param ? "Wire" : "SharedMemory"; });
 
@@ -194,11 +224,11 @@ TEST(RdmaCmFailures, AnUnservedUdServiceIsRefusedAndNoDeviceIsUnreachable) {
   EXPECT_EQ(unreachable.exit_code, 256 - 110) << unreachable.output;  // udaddy returns the status, -ETIMEDOUT
 }
 
-TEST(RdmaCmFailures, WhatIsNotServedYetFailsWithAnError) {
-  if (!installed("rstream")) GTEST_SKIP() << "rdmacm-utils is not installed";
-  RunResult sockets = run_alone("127.0.9.97", "rstream -s 127.0.9.98");  // rsockets: not yet
-  EXPECT_NE(sockets.output.find("Function not implemented"), std::string::npos) << sockets.output;
-  EXPECT_TRUE(failed_by_itself(sockets.exit_code)) << sockets.exit_code << sockets.output;
+TEST(RdmaCmFailures, DatagramRsocketsAreRefusedWithAnError) {
+  if (!installed("udpong")) GTEST_SKIP() << "rdmacm-utils is not installed";
+  RunResult datagrams = run_alone("127.0.9.97", "udpong -s 127.0.9.98");  // rsocket(SOCK_DGRAM): not served
+  EXPECT_NE(datagrams.output.find("rsocket failed: Function not implemented"), std::string::npos) << datagrams.output;
+  EXPECT_TRUE(failed_by_itself(datagrams.exit_code)) << datagrams.exit_code << datagrams.output;
 }
 
 TEST(RdmaCmLibrary, ExportsRdmaCoresSymbolsWithTheirVersions) {

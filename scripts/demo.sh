@@ -87,6 +87,22 @@ sleep 1
 "$uroce" run --address 127.0.0.3 -- udaddy -s 127.0.0.2 2>&1 | sed 's/^/  client: /'
 wait $server
 sed 's/^/  server: /' "$rping_server_log"
+echo "-- Unmodified rstream -T v: rsockets (rdma-core's protocol), every byte verified"
+"$uroce" run --address 127.0.0.2 -- rstream -p 7190 -T v > "$rping_server_log" 2>&1 &
+server=$!
+sleep 1
+"$uroce" run --address 127.0.0.3 -- rstream -s 127.0.0.2 -p 7190 -T v > "$rping_server_log.client" 2>&1
+sed -n '1,6s/^/  client: /p' "$rping_server_log.client"
+rm -f "$rping_server_log.client"
+wait $server || true
+echo "-- Unmodified ib_write_bw -R: perftest's exchange and QPs through rdma_cm"
+"$uroce" run --address 127.0.0.2 -- ib_write_bw -R -d uroce0 -p 18690 -n 2000 > "$rping_server_log" 2>&1 &
+server=$!
+sleep 0.5
+"$uroce" run --address 127.0.0.3 -- ib_write_bw -R -d uroce0 -p 18690 -n 2000 127.0.0.2 > "$rping_server_log.client" 2>&1
+tail -3 "$rping_server_log.client" | sed 's/^/  client: /'
+rm -f "$rping_server_log.client"
+wait $server || true
 rm -f "$rping_server_log"
 echo "== UCX, unchanged: ucx_info sees uroce0 (through the sysfs view uroce run preloads); ucx_perftest tag_bw over rc_verbs"
 "$uroce" run --address 127.0.0.2 -- ucx_info -d | grep -E "Memory domain: uroce0|Transport: (rc|ud)_verbs" | sed 's/^#/ /'

@@ -18,7 +18,8 @@ off_t StreamSocket::map(void* buffer, std::size_t length, int protection, off_t 
   if (buffer == nullptr || length == 0 || length > 0xFFFF'FFFFu || !(protection & PROT_WRITE)) return fail_off(EINVAL);
   auto free_entry = std::find(remote_iomap_used_.begin(), remote_iomap_used_.end(), false);
   if (free_entry == remote_iomap_used_.end()) return fail_off(ENOMEM);  // the peer's table is full (or absent)
-  ibv_mr* region = ibv_reg_mr(id_->qp->pd, buffer, length, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+  int access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE;  // an int: see stream_socket.cc
+  ibv_mr* region = ibv_reg_mr(id_->qp->pd, buffer, length, access);
   if (region == nullptr) return -1;
   if (offset == -1) offset = static_cast<off_t>(reinterpret_cast<std::uintptr_t>(buffer));
   int index = static_cast<int>(free_entry - remote_iomap_used_.begin());

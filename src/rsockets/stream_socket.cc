@@ -195,8 +195,9 @@ int StreamSocket::create_endpoint() {
   receive_area_ = zeroed(o.receive_buffer);
   target_area_ = zeroed(target_bytes);
   if (send_area_ == nullptr || receive_area_ == nullptr || target_area_ == nullptr) return fail(ENOMEM);
+  int local = IBV_ACCESS_LOCAL_WRITE;  // ints: verbs.h's ibv_reg_mr macro mixes two enums otherwise
   int remote = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE;
-  send_region_ = ibv_reg_mr(id_->qp->pd, send_area_.get(), send_bytes, IBV_ACCESS_LOCAL_WRITE);
+  send_region_ = ibv_reg_mr(id_->qp->pd, send_area_.get(), send_bytes, local);
   receive_region_ = ibv_reg_mr(id_->qp->pd, receive_area_.get(), o.receive_buffer, remote);
   target_region_ = ibv_reg_mr(id_->qp->pd, target_area_.get(), target_bytes, remote);
   if (send_region_ == nullptr || receive_region_ == nullptr || target_region_ == nullptr) return -1;

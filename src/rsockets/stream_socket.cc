@@ -517,7 +517,10 @@ short StreamSocket::ready_events(short wanted) {
   update_credits();
   if (have_data() || !readable_) events |= POLLIN;
   if (can_send() || !writable_) events |= POLLOUT;
-  if (state_ == State::closed) events |= POLLHUP;
+  // Hang-up once the peer's data is read, as TCP delivers data before its
+  // end (rdma-core reports it at once, and rstream -T a then drops the
+  // peer's last message).
+  if (state_ == State::closed && !have_data()) events |= POLLHUP;
   if (error_ != 0) events |= POLLERR;
   return static_cast<short>(events & (wanted | POLLHUP | POLLERR));
 }

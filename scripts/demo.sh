@@ -129,7 +129,7 @@ echo "-- uroce decode names the kernel's rdma_cm MADs (tests/vectors/kernel-cm.p
 echo
 capture=tests/vectors/roce-public.pcap
 echo "== uroce decode $capture (first 5 frames)"
-build/release/tools/uroce decode "$capture" | head -n 5
+build/release/tools/uroce decode "$capture" | sed -n 1,5p  # sed reads it all: head would end decode with SIGPIPE
 echo
 echo "== Hostile input: a WRITE, a NAK and CNPs forged from a third address, and a peer killed mid-transfer"
 build/release/tests/uroce_tests --gtest_filter='*Forged*' | grep -E '^\[  (PASSED|FAILED)'

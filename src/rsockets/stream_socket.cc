@@ -65,7 +65,8 @@ int StreamSocket::bind(const sockaddr* address) {
 }
 
 int StreamSocket::listen() {
-  if (state_ != State::bound) return fail(state_ == State::listening ? 0 : EINVAL) == 0 ? 0 : -1;
+  if (state_ == State::listening) return 0;
+  if (state_ != State::bound) return fail(EINVAL);
   if (rdma_listen(id_, 0) != 0) return -1;
   state_ = State::listening;
   return 0;
@@ -409,7 +410,9 @@ bool StreamSocket::wait_for_completion() {
 }
 
 ssize_t StreamSocket::send(const std::uint8_t* data, std::size_t length, int flags) {
-  if (state_ != State::connected && !writable_) return fail(error_ != 0 ? error_ : (id_->qp ? EPIPE : ENOTCONN));
+  if (state_ != State::connected || !writable_) {  // never connected, or shut down for writing
+    return fail(error_ != 0 ? error_ : (id_->qp != nullptr ? EPIPE : ENOTCONN));
+  }
   bool nonblocking = options_.nonblocking || (flags & MSG_DONTWAIT);
   std::size_t left = length;
   std::uint32_t transfer = kFirstTransfer;

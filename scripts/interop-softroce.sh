@@ -4,7 +4,8 @@
 # rdma-core's real tools, joins the guest to a tap device inside a network
 # namespace made for the run, and runs unmodified ibv_rc_pingpong, ib_write_bw
 # and ib_read_bw, then rping and udaddy over rdma_cm (the kernel's connection manager
-# against uroce's librdmacm, MADs on QP 1), between the guest (kernel
+# against uroce's librdmacm, MADs on QP 1) and rstream and riostream over
+# rsockets (rdma-core's rsocket protocol against uroce's), between the guest (kernel
 # Soft-RoCE on eth0) and this host (uroce's libraries on the raw Ethernet
 # port of the tap), in both directions. Kernel Soft-RoCE drops frames whose ICRC does not verify, and
 # uroce's raw port checks every arriving ICRC over the real headers and counts
@@ -16,7 +17,7 @@
 # UROCE_INTEROP_PCAP=FILE: qemu writes every frame of the guest's link to
 # FILE (each frame after a 12-byte virtio-net header).
 # --quick: fewer iterations (CI). --cm-only: only the rdma_cm exchanges
-# (rping and udaddy each way), not the verbs ones. --capture-cm FILE: instead of the exchanges,
+# (rping, udaddy, rstream and riostream each way), not the verbs ones. --capture-cm FILE: instead of the exchanges,
 # the guest's kernel rdma_cm tries to connect to this host (rping, RC over
 # RDMA_PS_TCP: REQ MADs; udaddy, RDMA_PS_UDP: SIDR_REQ MADs), nothing on this
 # side answers, and the frames are written to FILE (needs tcpdump) as
@@ -51,7 +52,7 @@ mkdir -p "$work"
 ns="uroce-interop-$$"
 host_address=10.79.40.1
 guest_address=10.79.40.2
-if [ "$quick" = 1 ]; then bw_iterations=200; rping_count=10; else bw_iterations=1000; rping_count=100; fi
+if [ "$quick" = 1 ]; then bw_iterations=200; rping_count=10; rstream_count=20; else bw_iterations=1000; rping_count=100; rstream_count=200; fi
 
 # --- The guest's kernel: Debian's, with rdma_rxe, downloaded once.
 kernel_package="$(apt-cache depends linux-image-amd64 2>/dev/null | awk '/Depends: linux-image-/ { print $2; exit }')"
@@ -80,7 +81,7 @@ copy_with_libraries() {
     cp -L "$library" "$rootfs$library"
   done
 }
-for program in ibv_devinfo ibv_rc_pingpong ib_write_bw ib_read_bw rdma rping udaddy; do
+for program in ibv_devinfo ibv_rc_pingpong ib_write_bw ib_read_bw rdma rping udaddy rstream riostream; do
   copy_with_libraries "$(command -v "$program")"
 done
 copy_with_libraries /usr/lib/x86_64-linux-gnu/libibverbs/librxe-rdmav34.so
@@ -165,6 +166,10 @@ serve_cm rping_guest_server rping -s -a $guest_address -p 7174 -v -C $rping_coun
 connect rping_guest_client rping -c -a $host_address -p 7175 -v -C $rping_count
 serve_cm udaddy_guest_server udaddy
 connect udaddy_guest_client udaddy -s $host_address
+serve_cm rstream_guest_server rstream -b $guest_address -p 7177 -T v -S 65000 -C $rstream_count
+connect rstream_guest_client rstream -s $host_address -p 7178 -T v -S 65000 -C $rstream_count
+serve_cm riostream_guest_server riostream -b $guest_address -p 7179 -T v -S 65536 -C 10 -I 20
+connect riostream_guest_client riostream -s $host_address -p 7180 -T v -S 65536 -C 10 -I 20
 grep -v "^#" /sys/kernel/tracing/trace 2>/dev/null | tail -40 | sed 's/^/GUEST TRACE /'
 fi
 echo "GUEST ALL DONE"
@@ -291,6 +296,16 @@ host_serves rping_guest_client 7175 rping -s -a "$host_address" -p 7175 -v -C "$
 # the UDP port space).
 guest_serves udaddy_guest_server 7174 udaddy -s
 host_serves udaddy_guest_client 7174 udaddy
+# rsockets: rdma-core's stream protocol (its connection data in the private
+# data, RDMA WRITE with immediate into the peer's lent buffers, credits), each
+# way, with every byte verified (rstream -T v) by both sides.
+guest_serves rstream_guest_server 7177 rstream -p 7177 -T v -S 65000 -C "$rstream_count" -s
+host_serves rstream_guest_client 7178 rstream -b "$host_address" -p 7178 -T v -S 65000 -C "$rstream_count"
+# riostream: riomap's iomap table and riowrite (RDMA WRITE into the peer's
+# mapped buffer, then a data message). It waits by spinning on memory, which
+# needs the progress thread (README, "The progress engine").
+guest_serves riostream_guest_server 7179 env UROCE_PROGRESS=thread riostream -p 7179 -T v -S 65536 -C 10 -I 20 -s
+host_serves riostream_guest_client 7180 env UROCE_PROGRESS=thread riostream -b "$host_address" -p 7180 -T v -S 65536 -C 10 -I 20
 wait_for "GUEST ALL DONE" 120
 if [ "$failures" -gt 0 ]; then
   grep -a "GUEST TRACE" "$console" | sed 's/^/  /'

@@ -172,6 +172,21 @@ enum class LossRecovery : std::uint8_t {
   selective_repeat,
 };
 
+// Multipath RC, after MRC (src/transport/multipath.h): the requester sprays
+// SEND and WRITE packets over entropy_values UDP source ports (under ECMP,
+// as many paths), finds lost packets by a reorder window instead of by PSN
+// gaps, retires the EV of a lost packet and probes it again later, and
+// avoids for a while an EV on which congestion was reported; the responder
+// echoes each request's source port in the ACK, NAK or CNP it causes. RC
+// with selective repeat only; both ends set it. 0 entropy values: off.
+struct MultipathConfig {
+  std::uint16_t entropy_values = 0;       // 0, or 2 to 4096 EVs
+  TimeNs reorder_window_ns = 50'000;      // reordering between paths up to this is not loss
+  TimeNs avoid_ns = 20'000;               // an EV with congestion reported is skipped this long
+  TimeNs probe_after_ns = 500'000;        // a retired EV is tried again after this, doubling per failure
+  TimeNs max_probe_after_ns = 32'000'000;
+};
+
 struct QpInitAttr {
   QpType qp_type = QpType::rc;
   std::uint32_t pd = 0;
@@ -188,6 +203,7 @@ struct QpInitAttr {
   // resent in about an RTT or two instead of milliseconds. 0: off, as verbs.
   TimeNs tail_timeout_ns = 0;
   std::uint32_t tail_timeout_packets = 3;
+  MultipathConfig multipath;  // RC with selective repeat only
   // The General Services QP: a UD QP numbered 1, one per engine, through
   // which the connection manager's MADs come and go (Q_Key 0x80010000).
   bool gsi = false;
@@ -270,6 +286,12 @@ struct EngineCounters {
   std::uint64_t cnps_sent = 0;
   std::uint64_t cnps_received = 0;
   std::uint64_t held_out_of_order = 0;  // selective repeat: packets kept after a gap
+  // Multipath (MultipathConfig), the requester's side:
+  std::uint64_t paths_lost = 0;       // packets found lost by the reorder window or a timeout
+  std::uint64_t paths_retired = 0;    // EVs retired after a loss on them
+  std::uint64_t paths_probes = 0;     // packets sent on a retired EV to try it again
+  std::uint64_t paths_restored = 0;   // probes that arrived: their EV is in use again
+  std::uint64_t paths_congested = 0;  // CNPs and trimmed NAKs that named one of the QP's EVs
   // Dropped by the receive checks, before any transport processing:
   std::uint64_t pkey_mismatches = 0;       // the BTH P_Key is not in the port's table
   std::uint64_t qkey_mismatches = 0;       // UD: the DETH Q_Key is not the QP's

@@ -51,6 +51,7 @@ void EngineState::on_congestion_experienced(QueuePair& qp, const wire::RoceDatag
     qp.cnp_allowed_at = now + config.congestion.min_time_between_cnps_ns;
     cnp.destination = qp.attr.ah_attr;
     cnp.dest_qp = qp.attr.dest_qp_num;
+    if (qp.multipath.entropy_values != 0) cnp.source_port = datagram.udp.src_port;  // the marked packet's EV
   }
   qp.outputs.push_front(cnp);  // ahead of ACKs and READ data: it is urgent
   mark_ready(qp);

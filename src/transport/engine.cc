@@ -104,7 +104,8 @@ TimeNs EngineState::earliest_timer() {
 }
 
 void EngineState::on_qp_timer(QueuePair& qp, TimeNs now) {
-  if (qp.retransmit_deadline <= now || qp.rnr_resume_at <= now) requester_on_timer(qp, now);
+  bool loss_check = qp.paths && qp.paths->loss_check_at() <= now;
+  if (qp.retransmit_deadline <= now || qp.rnr_resume_at <= now || loss_check) requester_on_timer(qp, now);
   if (qp.dcqcn) {
     qp.dcqcn->on_timer(now);
     repace(qp);
@@ -164,6 +165,7 @@ void EngineState::move_to_error(QueuePair& qp) {
   qp.receiving_send = qp.receiving_write = false;
   if (qp.reorder) qp.reorder->clear();
   if (qp.sacks) qp.sacks->clear();
+  if (qp.paths) qp.paths->clear();
   qp.retransmit_deadline = kNever;
   qp.rnr_resume_at = kNever;
 }
@@ -351,6 +353,7 @@ void Engine::on_datagram(std::span<const std::uint8_t> bytes, TimeNs now, bool v
     return;
   }
   const wire::RocePacket& packet = datagram->packet;
+  s.arrival_port = datagram->udp.src_port;
   if (transport::drop_if_rejected(s.counters, transport::check_pkey(packet))) return;
   if (packet.op->transport == wire::Transport::cnp) {
     auto target = s.qps.find(packet.headers.bth.dest_qp);
@@ -369,6 +372,7 @@ void Engine::on_datagram(std::span<const std::uint8_t> bytes, TimeNs now, bool v
       return;
     }
     ++s.counters.cnps_received;
+    if (target->second.paths) target->second.paths->congested(datagram->udp.src_port, now);
     if (target->second.dcqcn) {
       target->second.dcqcn->on_cnp(now);
       s.repace(target->second);

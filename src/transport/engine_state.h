@@ -62,6 +62,13 @@ class EngineState {
   std::uint64_t qpn_state;
 
   std::uint32_t fresh_qpn();
+  // The UDP source port of the datagram being processed: what a multipath
+  // responder echoes in the ACK, NAK or CNP it causes.
+  std::uint16_t arrival_port = 0;
+  std::vector<std::uint32_t> lost_scratch;  // find_lost_paths' list, reused
+  std::uint16_t echoed_port(const transport::QueuePair& qp) const {
+    return qp.multipath.entropy_values != 0 ? arrival_port : 0;
+  }
   void mark_ready(transport::QueuePair& qp);
   // Re-arms the QP's timer entry after its deadlines may have moved earlier;
   // a deadline that moved later is found when the early entry fires.
@@ -126,9 +133,12 @@ class EngineState {
   void on_ack_or_nak(transport::QueuePair& qp, const wire::RocePacket& packet, TimeNs now);
   // Builds the index-th packet of a WQE (a READ: the request from that response on).
   std::size_t send_request_packet(transport::QueuePair& qp, transport::SendWqe& wqe, std::uint32_t index,
-                                  MutableByteSpan out);
-  std::size_t resend_selected(transport::QueuePair& qp, MutableByteSpan out);
-  std::size_t resend_trimmed(transport::QueuePair& qp, MutableByteSpan out);
+                                  MutableByteSpan out, TimeNs now);
+  std::size_t resend_selected(transport::QueuePair& qp, MutableByteSpan out, TimeNs now);
+  std::size_t resend_trimmed(transport::QueuePair& qp, MutableByteSpan out, TimeNs now);
+  // Multipath (multipath.cc): the responder has these PSNs; which are lost.
+  void paths_delivered(transport::QueuePair& qp, std::uint32_t from, std::uint32_t through, TimeNs now);
+  void find_lost_paths(transport::QueuePair& qp, TimeNs now);
   void on_trimmed_nak(transport::QueuePair& qp, std::uint32_t psn);
   void on_selective_nak(transport::QueuePair& qp, std::uint32_t expected, std::uint32_t held, TimeNs now);
 

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "transport/cc/dcqcn.h"
+#include "transport/multipath.h"
 #include "transport/selective_repeat.h"
 
 #include "uroce/engine.h"
@@ -89,6 +90,9 @@ struct ResponderOutput {
   // CNP: where it goes (the peer for RC/UC, the datagram's source for UD).
   AddressVector destination;
   std::uint32_t dest_qp = 0;
+  // Multipath: the source port of the request that caused it (its EV,
+  // echoed); 0: the QP's own port.
+  std::uint16_t source_port = 0;
 };
 
 // A READ or atomic the responder executed, kept to answer duplicates.
@@ -141,6 +145,8 @@ struct QueuePair {
   bool implicit_rewind_done = false;
   std::uint32_t implicit_rewind_psn = 0;
   std::optional<SackScoreboard> sacks;  // selective repeat: what the responder holds
+  MultipathConfig multipath;            // QpInitAttr::multipath
+  std::optional<EntropyPaths> paths;    // multipath: the requester's EVs (from RTS)
 
 
   // Responder.
@@ -187,6 +193,7 @@ struct QueuePair {
     TimeNs deadline = std::min(retransmit_deadline, rnr_resume_at);
     if (pacing_blocked) deadline = std::min(deadline, next_send_time);
     if (dcqcn) deadline = std::min(deadline, dcqcn->next_deadline());
+    if (paths) deadline = std::min(deadline, paths->loss_check_at());
     return deadline;
   }
 };

@@ -47,6 +47,13 @@ Expected<std::uint32_t, std::errc> Engine::create_qp(const QpInitAttr& init) {
   if ((init.recovery == LossRecovery::selective_repeat || init.tail_timeout_ns != 0) && init.qp_type != QpType::rc) {
     return unexpected(std::errc::invalid_argument);
   }
+  const MultipathConfig& multipath = init.multipath;
+  if (multipath.entropy_values != 0 &&
+      (init.recovery != LossRecovery::selective_repeat || multipath.entropy_values > 4096 ||
+       multipath.reorder_window_ns <= 0 || multipath.avoid_ns < 0 || multipath.probe_after_ns <= 0 ||
+       multipath.max_probe_after_ns < multipath.probe_after_ns)) {
+    return unexpected(std::errc::invalid_argument);
+  }
   if (init.srq != 0) {
     auto srq = state_->srqs.find(init.srq);
     if (srq == state_->srqs.end() || srq->second.pd != init.pd || init.qp_type == QpType::uc) {
@@ -64,6 +71,7 @@ Expected<std::uint32_t, std::errc> Engine::create_qp(const QpInitAttr& init) {
   qp.recovery = init.recovery;
   qp.tail_timeout_ns = init.tail_timeout_ns;
   qp.tail_timeout_packets = init.tail_timeout_packets;
+  qp.multipath = init.multipath;
   qp.pd = init.pd;
   qp.send_cq = init.send_cq;
   qp.recv_cq = init.recv_cq;
@@ -148,6 +156,7 @@ std::errc Engine::modify_qp(std::uint32_t qpn, const QpAttr& attr, std::uint32_t
     fresh.recovery = qp.recovery;
     fresh.tail_timeout_ns = qp.tail_timeout_ns;
     fresh.tail_timeout_packets = qp.tail_timeout_packets;
+    fresh.multipath = qp.multipath;
     fresh.pd = qp.pd;
     fresh.send_cq = qp.send_cq;
     fresh.recv_cq = qp.recv_cq;
@@ -173,6 +182,9 @@ std::errc Engine::modify_qp(std::uint32_t qpn, const QpAttr& attr, std::uint32_t
     if (qp.recovery == LossRecovery::selective_repeat) {
       qp.sacks.emplace(state_->config.max_inflight_packets);
       qp.sacks->reset(attr.sq_psn);
+      if (qp.multipath.entropy_values != 0) {
+        qp.paths.emplace(qp.multipath, qp.qpn, state_->config.max_inflight_packets, state_->counters);
+      }
     }
   }
   if (next == QpState::rts && previous == QpState::rtr) {

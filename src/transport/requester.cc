@@ -100,8 +100,8 @@ std::size_t EngineState::requester_transmit(QueuePair& qp, MutableByteSpan out, 
   if (qp.rnr_resume_at != kNever) return 0;
   if (qp.sacks && (!qp.trimmed_resends.empty() || qp.sacks->recovering())) {
     if (paced_out(qp, now)) return 0;
-    std::size_t length = resend_trimmed(qp, out);
-    if (length == 0) length = resend_selected(qp, out);
+    std::size_t length = resend_trimmed(qp, out, now);
+    if (length == 0) length = resend_selected(qp, out, now);
     if (length > 0) {
       account_data_packet(qp, length, now);
       return length;
@@ -141,7 +141,7 @@ std::size_t EngineState::requester_transmit(QueuePair& qp, MutableByteSpan out, 
   }
 
   std::uint32_t index = qp.send_cursor_packet;
-  std::size_t length = send_request_packet(qp, wqe, index, out);
+  std::size_t length = send_request_packet(qp, wqe, index, out, now);
   if (length == 0) return 0;
   // READ and atomic requests are one packet whatever PSNs they reserve.
   bool whole = wqe.is_read_or_atomic() || index + 1 >= wqe.packet_count;
@@ -168,7 +168,7 @@ std::size_t EngineState::requester_transmit(QueuePair& qp, MutableByteSpan out, 
 // Selective repeat: sends the next PSN in the scoreboard's resend range that
 // the responder does not hold. A READ is asked again only from its first
 // missing response; PSNs it merely reserves are skipped.
-std::size_t EngineState::resend_selected(QueuePair& qp, MutableByteSpan out) {
+std::size_t EngineState::resend_selected(QueuePair& qp, MutableByteSpan out, TimeNs now) {
   transport::SackScoreboard& sacks = *qp.sacks;
   std::size_t wqe_index = 0;
   while (sacks.recovering()) {
@@ -201,13 +201,14 @@ std::size_t EngineState::resend_selected(QueuePair& qp, MutableByteSpan out) {
       sacks.advance_to(psn_add(psn, 1));
       if (wqe.done || psn_at_or_before(psn, qp.acked_psn)) continue;
     }
-    std::size_t length = send_request_packet(qp, wqe, index, out);
+    std::size_t length = send_request_packet(qp, wqe, index, out, now);
     if (length > 0) return length;
   }
   return 0;
 }
 
-std::size_t EngineState::send_request_packet(QueuePair& qp, SendWqe& wqe, std::uint32_t index, MutableByteSpan out) {
+std::size_t EngineState::send_request_packet(QueuePair& qp, SendWqe& wqe, std::uint32_t index, MutableByteSpan out,
+                                             TimeNs now) {
   std::uint32_t psn = psn_add(wqe.first_psn, index);
   wire::TransportHeaders headers;
   headers.bth.psn = psn;
@@ -257,10 +258,12 @@ std::size_t EngineState::send_request_packet(QueuePair& qp, SendWqe& wqe, std::u
     if (headers.bth.ack_req) qp.packets_since_ack_request = 0;
   }
 
+  // Multipath: each packet on the next EV (its UDP source port).
+  std::uint16_t port = qp.paths ? qp.paths->send(psn, now, !wqe.is_read_or_atomic()) : qp.udp_source_port;
   auto layout = qp.type == QpType::ud
                     ? begin_packet_to(wqe.ud_destination, wqe.ud_remote_qpn, qp.udp_source_port, headers,
                                       payload_length, out)
-                    : begin_packet(qp, headers, payload_length, out);
+                    : begin_packet_to(qp.attr.ah_attr, qp.attr.dest_qp_num, port, headers, payload_length, out);
   if (!layout) return 0;
   std::uint8_t* payload = &out[layout->payload_offset];
   if (!config.carry_payload) {
@@ -311,6 +314,7 @@ void EngineState::retire_completed(QueuePair& qp) {
 void EngineState::acknowledge_through(QueuePair& qp, std::uint32_t psn, TimeNs now) {
   bool progress = false;
   if (psn_before(qp.acked_psn, psn)) {
+    if (qp.paths) paths_delivered(qp, psn_add(qp.acked_psn, 1), psn, now);
     if (qp.sacks) qp.sacks->forget_before(psn_add(qp.acked_psn, 1), psn_add(psn, 1));
     qp.acked_psn = psn;
     progress = true;
@@ -332,6 +336,7 @@ void EngineState::acknowledge_through(QueuePair& qp, std::uint32_t psn, TimeNs n
   }
   retire_completed(qp);
   if (qp.sacks) qp.sacks->catch_up(unacked_psn(qp));
+  if (qp.paths) find_lost_paths(qp, now);
   if (progress) qp.retries_left = qp.attr.retry_cnt;
   bool outstanding = unacked_psn(qp) != qp.next_psn;
   if (outstanding) {
@@ -374,8 +379,11 @@ void EngineState::on_selective_nak(QueuePair& qp, std::uint32_t expected, std::u
   // Marked first, so the timer acknowledge_through arms counts the held PSN
   // out of those in flight (the tail timeout may then apply).
   if (reported) qp.sacks->mark(held);
+  if (reported && qp.paths) paths_delivered(qp, held, held, now);
   acknowledge_through(qp, psn_add(expected, -1), now);
-  qp.sacks->recover(expected, reported ? held : psn_add(expected, 1));
+  // Multipath: a gap is reordering between paths until the reorder window
+  // says otherwise (acknowledge_through looked); resend nothing on it alone.
+  if (!qp.paths) qp.sacks->recover(expected, reported ? held : psn_add(expected, 1));
   mark_ready(qp);
 }
 
@@ -443,6 +451,7 @@ void EngineState::on_ack_or_nak(QueuePair& qp, const wire::RocePacket& packet, T
       rewind_once(qp, psn);
       return;
     case wire::NakCode::trimmed:
+      if (qp.paths) qp.paths->congested(arrival_port, now);  // the NAK echoes the trimmed packet's EV
       return on_trimmed_nak(qp, psn);
     case wire::NakCode::invalid_request:
       acknowledge_through(qp, previous, now);
@@ -540,6 +549,7 @@ void EngineState::on_atomic_ack(QueuePair& qp, const wire::RocePacket& packet, T
 }
 
 void EngineState::requester_on_timer(QueuePair& qp, TimeNs now) {
+  if (qp.paths && qp.paths->loss_check_at() <= now) find_lost_paths(qp, now);
   if (qp.rnr_resume_at != kNever && qp.rnr_resume_at <= now) {
     qp.rnr_resume_at = kNever;
     qp.retransmit_deadline = kNever;
@@ -555,6 +565,7 @@ void EngineState::requester_on_timer(QueuePair& qp, TimeNs now) {
   qp.implicit_rewind_done = false;
   if (qp.retries_left == 0) return fail_request(qp, oldest, WcStatus::retry_exc_err);
   --qp.retries_left;
+  if (qp.paths) qp.paths->timed_out(oldest, now);
   if (qp.sacks) {
     // Resend everything not reported held, and the oldest PSN even if it was:
     // when only ACKs were lost, that duplicate is what makes the responder

@@ -35,6 +35,7 @@ void EngineState::queue_ack(QueuePair& qp, std::uint32_t psn) {
     if (tail.kind == ResponderOutput::Kind::ack && wire::aeth_ack_type(tail.syndrome) == wire::AckType::ack) {
       tail.psn = psn;
       tail.msn = qp.msn;
+      tail.source_port = echoed_port(qp);
       return;
     }
   }
@@ -43,6 +44,7 @@ void EngineState::queue_ack(QueuePair& qp, std::uint32_t psn) {
   ack.psn = psn;
   ack.syndrome = wire::make_syndrome(wire::AckType::ack, wire::kCreditNoLimit);
   ack.msn = qp.msn;
+  ack.source_port = echoed_port(qp);
   qp.outputs.push_back(ack);
   mark_ready(qp);
 }
@@ -67,6 +69,7 @@ void EngineState::queue_atomic_ack(QueuePair& qp, std::uint32_t psn, std::uint64
   ack.syndrome = wire::make_syndrome(wire::AckType::ack, wire::kCreditNoLimit);
   ack.msn = msn;
   ack.atomic_original = original;
+  ack.source_port = echoed_port(qp);
   qp.outputs.push_back(ack);
   mark_ready(qp);
 }
@@ -79,6 +82,7 @@ void EngineState::queue_nak(QueuePair& qp, std::uint32_t psn, wire::AckType type
   nak.psn = psn;
   nak.syndrome = wire::make_syndrome(type, code);
   nak.msn = msn.value_or(qp.msn);
+  nak.source_port = echoed_port(qp);
   qp.outputs.push_back(nak);
   if (type == wire::AckType::rnr_nak) {
     ++counters.rnr_naks_sent;
@@ -531,7 +535,8 @@ std::size_t EngineState::responder_transmit(QueuePair& qp, MutableByteSpan out, 
       headers.bth.becn = true;
       AddressVector destination = next.destination;
       destination.traffic_class = static_cast<std::uint8_t>(config.congestion.cnp_dscp << 2);
-      auto layout = begin_packet_to(destination, next.dest_qp, qp.udp_source_port, headers, 0, out);
+      auto layout = begin_packet_to(destination, next.dest_qp, next.source_port != 0 ? next.source_port : qp.udp_source_port,
+                                    headers, 0, out);
       qp.outputs.pop_front();
       if (!layout) return 0;
       ++counters.cnps_sent;
@@ -564,7 +569,10 @@ std::size_t EngineState::responder_transmit(QueuePair& qp, MutableByteSpan out, 
       break;
     }
   }
-  auto layout = begin_packet(qp, headers, payload_length, out);
+  // READ responses keep the QP's own port (one path: the requester places
+  // them in order); ACKs and NAKs echo the EV of the request they answer.
+  std::uint16_t port = next.source_port != 0 ? next.source_port : qp.udp_source_port;
+  auto layout = begin_packet_to(qp.attr.ah_attr, qp.attr.dest_qp_num, port, headers, payload_length, out);
   if (!layout) return 0;
   if (payload_length > 0 && config.carry_payload) {
     std::memcpy(&out[layout->payload_offset], payload, payload_length);

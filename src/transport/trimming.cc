@@ -25,6 +25,7 @@ void Engine::on_trimmed(std::span<const std::uint8_t> bytes, TimeNs /*now*/) {
     return;
   }
   const wire::RocePacket& packet = datagram->packet;
+  s.arrival_port = datagram->udp.src_port;
   wire::OpKind kind = packet.op->kind;
   bool request = kind == wire::OpKind::send || kind == wire::OpKind::rdma_write ||
                  kind == wire::OpKind::rdma_read_request || kind == wire::OpKind::compare_swap ||
@@ -71,7 +72,7 @@ void EngineState::on_trimmed_nak(transport::QueuePair& qp, std::uint32_t psn) {
 // Resends the oldest reported trimmed PSN that still needs it: its WQE is
 // found by PSN, as resend_selected finds one. READs and atomics are left to
 // the selective NAKs and timers (a trimmed READ request is rare: it is small).
-std::size_t EngineState::resend_trimmed(transport::QueuePair& qp, MutableByteSpan out) {
+std::size_t EngineState::resend_trimmed(transport::QueuePair& qp, MutableByteSpan out, TimeNs now) {
   while (!qp.trimmed_resends.empty()) {
     std::uint32_t psn = qp.trimmed_resends.front();
     qp.trimmed_resends.erase(qp.trimmed_resends.begin());
@@ -81,7 +82,8 @@ std::size_t EngineState::resend_trimmed(transport::QueuePair& qp, MutableByteSpa
           psn_before(wqe.last_psn(), psn)) {
         continue;
       }
-      std::size_t length = send_request_packet(qp, wqe, static_cast<std::uint32_t>(psn_diff(psn, wqe.first_psn)), out);
+      std::size_t length =
+          send_request_packet(qp, wqe, static_cast<std::uint32_t>(psn_diff(psn, wqe.first_psn)), out, now);
       if (length > 0) return length;  // counted as a retransmission where it was built
     }
   }

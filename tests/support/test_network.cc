@@ -34,6 +34,10 @@ void TestNetwork::send(std::span<const std::uint8_t> datagram) {
   std::uniform_real_distribution<double> coin(0.0, 1.0);
   bool faulty = !faults_.applies_to || faults_.applies_to(datagram);
   int copies = 1;
+  if (faults_.path_down && faults_.path_down(datagram)) {
+    ++stats_.dropped;
+    return;
+  }
   if (faulty && coin(rng_) < faults_.drop) {
     ++stats_.dropped;
     return;
@@ -44,6 +48,7 @@ void TestNetwork::send(std::span<const std::uint8_t> datagram) {
   }
   for (int copy = 0; copy < copies; ++copy) {
     InFlight packet{now_ + faults_.delay_ns, sequence_++, to, {datagram.begin(), datagram.end()}};
+    if (faults_.path_delay_ns) packet.deliver_at += faults_.path_delay_ns(datagram);
     if (faulty && coin(rng_) < faults_.reorder) {
       ++stats_.reordered;
       packet.deliver_at += std::uniform_int_distribution<TimeNs>(1, faults_.extra_delay_ns)(rng_);
@@ -58,6 +63,10 @@ void TestNetwork::send(std::span<const std::uint8_t> datagram) {
       ++stats_.corrupted;
       std::size_t at = std::uniform_int_distribution<std::size_t>(0, packet.bytes.size() - 1)(rng_);
       packet.bytes[at] ^= static_cast<std::uint8_t>(1u << std::uniform_int_distribution<int>(0, 7)(rng_));
+    }
+    if (faulty && copy == 0 && faults_.trim > 0 && coin(rng_) < faults_.trim) {
+      ++stats_.trimmed;
+      packet.trimmed = true;
     }
     in_flight_.push(std::move(packet));
   }
@@ -93,7 +102,11 @@ bool TestNetwork::run_until(const std::function<bool()>& done, TimeNs limit) {
       InFlight packet = in_flight_.top();
       in_flight_.pop();
       ++stats_.delivered;
-      engines_[packet.to]->on_datagram(packet.bytes, now_);
+      if (packet.trimmed) {
+        engines_[packet.to]->on_trimmed(packet.bytes, now_);
+      } else {
+        engines_[packet.to]->on_datagram(packet.bytes, now_);
+      }
     }
     for (const auto& engine : engines_) {
       if (engine->next_deadline() <= now_) engine->on_timer(now_);
@@ -115,6 +128,7 @@ std::pair<Endpoint, Endpoint> connect_rc(Engine& a, Engine& b, const RcOptions& 
     init.qp_type = options.type;
     init.recovery = options.recovery;
     init.tail_timeout_ns = options.tail_timeout_ns;
+    init.multipath = options.multipath;
     init.cap = options.cap;
     auto qpn = engines[i]->create_qp(init);
     if (!qpn) throw std::runtime_error("create_qp failed");

@@ -3,6 +3,7 @@
 // corrupted. Time is virtual and advances to the next delivery or timer.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -20,14 +21,20 @@ struct ChannelFaults {
   double reorder = 0;    // ... held back by extra_delay_ns
   double corrupt = 0;    // ... gets one byte flipped (the ICRC must catch it)
   double ecn_mark = 0;   // ... gets CE in its IPv4 ECN bits, as a congested switch marks it
+  double trim = 0;       // ... arrives trimmed (Engine::on_trimmed), as a switch cuts a payload off
   TimeNs delay_ns = 1000;
   TimeNs extra_delay_ns = 20'000;
   // Only datagrams for which this returns true are subject to faults (all if empty).
   std::function<bool(std::span<const std::uint8_t>)> applies_to;
+  // Paths: a datagram's extra delay (by its UDP source port, say), and
+  // whether its path is down (it is lost). Applied to every datagram.
+  std::function<TimeNs(std::span<const std::uint8_t>)> path_delay_ns;
+  std::function<bool(std::span<const std::uint8_t>)> path_down;
 };
 
 struct NetworkStats {
-  std::uint64_t delivered = 0, dropped = 0, duplicated = 0, reordered = 0, corrupted = 0, ecn_marked = 0;
+  std::uint64_t delivered = 0, dropped = 0, duplicated = 0, reordered = 0, corrupted = 0, ecn_marked = 0,
+                trimmed = 0;
 };
 
 class TestNetwork {
@@ -44,6 +51,11 @@ class TestNetwork {
   // Moves datagrams and fires timers until done() holds or virtual time passes
   // limit; returns done(). done() is checked after every step.
   bool run_until(const std::function<bool()>& done, TimeNs limit);
+  // Runs everything due until time, then lets the clock reach it.
+  void idle_until(TimeNs time) {
+    run_until([] { return false; }, time);
+    now_ = std::max(now_, time);
+  }
 
  private:
   struct InFlight {
@@ -51,6 +63,7 @@ class TestNetwork {
     std::uint64_t sequence;
     std::size_t to;
     std::vector<std::uint8_t> bytes;
+    bool trimmed = false;
     bool operator>(const InFlight& other) const {
       return deliver_at != other.deliver_at ? deliver_at > other.deliver_at : sequence > other.sequence;
     }
@@ -74,6 +87,7 @@ struct RcOptions {
   PathMtu mtu = PathMtu::mtu1024;
   std::uint8_t timeout = 14;
   TimeNs tail_timeout_ns = 0;  // QpInitAttr::tail_timeout_ns
+  MultipathConfig multipath;   // QpInitAttr::multipath
   std::uint8_t retry_cnt = 7;
   std::uint8_t rnr_retry = 7;
   std::uint8_t min_rnr_timer = 1;

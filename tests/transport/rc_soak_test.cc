@@ -10,6 +10,7 @@
 #include <random>
 #include <string>
 
+#include "common/bytes.h"
 #include "tests/support/mixed_traffic.h"
 #include "tests/support/test_network.h"
 
@@ -25,6 +26,7 @@ struct SoakSetup {
   ChannelFaults faults;
   LossRecovery recovery = LossRecovery::go_back_n;
   CongestionConfig congestion;
+  MultipathConfig multipath;
   std::uint64_t default_wrs = 4000;
 };
 
@@ -38,6 +40,7 @@ void run_soak(const SoakSetup& setup) {
   Engine& b = network.add_engine(setup.congestion);
   RcOptions options;
   options.recovery = setup.recovery;
+  options.multipath = setup.multipath;
   options.sq_psn = options.rq_psn = 0xFFFF00;  // pairs start near the 2^24 wrap
   MixedTraffic traffic(seed, a, b, 4, options);
   ASSERT_TRUE(network.run_until([&] { return traffic.pump(wrs); }, TimeNs{3600} * 1'000'000'000))
@@ -51,7 +54,13 @@ void run_soak(const SoakSetup& setup) {
   const EngineCounters& y = b.counters();
   std::cout << "  retransmitted " << x.retransmitted_packets + y.retransmitted_packets << ", timeouts "
             << x.timeouts + y.timeouts << ", held out of order " << x.held_out_of_order + y.held_out_of_order
-            << ", CNPs " << x.cnps_sent + y.cnps_sent << "\n";
+            << ", CNPs " << x.cnps_sent + y.cnps_sent << ", trimmed " << stats.trimmed << "\n";
+  if (setup.multipath.entropy_values != 0) {
+    std::cout << "  multipath: lost " << x.paths_lost + y.paths_lost << ", EVs retired "
+              << x.paths_retired + y.paths_retired << ", probes " << x.paths_probes + y.paths_probes << ", restored "
+              << x.paths_restored + y.paths_restored << ", congested " << x.paths_congested + y.paths_congested
+              << "\n";
+  }
 }
 
 ChannelFaults lossy() {
@@ -86,6 +95,21 @@ TEST(RcSoak, DcqcnPacingUnderLossAndEcnMarks) {
   setup.faults.ecn_mark = 0.2;
   setup.congestion.reaction_point = true;
   setup.congestion.dcqcn.line_rate_bps = 25e9;
+  run_soak(setup);
+}
+
+// Multipath: every WR type sprayed over 32 EVs whose paths differ in delay
+// by up to 35 us, with loss, duplication, reordering, corruption and
+// trimming on top. Random loss retires EVs and probes bring them back.
+TEST(RcSoak, MultipathUnderLossReorderingTrimmingAndPathDelays) {
+  SoakSetup setup = lossy_setup(LossRecovery::selective_repeat, 6000);
+  setup.faults.drop = 0.02;
+  setup.faults.trim = 0.02;
+  setup.faults.path_delay_ns = [](std::span<const std::uint8_t> datagram) {
+    return static_cast<TimeNs>(load_be16(&datagram[20]) % 8) * 5'000;  // by UDP source port
+  };
+  setup.multipath.entropy_values = 32;
+  setup.multipath.probe_after_ns = 200'000;
   run_soak(setup);
 }
 

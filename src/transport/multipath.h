@@ -1,0 +1,138 @@
+// Multipath RC (after MRC): a requester sprays its data packets over a set
+// of entropy values (EVs), each a UDP source port and so, under ECMP, a
+// path of its own; the responder echoes in each ACK, NAK and CNP the EV of
+// the packet that caused it. EntropyPaths is the requester's side: which EV
+// the next packet takes, which EV each PSN in flight went on and when, which
+// of them are lost (RACK's rule: a packet is lost once a packet sent after
+// it, on whatever path, has been delivered and an RTT plus the reorder
+// window has passed since it was sent; reordering between paths within the
+// window is not loss), and the health of each EV: retired at once when a packet
+// on it is lost (a failed path), tried again with one packet after a
+// backoff (a probe), skipped for a while after congestion was reported on
+// it (a CNP or a trimmed packet).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "transport/psn.h"
+#include "uroce/engine.h"
+
+namespace uroce::transport {
+
+class EntropyPaths {
+ public:
+  // window: the most PSNs in flight (the engine's max_inflight_packets);
+  // counters: the engine's, whose paths_* fields it counts in.
+  EntropyPaths(const MultipathConfig& config, std::uint32_t qpn, std::uint32_t window, EngineCounters& counters);
+
+  std::size_t size() const { return evs_.size(); }
+  std::uint16_t port(std::size_t ev) const;
+  // The EV whose port this is, if it is one of ours.
+  std::optional<std::size_t> ev_of_port(std::uint16_t port) const;
+
+  // The port for the next packet (round robin over the usable EVs), recorded
+  // as psn's, sent at now. A resent PSN gets a new record. READ and atomic
+  // requests are not tracked (track = false): their answer comes after the
+  // responder's work, not one trip later, so their delay says nothing of
+  // the path.
+  std::uint16_t send(std::uint32_t psn, TimeNs now, bool track = true);
+
+  // The responder has psn (acknowledged, or reported held), known at now.
+  void delivered(std::uint32_t psn, TimeNs now);
+  // Congestion reported on the EV with this port.
+  void congested(std::uint16_t port, TimeNs now);
+  // PSNs now known lost, in [first_unacked, highest_sent], each once per
+  // transmission: `has(psn)` says whether the responder has it. Retires
+  // their EVs.
+  template <typename Has>
+  void find_lost(std::uint32_t first_unacked, std::uint32_t highest_sent, TimeNs now, Has has,
+                 std::vector<std::uint32_t>& lost);
+  // A retransmission timeout: psn's packet was lost (its EV is retired).
+  void timed_out(std::uint32_t psn, TimeNs now);
+  // When find_lost should look again (a packet's window runs out then), or kNever.
+  TimeNs loss_check_at() const { return loss_check_at_; }
+  void clear();
+
+  std::size_t usable() const;
+
+ private:
+  enum class Health : std::uint8_t { good, retired, probing };
+  struct Ev {
+    Health health = Health::good;
+    TimeNs avoid_until = 0;
+    TimeNs probe_at = 0;
+    std::uint32_t failures = 0;  // retirements in a row: the probe backoff's exponent
+  };
+  struct Sent {
+    bool valid = false;
+    bool done = false;    // delivered, or declared lost
+    bool resent = false;  // judged through resent_, not the in-order scan
+    std::uint32_t psn = 0;
+    std::uint16_t ev = 0;
+    TimeNs at = 0;
+    std::uint64_t order = 0;  // send order: "sent after" even at one instant
+  };
+  Sent& record(std::uint32_t psn) { return sent_[psn % sent_.size()]; }
+  void retire(std::size_t ev, TimeNs now);
+  bool lost_now(Sent& sent, TimeNs now);
+  // Whether sent is lost now (true), cannot be yet (false; the time it can
+  // is noted in loss_check_at_), judged only when something sent after it
+  // was delivered.
+  bool judge(const Sent& sent, TimeNs now);
+
+  MultipathConfig config_;
+  std::uint16_t base_ = 0;
+  std::vector<Ev> evs_;
+  std::size_t next_ = 0;
+  std::vector<Sent> sent_;
+  std::uint64_t sent_count_ = 0;
+  std::uint64_t latest_delivered_order_ = 0;  // send order of the newest packet known delivered, + 1
+  TimeNs rtt_ = 0;                            // that packet's round trip
+  TimeNs loss_check_at_ = kNever;
+  std::uint32_t scan_psn_ = 0;       // first PSN the in-order scan has not judged
+  bool scan_started_ = false;
+  std::vector<std::uint32_t> resent_;  // resent PSNs, judged apart from the scan
+  EngineCounters* counters_;
+};
+
+template <typename Has>
+void EntropyPaths::find_lost(std::uint32_t first_unacked, std::uint32_t highest_sent, TimeNs now, Has has,
+                             std::vector<std::uint32_t>& lost) {
+  loss_check_at_ = kNever;
+  if (latest_delivered_order_ == 0) return;
+  if (!scan_started_ || psn_before(scan_psn_, first_unacked)) scan_psn_ = first_unacked;
+  scan_started_ = true;
+  // First transmissions leave in PSN order, so their send order rises with
+  // the PSN: the scan stops at the first one it cannot judge yet.
+  while (!psn_before(highest_sent, scan_psn_)) {
+    Sent& sent = record(scan_psn_);
+    if (sent.valid && sent.psn == scan_psn_ && !sent.done && !sent.resent) {
+      if (has(scan_psn_)) {
+        sent.done = true;
+      } else if (judge(sent, now)) {
+        if (lost_now(sent, now)) lost.push_back(scan_psn_);
+      } else {
+        break;
+      }
+    }
+    scan_psn_ = psn_add(scan_psn_, 1);
+  }
+  for (std::size_t i = 0; i < resent_.size();) {
+    Sent& sent = record(resent_[i]);
+    bool judged = !sent.valid || sent.psn != resent_[i] || sent.done || has(resent_[i]);
+    if (!judged && judge(sent, now)) {
+      if (lost_now(sent, now)) lost.push_back(resent_[i]);
+      judged = true;
+    }
+    if (judged) {
+      resent_[i] = resent_.back();
+      resent_.pop_back();
+    } else {
+      ++i;
+    }
+  }
+}
+
+}  // namespace uroce::transport

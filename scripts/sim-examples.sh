@@ -52,6 +52,8 @@ run link-failure-none link_failure.toml '/^\[\[failures\]\]/,/^at_us/d'
 run allreduce-link-failure allreduce_link_failure.toml
 run allreduce-link-failure-slow allreduce_link_failure.toml 's/^reconverge_us = 2000/reconverge_us = 5000/'
 run allreduce-link-failure-too-slow allreduce_link_failure.toml 's/^reconverge_us = 2000/reconverge_us = 20000/'
+run allreduce-link-failure-mrc allreduce_link_failure_mrc.toml
+run allreduce-link-failure-mrc-never-converges allreduce_link_failure_mrc.toml 's/^reconverge_us = 2000/reconverge_us = 1000000/'
 run collectives-halving-doubling-ecmp collectives.toml
 run collectives-halving-doubling-spray collectives.toml 's/^pfc = true/pfc = true\nforwarding = "spray"/'
 run collectives-ring-ecmp collectives.toml 's/^algorithm = "halving_doubling"/algorithm = "ring"/'

@@ -185,6 +185,10 @@ struct MultipathConfig {
   TimeNs avoid_ns = 20'000;               // an EV with congestion reported is skipped this long
   TimeNs probe_after_ns = 500'000;        // a retired EV is tried again after this, doubling per failure
   TimeNs max_probe_after_ns = 32'000'000;
+  // AckReq at least every this many packets: each ACK returns on the path of
+  // the EV it echoes, so one ACK per 64 packets (the engine's default) would
+  // leave a burst's only ACK to a single path.
+  std::uint32_t ack_every_packets = 4;
 };
 
 struct QpInitAttr {

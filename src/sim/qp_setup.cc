@@ -16,6 +16,7 @@ std::uint32_t create_qp(HostNode& host, const TransportSpec& transport, std::uin
   init.recovery = transport.recovery;
   init.tail_timeout_ns = transport.tail_timeout_ns;
   init.tail_timeout_packets = transport.tail_timeout_packets;
+  init.multipath = transport.multipath;
   auto qpn = host.engine().create_qp(init);
   if (!qpn) throw std::runtime_error("simulated host " + std::to_string(host.id()) + ": create_qp refused");
   return *qpn;

@@ -70,6 +70,7 @@ struct TransportSpec {
   TimeNs tail_timeout_ns = 0;  // QpInitAttr::tail_timeout_ns (IRN's RTO_low); 0: off
   std::uint32_t tail_timeout_packets = 3;
   std::uint8_t data_dscp = 26;  // priority 3 (DSCP >> 3); CNPs use CongestionConfig::cnp_dscp
+  MultipathConfig multipath;    // QpInitAttr::multipath: MRC-style spraying; off by default
 };
 
 struct Scenario {

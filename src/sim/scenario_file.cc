@@ -176,7 +176,8 @@ void transport_from(const toml::table& table, Scenario& scenario) {
   const char* where = "transport";
   only_keys(table, where,
             {"mtu", "recovery", "timeout", "retry_cnt", "data_dscp", "window_packets", "tail_timeout_us",
-             "tail_timeout_packets", "ack_every_packet"});
+             "tail_timeout_packets", "ack_every_packet", "multipath_evs", "multipath_reorder_window_us",
+             "multipath_avoid_us", "multipath_probe_us"});
   TransportSpec& transport = scenario.transport;
   auto mtu = number<std::uint32_t>(table, where, "mtu", 4096, 256, 4096);
   switch (mtu) {
@@ -200,6 +201,19 @@ void transport_from(const toml::table& table, Scenario& scenario) {
   transport.tail_timeout_packets =
       number<std::uint32_t>(table, where, "tail_timeout_packets", transport.tail_timeout_packets, 1, 1 << 20);
   transport.data_dscp = number<std::uint8_t>(table, where, "data_dscp", transport.data_dscp, 0, 63);
+  // Multipath (MRC-style): each QP sprays over this many EVs.
+  MultipathConfig& multipath = transport.multipath;
+  multipath.entropy_values = number<std::uint16_t>(table, where, "multipath_evs", 0, 0, 4096);
+  auto microseconds_key = [&](const char* key, TimeNs fallback) {
+    return static_cast<TimeNs>(number<double>(table, where, key, static_cast<double>(fallback) / 1000, 0.001, 1e6) * 1000);
+  };
+  multipath.reorder_window_ns = microseconds_key("multipath_reorder_window_us", multipath.reorder_window_ns);
+  multipath.avoid_ns = microseconds_key("multipath_avoid_us", multipath.avoid_ns);
+  multipath.probe_after_ns = microseconds_key("multipath_probe_us", multipath.probe_after_ns);
+  multipath.max_probe_after_ns = std::max(multipath.max_probe_after_ns, multipath.probe_after_ns);
+  if (multipath.entropy_values != 0 && transport.recovery != LossRecovery::selective_repeat) {
+    throw ScenarioError("transport.multipath_evs needs recovery = \"selective_repeat\"");
+  }
   scenario.engine.max_inflight_packets =
       number<std::uint32_t>(table, where, "window_packets", scenario.engine.max_inflight_packets, 1, 1 << 20);
   // Every data packet asks for an ACK (AckReq), as IRN and HPCC's simulator acknowledge.

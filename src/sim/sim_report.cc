@@ -111,6 +111,13 @@ nlohmann::ordered_json summary_json(const Scenario& scenario, const SimResult& r
             {"retransmitted_packets", result.retransmitted_packets},
             {"timeouts", result.timeouts},
             {"peak_switch_buffer_bytes", result.peak_switch_buffer_bytes}}}};
+  if (scenario.transport.multipath.entropy_values != 0) {
+    summary["multipath"] = {{"evs_per_qp", scenario.transport.multipath.entropy_values},
+                            {"lost", result.paths_lost},
+                            {"evs_retired", result.paths_retired},
+                            {"probes", result.paths_probes},
+                            {"evs_restored", result.paths_restored}};
+  }
   if (scenario.collective) summary["collective"] = collective_json(*scenario.collective, result);
   if (auto shares = fairness(result)) {
     summary["fairness"] = {{"jain_index", shares->jain},

@@ -228,6 +228,10 @@ SimResult run_simulation(const Scenario& scenario, const std::function<void(doub
   for (std::uint32_t h = 0; h < fabric.host_count(); ++h) {
     const EngineCounters& counters = fabric.host(h).engine().counters();
     result.retransmitted_packets += counters.retransmitted_packets;
+    result.paths_lost += counters.paths_lost;
+    result.paths_retired += counters.paths_retired;
+    result.paths_probes += counters.paths_probes;
+    result.paths_restored += counters.paths_restored;
     result.cnps += counters.cnps_sent;
     result.timeouts += counters.timeouts;
   }

@@ -32,6 +32,8 @@ struct SimResult {
   std::uint32_t failed_flows = 0;  // completed with an error (retries exhausted...)
   FabricCounters fabric;
   std::uint64_t retransmitted_packets = 0;
+  // Multipath QPs (EngineCounters::paths_*), summed over hosts.
+  std::uint64_t paths_lost = 0, paths_retired = 0, paths_probes = 0, paths_restored = 0;
   std::uint64_t cnps = 0;
   std::uint64_t timeouts = 0;
   std::uint64_t peak_switch_buffer_bytes = 0;

@@ -45,7 +45,10 @@ std::size_t EntropyPaths::usable() const {
       std::count_if(evs_.begin(), evs_.end(), [](const Ev& ev) { return ev.health != Health::retired; }));
 }
 
-std::uint16_t EntropyPaths::send(std::uint32_t psn, TimeNs now, bool track) {
+std::uint16_t EntropyPaths::send(std::uint32_t psn, TimeNs now, bool track, bool may_probe) {
+  Sent& sent = record(psn);
+  bool again = sent.valid && sent.psn == psn;
+  may_probe = may_probe && !again;
   // Round robin from where the last packet left off. A retired EV whose probe
   // time has come is taken once, as a probe; an avoided one is passed over.
   // When every EV is retired or avoided, the one due soonest serves anyway:
@@ -56,7 +59,7 @@ std::uint16_t EntropyPaths::send(std::uint32_t psn, TimeNs now, bool track) {
     std::size_t i = (next_ + step) % evs_.size();
     Ev& ev = evs_[i];
     if (ev.health == Health::retired) {
-      if (ev.probe_at <= now) {
+      if (may_probe && ev.probe_at <= now) {
         ev.health = Health::probing;
         ++counters_->paths_probes;
         chosen = i;
@@ -76,8 +79,6 @@ std::uint16_t EntropyPaths::send(std::uint32_t psn, TimeNs now, bool track) {
   }
   if (chosen == evs_.size()) chosen = fallback;
   next_ = (chosen + 1) % evs_.size();
-  Sent& sent = record(psn);
-  bool again = sent.valid && sent.psn == psn;
   if (!track) {
     sent.valid = false;
   } else {

@@ -36,8 +36,9 @@ class EntropyPaths {
   // as psn's, sent at now. A resent PSN gets a new record. READ and atomic
   // requests are not tracked (track = false): their answer comes after the
   // responder's work, not one trip later, so their delay says nothing of
-  // the path.
-  std::uint16_t send(std::uint32_t psn, TimeNs now, bool track = true);
+  // the path. A probe goes only where may_probe: never a resend, nor a
+  // packet with nothing behind it (its loss would wait for the timer).
+  std::uint16_t send(std::uint32_t psn, TimeNs now, bool track = true, bool may_probe = true);
 
   // The responder has psn (acknowledged, or reported held), known at now.
   void delivered(std::uint32_t psn, TimeNs now);

@@ -51,7 +51,7 @@ Expected<std::uint32_t, std::errc> Engine::create_qp(const QpInitAttr& init) {
   if (multipath.entropy_values != 0 &&
       (init.recovery != LossRecovery::selective_repeat || multipath.entropy_values > 4096 ||
        multipath.reorder_window_ns <= 0 || multipath.avoid_ns < 0 || multipath.probe_after_ns <= 0 ||
-       multipath.max_probe_after_ns < multipath.probe_after_ns)) {
+       multipath.max_probe_after_ns < multipath.probe_after_ns || multipath.ack_every_packets == 0)) {
     return unexpected(std::errc::invalid_argument);
   }
   if (init.srq != 0) {

@@ -254,12 +254,18 @@ std::size_t EngineState::send_request_packet(QueuePair& qp, SendWqe& wqe, std::u
   }
   if (qp.type == QpType::rc) {  // UC has no acknowledgements to ask for
     ++qp.packets_since_ack_request;
-    headers.bth.ack_req = last_packet || qp.packets_since_ack_request >= config.ack_request_interval;
+    std::uint32_t interval = qp.paths ? std::min(config.ack_request_interval, qp.multipath.ack_every_packets)
+                                      : config.ack_request_interval;
+    headers.bth.ack_req = last_packet || qp.packets_since_ack_request >= interval;
     if (headers.bth.ack_req) qp.packets_since_ack_request = 0;
   }
 
   // Multipath: each packet on the next EV (its UDP source port).
-  std::uint16_t port = qp.paths ? qp.paths->send(psn, now, !wqe.is_read_or_atomic()) : qp.udp_source_port;
+  std::uint16_t port = qp.udp_source_port;
+  if (qp.paths) {
+    bool more_behind = !last_packet || &wqe != &qp.send_queue.back();
+    port = qp.paths->send(psn, now, !wqe.is_read_or_atomic(), more_behind);
+  }
   auto layout = qp.type == QpType::ud
                     ? begin_packet_to(wqe.ud_destination, wqe.ud_remote_qpn, qp.udp_source_port, headers,
                                       payload_length, out)

@@ -46,9 +46,11 @@ struct Harness {
   testing::Endpoint a, b;        // RC, with work in flight
   testing::Endpoint uc_a, uc_b;  // UC
   testing::Endpoint sr_a, sr_b;  // RC with selective repeat and a tail timeout, with work in flight
+  testing::Endpoint mp_a, mp_b;  // RC with multipath (8 EVs), with work in flight
   std::uint32_t ud_b = 0;        // a UD QP on B
   GuardedRegion a_local{4096}, b_remote{4096}, b_recv{2048};
   GuardedRegion sr_local{4096}, sr_remote{4096};
+  GuardedRegion mp_local{4096}, mp_remote{4096};
   MrKeys a_keys, b_keys, b_recv_keys;
 
   Harness() {
@@ -62,6 +64,9 @@ struct Harness {
     options.recovery = LossRecovery::selective_repeat;
     options.tail_timeout_ns = 100'000;  // and IRN's short timeout for tail losses
     std::tie(sr_a, sr_b) = testing::connect_rc(engine_a, engine_b, options);
+    options.multipath.entropy_values = 8;
+    std::tie(mp_a, mp_b) = testing::connect_rc(engine_a, engine_b, options);
+    options.multipath.entropy_values = 0;
     options.recovery = LossRecovery::go_back_n;
     options.tail_timeout_ns = 0;
     options.type = QpType::uc;
@@ -118,6 +123,16 @@ struct Harness {
     read.rdma = write.rdma;
     engine_a.post_send(sr_a.qpn, write);
     engine_a.post_send(sr_a.qpn, read);
+
+    MrKeys mp_local_keys = *engine_a.reg_mr(mp_a.pd, mp_local.data(), mp_local.size(), kAll);
+    MrKeys mp_remote_keys = *engine_b.reg_mr(mp_b.pd, mp_remote.data(), mp_remote.size(), kAll);
+    Sge mp_sge{reinterpret_cast<std::uintptr_t>(mp_local.data()), 3000, mp_local_keys.lkey};
+    write.sg_list = {&mp_sge, 1};
+    write.rdma = {reinterpret_cast<std::uintptr_t>(mp_remote.data()), mp_remote_keys.rkey};
+    read.sg_list = {&mp_sge, 1};
+    read.rdma = write.rdma;
+    engine_a.post_send(mp_a.qpn, write);
+    engine_a.post_send(mp_a.qpn, read);
   }
 
   // Wraps transport bytes (BTH onwards, ICRC appended here) into a datagram
@@ -143,7 +158,8 @@ struct Harness {
 
   bool intact() const {
     return a_local.guards_intact() && b_remote.guards_intact() && b_recv.guards_intact() &&
-           sr_local.guards_intact() && sr_remote.guards_intact();
+           sr_local.guards_intact() && sr_remote.guards_intact() && mp_local.guards_intact() &&
+           mp_remote.guards_intact();
   }
 };
 
@@ -165,12 +181,13 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     Engine& to = to_a ? *h.a.engine : *h.b.engine;
     Engine& from = to_a ? *h.b.engine : *h.a.engine;
     if ((flags & 2) && transport.size() >= 8) {
-      // Bits 6-7 pick the QP: RC (0), UC (1), UD on B (2) or selective-repeat RC (3).
+      // Bits 6-7 pick the QP: RC (0), UC (1), UD on B or multipath RC on A (2),
+      // or selective-repeat RC (3).
       std::uint32_t qp_choice = flags >> 6;
       std::uint32_t qpn = to_a ? h.a.qpn : h.b.qpn;
       if (qp_choice == 1) qpn = to_a ? h.uc_a.qpn : h.uc_b.qpn;
       if (qp_choice == 3) qpn = to_a ? h.sr_a.qpn : h.sr_b.qpn;
-      if (qp_choice == 2 && !to_a) qpn = h.ud_b;
+      if (qp_choice == 2) qpn = to_a ? h.mp_a.qpn : h.ud_b;
       store_be24(&transport[5], qpn);
     }
     if (flags & 4) {

@@ -459,6 +459,32 @@ TEST(Examples, MultipathRoutesAroundAFailedLinkWithinMicroseconds) {
   EXPECT_TRUE(run_simulation(single_path).collective_failed);
 }
 
+// A permutation on a k = 8 fat-tree: ECMP's hash collisions make the tail;
+// switch spraying evens the load but IRN-style selective repeat resends the
+// packets that arrive late; host spraying over EVs with a reorder window
+// has the shortest tail and resends nothing.
+TEST(Examples, SprayingAPermutationShortensTheTailAndMultipathResendsNothing) {
+  Scenario ecmp = example("permutation_spraying.toml");
+  Scenario switch_spray = ecmp;
+  switch_spray.switches.forwarding = Forwarding::spray;
+  switch_spray.transport.recovery = LossRecovery::selective_repeat;
+  Scenario multipath = ecmp;
+  multipath.transport.recovery = LossRecovery::selective_repeat;
+  multipath.transport.multipath.entropy_values = 128;
+  SimResult hashed = run_simulation(ecmp);
+  SimResult sprayed = run_simulation(switch_spray);
+  SimResult evs = run_simulation(multipath);
+  for (const SimResult* result : {&hashed, &sprayed, &evs}) ASSERT_EQ(finished(*result), 128u);
+  EXPECT_LT(p99(sprayed), p99(hashed));
+  EXPECT_LT(p99(evs), p99(sprayed));
+  EXPECT_LT(p99(evs) * 3, p99(hashed) * 2);  // at least a third shorter than ECMP's tail
+  EXPECT_EQ(hashed.retransmitted_packets, 0u);
+  EXPECT_GT(sprayed.retransmitted_packets, 1000u);  // late, not lost: nothing was dropped
+  EXPECT_EQ(sprayed.fabric.drops, 0u);
+  EXPECT_EQ(evs.retransmitted_packets, 0u);
+  EXPECT_EQ(evs.paths_lost, 0u);
+}
+
 // A scenario cannot ask for multipath without selective repeat.
 TEST(Examples, MultipathNeedsSelectiveRepeat) {
   std::string text = "[transport]\nmultipath_evs = 16\n[topology]\nkind = \"leaf_spine\"\n";

@@ -1,6 +1,7 @@
 // Building the fabric and its routing tables.
 #include "sim/fabric.h"
 
+#include <algorithm>
 #include <map>
 #include <memory>
 
@@ -16,20 +17,28 @@ Fabric::Fabric(SimWorld& world, const Topology& topology, const SwitchConfig& sw
     switches_.push_back(std::make_unique<SwitchNode>(world, switch_config, s, splitmix64(seeds)));
   }
   switch_ports_.resize(topology.switches);
-  std::vector<LinkSpec> host_links(topology.hosts);
+  // A host's ports, in the order of its links (one per plane).
+  std::vector<std::vector<LinkSpec>> host_links(topology.hosts);
+  host_ports_.resize(topology.hosts);
   for (const TopologyEdge& edge : topology.edges) {
-    if (edge.a.is_host) host_links[edge.a.index] = edge.link;
-    if (edge.b.is_host) host_links[edge.b.index] = edge.link;
+    if (edge.a.is_host) host_links[edge.a.index].push_back(edge.link);
+    if (edge.b.is_host) host_links[edge.b.index].push_back(edge.link);
   }
   for (std::uint32_t h = 0; h < topology.hosts; ++h) {
     EngineConfig config = engine_config;
     config.seed = splitmix64(seeds);
-    config.congestion.dcqcn.line_rate_bps = static_cast<double>(host_links[h].rate_bps);
+    double line_rate = 0;  // a QP may spread over every port
+    for (const LinkSpec& link : host_links[h]) line_rate += static_cast<double>(link.rate_bps);
+    config.congestion.dcqcn.line_rate_bps = line_rate;
     hosts_.push_back(std::make_unique<HostNode>(world, h, config, host_links[h]));
   }
   for (const TopologyEdge& edge : topology.edges) {
     auto port_of = [&](const NodeRef& end, const NodeRef& other) -> std::pair<Transmitter*, std::uint16_t> {
-      if (end.is_host) return {&hosts_[end.index]->transmitter(), 0};
+      if (end.is_host) {
+        auto port = static_cast<std::uint16_t>(host_ports_[end.index].size());
+        host_ports_[end.index].push_back(other.index);
+        return {&hosts_[end.index]->transmitter(port), port};
+      }
       std::uint16_t port = switches_[end.index]->add_port(edge.link);
       switch_ports_[end.index].push_back({port, other});
       return {&switches_[end.index]->transmitter(port), port};
@@ -52,25 +61,29 @@ Fabric::Fabric(SimWorld& world, const Topology& topology, const SwitchConfig& sw
 // switch's distances, so one breadth-first search runs per switch that has
 // hosts, and each switch interns its distinct sets of equal-cost ports and
 // keeps one entry per such target switch. A switch's own hosts and static
-// routes are per-host overrides.
+// routes are per-host overrides. In a multi-plane fabric each plane routes
+// to a host through that host's switch in the plane.
 void Fabric::build_routes(const Topology& topology) {
   std::uint32_t switches = topology.switches;
-  std::vector<std::uint32_t> attached_to(topology.hosts);
-  std::vector<std::uint16_t> attached_port(topology.hosts);
-  std::vector<std::vector<std::uint32_t>> hosts_under(switches);
+  std::vector<std::uint32_t> plane = switch_planes(topology);
+  std::uint32_t planes = *std::max_element(plane.begin(), plane.end()) + 1;
+  std::vector<std::vector<std::uint32_t>> attached_to(planes, std::vector<std::uint32_t>(topology.hosts, 0));
+  std::vector<bool> has_hosts(switches, false);
   for (std::uint32_t s = 0; s < switches; ++s) {
     for (const Neighbour& n : switch_ports_[s]) {
       if (!n.node.is_host) continue;
-      attached_to[n.node.index] = s;
-      attached_port[n.node.index] = n.port;
-      hosts_under[s].push_back(n.node.index);
+      attached_to[plane[s]][n.node.index] = s;
+      has_hosts[s] = true;
     }
   }
-  auto switch_of_host = std::make_shared<const std::vector<std::uint32_t>>(attached_to);
+  std::vector<std::shared_ptr<const std::vector<std::uint32_t>>> switch_of_host;
+  for (auto& attachments : attached_to) {
+    switch_of_host.push_back(std::make_shared<const std::vector<std::uint32_t>>(std::move(attachments)));
+  }
   std::vector<SwitchNode::Routes> routes(switches);
-  for (SwitchNode::Routes& table : routes) {
-    table.switch_of_host = switch_of_host;
-    table.group_of_switch.assign(switches, 0);
+  for (std::uint32_t s = 0; s < switches; ++s) {
+    routes[s].switch_of_host = switch_of_host[plane[s]];
+    routes[s].group_of_switch.assign(switches, 0);
   }
   std::vector<std::map<std::vector<std::uint16_t>, std::uint32_t>> interned(switches);
   auto intern = [&](std::uint32_t s, std::vector<std::uint16_t> ports) {
@@ -83,7 +96,7 @@ void Fabric::build_routes(const Topology& topology) {
   std::vector<std::uint32_t> distance(switches);
   std::vector<std::uint32_t> frontier, next;
   for (std::uint32_t target = 0; target < switches; ++target) {
-    if (hosts_under[target].empty()) continue;
+    if (!has_hosts[target]) continue;
     std::fill(distance.begin(), distance.end(), kUnreached);
     distance[target] = 0;
     frontier.assign(1, target);
@@ -100,9 +113,12 @@ void Fabric::build_routes(const Topology& topology) {
     }
     for (std::uint32_t s = 0; s < switches; ++s) {
       if (s == target) {
-        for (std::uint32_t h : hosts_under[s]) routes[s].host_overrides[h] = intern(s, {attached_port[h]});
+        for (const Neighbour& n : switch_ports_[s]) {
+          if (n.node.is_host) routes[s].host_overrides[n.node.index] = intern(s, {n.port});
+        }
         continue;
       }
+      if (plane[s] != plane[target]) continue;
       std::vector<std::uint16_t> ports;
       for (const Neighbour& n : switch_ports_[s]) {
         if (n.node.is_host || !link_up(s, n.port) || distance[s] == kUnreached) continue;
@@ -124,10 +140,10 @@ void Fabric::build_routes(const Topology& topology) {
 Transmitter* Fabric::transmitter_between(NodeRef from, NodeRef to) {
   if (from.is_host) {
     if (from.index >= hosts_.size() || to.is_host || to.index >= switches_.size()) return nullptr;
-    for (const Neighbour& n : switch_ports_[to.index]) {
-      if (n.node == from) return &hosts_[from.index]->transmitter();
-    }
-    return nullptr;
+    const std::vector<std::uint32_t>& ports = host_ports_[from.index];
+    auto it = std::find(ports.begin(), ports.end(), to.index);
+    if (it == ports.end()) return nullptr;
+    return &hosts_[from.index]->transmitter(static_cast<std::uint16_t>(it - ports.begin()));
   }
   if (from.index >= switches_.size()) return nullptr;
   for (const Neighbour& n : switch_ports_[from.index]) {
@@ -151,7 +167,7 @@ bool Fabric::set_link_down(NodeRef a, NodeRef b, bool down, SimTime now) {
       }
     }
   }
-  if (found && b.is_host) hosts_[b.index]->transmitter().set_down(down, now);
+  if (found && b.is_host) transmitter_between(b, a)->set_down(down, now);
   return found;
 }
 
@@ -162,7 +178,9 @@ bool Fabric::set_switch_down(std::uint32_t switch_index, bool down, SimTime now)
 }
 
 void Fabric::close_pauses(SimTime now) {
-  for (auto& host : hosts_) host->transmitter().close_pauses(now);
+  for (auto& host : hosts_) {
+    for (std::uint16_t port = 0; port < host->port_count(); ++port) host->transmitter(port).close_pauses(now);
+  }
   for (auto& s : switches_) {
     for (std::uint16_t port = 0; port < s->port_count(); ++port) s->transmitter(port).close_pauses(now);
   }

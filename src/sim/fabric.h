@@ -59,6 +59,7 @@ class Fabric {
     NodeRef node;
   };
   std::vector<std::vector<Neighbour>> switch_ports_;  // per switch, by port index
+  std::vector<std::vector<std::uint32_t>> host_ports_;  // per host, by port: the switch it leads to
 };
 
 }  // namespace uroce::sim

@@ -30,12 +30,14 @@ std::array<std::uint8_t, 4> host_address(std::uint32_t host) {
   return {10, static_cast<std::uint8_t>(n >> 16), static_cast<std::uint8_t>(n >> 8), static_cast<std::uint8_t>(n)};
 }
 
-HostNode::HostNode(SimWorld& world, std::uint32_t id, const EngineConfig& engine_config, const LinkSpec& link)
-    : world_(world),
-      id_(id),
-      transmitter_(std::make_unique<Transmitter>(world, link, *this, 0)),
-      transmit_buffer_(kMaxDatagramLength),
+HostNode::HostNode(SimWorld& world, std::uint32_t id, const EngineConfig& engine_config,
+                   const std::vector<LinkSpec>& links)
+    : world_(world), id_(id), held_(links.size()), transmit_buffer_(kMaxDatagramLength),
       receive_buffer_(kMaxDatagramLength) {
+  if (links.empty()) throw std::runtime_error("simulated host: no port");
+  for (std::size_t port = 0; port < links.size(); ++port) {
+    transmitters_.push_back(std::make_unique<Transmitter>(world, links[port], *this, static_cast<std::uint16_t>(port)));
+  }
   EngineConfig config = engine_config;
   config.gid = gid_from_ipv4(host_address(id));
   config.carry_payload = false;
@@ -53,8 +55,13 @@ HostNode::HostNode(SimWorld& world, std::uint32_t id, const EngineConfig& engine
 }
 
 void HostNode::wake(SimTime now) {
-  transmitter_->kick(now);
+  for (auto& transmitter : transmitters_) transmitter->kick(now);
   arm_timer();
+}
+
+std::uint16_t HostNode::port_for(const Packet& packet) const {
+  if (transmitters_.size() == 1) return 0;
+  return static_cast<std::uint16_t>(load_be16(packet.header + kUdpSourcePortOffset) % transmitters_.size());
 }
 
 Packet* HostNode::packet_from_engine(std::size_t length) {
@@ -78,10 +85,12 @@ Packet* HostNode::packet_from_engine(std::size_t length) {
   return packet;
 }
 
-Packet* HostNode::next_to_send(std::uint16_t, SimTime now) {
+Packet* HostNode::next_to_send(std::uint16_t port, SimTime now) {
+  Transmitter& transmitter = *transmitters_[port];
+  auto& held = held_[port];
   for (int priority = kPriorities - 1; priority >= 0; --priority) {
-    if (!held_[priority].empty() && !transmitter_->paused(static_cast<std::uint8_t>(priority))) {
-      return held_[priority].pop();
+    if (!held[priority].empty() && !transmitter.paused(static_cast<std::uint8_t>(priority))) {
+      return held[priority].pop();
     }
   }
   for (;;) {
@@ -91,14 +100,16 @@ Packet* HostNode::next_to_send(std::uint16_t, SimTime now) {
       return nullptr;
     }
     Packet* packet = packet_from_engine(length);
-    if (!transmitter_->paused(packet->priority)) return packet;
-    held_[packet->priority].push(packet);
+    std::uint16_t out = port_for(*packet);
+    if (out == port && !transmitter.paused(packet->priority)) return packet;
+    held_[out][packet->priority].push(packet);
+    if (out != port) transmitters_[out]->kick(now);  // its wire may be idle
   }
 }
 
-void HostNode::receive(Packet* packet, std::uint16_t, SimTime now) {
+void HostNode::receive(Packet* packet, std::uint16_t port, SimTime now) {
   if (packet->kind == PacketKind::pause) {
-    transmitter_->on_pfc(*packet, now);
+    transmitters_[port]->on_pfc(*packet, now);
     world_.packets.release(packet);
     return;
   }

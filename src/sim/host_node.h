@@ -1,10 +1,14 @@
 // A simulated host: a NIC that runs the real uroce engine (with
-// carry_payload = false) behind one link. The NIC pulls the engine's packets
-// when its wire is free, holds those of a PFC-paused priority, feeds arrivals
-// to the engine, wakes it for its timers, and hands completions to the
-// workload.
+// carry_payload = false) behind one link, or behind one port per plane of a
+// multi-plane fabric. The NIC pulls the engine's packets when a wire is
+// free, sends each out of the port its UDP source port picks (source port
+// modulo ports: a multipath QP's EVs spread over the planes, any other QP
+// stays on one), holds those of a PFC-paused priority or of a busy port,
+// feeds arrivals to the engine, wakes it for its timers, and hands
+// completions to the workload.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -22,11 +26,13 @@ class HostNode final : public Node, public EventHandler {
  public:
   using CompletionHandler = std::function<void(std::uint32_t host, const WorkCompletion& completion, SimTime now)>;
 
-  HostNode(SimWorld& world, std::uint32_t id, const EngineConfig& engine_config, const LinkSpec& link);
+  // links: one per port (at least one).
+  HostNode(SimWorld& world, std::uint32_t id, const EngineConfig& engine_config, const std::vector<LinkSpec>& links);
 
   std::uint32_t id() const { return id_; }
   Engine& engine() { return *engine_; }
-  Transmitter& transmitter() { return *transmitter_; }
+  Transmitter& transmitter(std::uint16_t port = 0) { return *transmitters_[port]; }
+  std::uint16_t port_count() const { return static_cast<std::uint16_t>(transmitters_.size()); }
   std::uint32_t pd() const { return pd_; }
   std::uint32_t cq() const { return cq_; }
   // One region over a made-up address range: nothing is ever read or written.
@@ -46,18 +52,21 @@ class HostNode final : public Node, public EventHandler {
 
  private:
   Packet* packet_from_engine(std::size_t length);
+  std::uint16_t port_for(const Packet& packet) const;
   void deliver_completions(SimTime now);
   void arm_timer();
 
   SimWorld& world_;
   std::uint32_t id_;
   std::unique_ptr<Engine> engine_;
-  std::unique_ptr<Transmitter> transmitter_;
+  std::vector<std::unique_ptr<Transmitter>> transmitters_;
   std::uint32_t pd_ = 0;
   std::uint32_t cq_ = 0;
   MrKeys region_;
   CompletionHandler handler_;
-  PacketQueue held_[kPriorities];  // taken from the engine while their priority was paused
+  // Taken from the engine while their priority was paused, or for another
+  // port than the one asking: per port, per priority.
+  std::vector<std::array<PacketQueue, kPriorities>> held_;
   SimTime timer_at_ = kSimNever;
   std::uint32_t timer_generation_ = 0;
   std::vector<std::uint8_t> transmit_buffer_;

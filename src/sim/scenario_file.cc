@@ -34,8 +34,11 @@ LinkSpec link(const toml::table& table, std::string_view where, std::string_view
 
 Topology topology_from(const toml::table& table) {
   const char* where = "topology";
-  std::string kind = text(table, where, "kind", "", {"dumbbell", "star", "leaf_spine", "fat_tree", "edges"});
-  if (kind.empty()) throw ScenarioError("topology.kind: missing (dumbbell, star, leaf_spine, fat_tree or edges)");
+  std::string kind =
+      text(table, where, "kind", "", {"dumbbell", "star", "leaf_spine", "fat_tree", "multi_plane", "edges"});
+  if (kind.empty()) {
+    throw ScenarioError("topology.kind: missing (dumbbell, star, leaf_spine, fat_tree, multi_plane or edges)");
+  }
   LinkSpec host_link = link(table, where, "link_gbps", LinkSpec{});
   Topology topology;
   if (kind == "dumbbell") {
@@ -52,6 +55,16 @@ Topology topology_from(const toml::table& table) {
                           number<std::uint32_t>(table, where, "spines", 2, 1, 4096),
                           number<std::uint32_t>(table, where, "hosts_per_leaf", 4, 1, 4096), host_link,
                           link(table, where, "uplink_gbps", host_link));
+  } else if (kind == "multi_plane") {
+    only_keys(table, where,
+              {"kind", "planes", "leaves", "spines", "hosts_per_leaf", "links_per_spine", "link_gbps", "uplink_gbps",
+               "delay_ns", "loss"});
+    topology = multi_plane(number<std::uint32_t>(table, where, "planes", 2, 1, kMaxHostPorts),
+                           number<std::uint32_t>(table, where, "leaves", 2, 1, 4096),
+                           number<std::uint32_t>(table, where, "spines", 2, 1, 4096),
+                           number<std::uint32_t>(table, where, "hosts_per_leaf", 4, 1, 4096), host_link,
+                           link(table, where, "uplink_gbps", host_link),
+                           number<std::uint32_t>(table, where, "links_per_spine", 1, 1, 256));
   } else if (kind == "fat_tree") {
     only_keys(table, where, {"kind", "k", "link_gbps", "delay_ns", "loss"});
     auto k = number<std::uint32_t>(table, where, "k", 4, 2, 64);

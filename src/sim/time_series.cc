@@ -35,7 +35,10 @@ void TimeSeries::on_event(SimTime now, std::uint32_t) {
     }
   }
   for (std::uint32_t h = 0; h < fabric_.host_count(); ++h) {
-    sample.paused_queues += static_cast<std::uint32_t>(std::popcount(fabric_.host(h).transmitter().paused_mask()));
+    HostNode& host = fabric_.host(h);
+    for (std::uint16_t port = 0; port < host.port_count(); ++port) {
+      sample.paused_queues += static_cast<std::uint32_t>(std::popcount(host.transmitter(port).paused_mask()));
+    }
   }
   samples_.push_back(sample);
 

@@ -84,6 +84,64 @@ Topology fat_tree(std::uint32_t k, LinkSpec link) {
   return topology;
 }
 
+Topology multi_plane(std::uint32_t planes, std::uint32_t leaves, std::uint32_t spines, std::uint32_t hosts_per_leaf,
+                     LinkSpec host_link, LinkSpec uplink, std::uint32_t links_per_spine) {
+  Topology topology;
+  topology.hosts = leaves * hosts_per_leaf;
+  std::uint32_t per_plane = leaves + spines;
+  topology.switches = planes * per_plane;
+  for (std::uint32_t plane = 0; plane < planes; ++plane) {
+    std::uint32_t first = plane * per_plane;
+    for (std::uint32_t leaf = 0; leaf < leaves; ++leaf) {
+      for (std::uint32_t i = 0; i < hosts_per_leaf; ++i) {
+        topology.edges.push_back({host(leaf * hosts_per_leaf + i), switch_node(first + leaf), host_link});
+      }
+      for (std::uint32_t spine = 0; spine < spines; ++spine) {
+        for (std::uint32_t i = 0; i < links_per_spine; ++i) {
+          topology.edges.push_back({switch_node(first + leaf), switch_node(first + leaves + spine), uplink});
+        }
+      }
+    }
+  }
+  double down = static_cast<double>(hosts_per_leaf) * static_cast<double>(host_link.rate_bps);
+  double up = static_cast<double>(spines) * links_per_spine * static_cast<double>(uplink.rate_bps);
+  topology.description =
+      fmt::format("multi-plane leaf-spine, {} planes of {} leaves x {} hosts and {} spines, oversubscription {:.2f}:1",
+                  planes, leaves, hosts_per_leaf, spines, down / up);
+  return topology;
+}
+
+std::vector<std::uint32_t> switch_planes(const Topology& topology) {
+  std::vector<std::vector<std::uint32_t>> neighbours(topology.switches);
+  for (const TopologyEdge& edge : topology.edges) {
+    if (edge.a.is_host || edge.b.is_host) continue;
+    if (edge.a.index >= topology.switches || edge.b.index >= topology.switches) continue;
+    neighbours[edge.a.index].push_back(edge.b.index);
+    neighbours[edge.b.index].push_back(edge.a.index);
+  }
+  constexpr std::uint32_t kUnseen = UINT32_MAX;
+  std::vector<std::uint32_t> plane(topology.switches, kUnseen);
+  std::uint32_t planes = 0;
+  std::vector<std::uint32_t> frontier;
+  for (std::uint32_t start = 0; start < topology.switches; ++start) {
+    if (plane[start] != kUnseen) continue;
+    plane[start] = planes;
+    frontier.assign(1, start);
+    while (!frontier.empty()) {
+      std::uint32_t s = frontier.back();
+      frontier.pop_back();
+      for (std::uint32_t n : neighbours[s]) {
+        if (plane[n] == kUnseen) {
+          plane[n] = planes;
+          frontier.push_back(n);
+        }
+      }
+    }
+    ++planes;
+  }
+  return plane;
+}
+
 std::optional<std::string> topology_problem(const Topology& topology) {
   if (topology.hosts == 0) return "no hosts";
   if (topology.switches == 0) return "no switches";
@@ -108,23 +166,33 @@ std::optional<std::string> topology_problem(const Topology& topology) {
     }
   }
   for (std::uint32_t h = 0; h < topology.hosts; ++h) {
-    if (attachments[h] != 1) return fmt::format("host {} has {} links; a host needs exactly one", h, attachments[h]);
-  }
-  std::vector<bool> seen(topology.switches, false);
-  std::vector<std::uint32_t> frontier{0};
-  seen[0] = true;
-  while (!frontier.empty()) {
-    std::uint32_t s = frontier.back();
-    frontier.pop_back();
-    for (std::uint32_t n : neighbours[s]) {
-      if (!seen[n]) {
-        seen[n] = true;
-        frontier.push_back(n);
-      }
+    if (attachments[h] == 0) return fmt::format("host {} has no link", h);
+    if (attachments[h] > kMaxHostPorts) {
+      return fmt::format("host {} has {} links; a host has at most {} ports", h, attachments[h], kMaxHostPorts);
     }
   }
-  for (std::uint32_t s = 0; s < topology.switches; ++s) {
-    if (!seen[s]) return fmt::format("switch {} is not connected to switch 0", s);
+  // Planes: every host in each plane once, and only once.
+  std::vector<std::uint32_t> plane = switch_planes(topology);
+  std::uint32_t planes = plane.empty() ? 0 : *std::max_element(plane.begin(), plane.end()) + 1;
+  std::vector<std::uint32_t> reached(static_cast<std::size_t>(planes) * topology.hosts, 0);
+  for (const TopologyEdge& edge : topology.edges) {
+    if (edge.a.is_host == edge.b.is_host) continue;
+    const NodeRef& h = edge.a.is_host ? edge.a : edge.b;
+    const NodeRef& s = edge.a.is_host ? edge.b : edge.a;
+    std::uint32_t& count = reached[static_cast<std::size_t>(plane[s.index]) * topology.hosts + h.index];
+    if (++count > 1) {
+      return fmt::format("host {} has two links into the plane of switch {}; a host has one port per plane", h.index,
+                         s.index);
+    }
+  }
+  for (std::uint32_t p = 0; p < planes; ++p) {
+    for (std::uint32_t h = 0; h < topology.hosts; ++h) {
+      if (reached[static_cast<std::size_t>(p) * topology.hosts + h] != 0) continue;
+      std::uint32_t s = static_cast<std::uint32_t>(std::find(plane.begin(), plane.end(), p) - plane.begin());
+      return planes == 1 ? fmt::format("host {} is not linked", h)
+                         : fmt::format("switch {} is not connected to host {} (every plane must reach every host)",
+                                       s, h);
+    }
   }
   for (const StaticRoute& route : topology.routes) {
     if (route.at_switch >= topology.switches || route.via_switch >= topology.switches) {

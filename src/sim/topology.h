@@ -1,6 +1,9 @@
 // Topologies as plain graphs of hosts, switches and links, built from a few
-// parameters (dumbbell, star, leaf-spine, 3-tier fat-tree) or listed edge by
-// edge. Every host hangs off exactly one switch.
+// parameters (dumbbell, star, leaf-spine, 3-tier fat-tree, multi-plane
+// leaf-spine) or listed edge by edge. A host hangs off one switch, or, with
+// several ports, off one switch in each plane: the planes are networks of
+// switches with no link between them, and a host's ports are numbered in
+// the order of its links.
 #pragma once
 
 #include <cstdint>
@@ -51,10 +54,23 @@ Topology leaf_spine(std::uint32_t leaves, std::uint32_t spines, std::uint32_t ho
 // The 3-tier k-ary fat-tree: k pods of k/2 edge and k/2 aggregation switches,
 // (k/2)^2 cores, k^3/4 hosts (k even).
 Topology fat_tree(std::uint32_t k, LinkSpec link);
+// planes copies of a leaf-spine (every leaf linked to every spine by
+// links_per_spine parallel links), each host with one port in every plane
+// (port p in plane p). Plane p's switches are [p * (leaves + spines),
+// (p + 1) * (leaves + spines)), leaves first.
+Topology multi_plane(std::uint32_t planes, std::uint32_t leaves, std::uint32_t spines, std::uint32_t hosts_per_leaf,
+                     LinkSpec host_link, LinkSpec uplink, std::uint32_t links_per_spine = 1);
+
+// The most ports a host may have (planes it may join).
+inline constexpr std::uint32_t kMaxHostPorts = 16;
+// Each switch's plane: the connected component of the switch-to-switch
+// links it belongs to, numbered from 0 in order of their lowest switch.
+std::vector<std::uint32_t> switch_planes(const Topology& topology);
 
 // What is wrong with a topology, if anything: indices out of range, a host
-// not attached to exactly one switch, a link between two hosts, switches not
-// all connected, a static route over a link that does not exist.
+// with no link or more than kMaxHostPorts, a link between two hosts, a host
+// with two links into one plane, a plane that does not reach every host, a
+// static route over a link that does not exist.
 std::optional<std::string> topology_problem(const Topology& topology);
 
 }  // namespace uroce::sim

@@ -485,6 +485,32 @@ TEST(Examples, SprayingAPermutationShortensTheTailAndMultipathResendsNothing) {
   EXPECT_EQ(evs.paths_lost, 0u);
 }
 
+// The same 128 GPUs on a two-tier 8-plane fabric and on a 3-tier
+// single-plane fat-tree: fewer switches, more (thinner) links, fewer hops,
+// and a faster all-reduce, as long as the QPs spray over the planes; a QP
+// confined to one plane gets an eighth of its NIC.
+TEST(Examples, EightPlanesOfTwoTiersAgainstOnePlaneOfThree) {
+  Scenario planes = example("allreduce_8_planes.toml");
+  Scenario tiers = example("allreduce_3_tier.toml");
+  for (Scenario* scenario : {&planes, &tiers}) scenario->collective->iterations = 1;
+  EXPECT_EQ(planes.topology.hosts, tiers.topology.hosts);
+  EXPECT_EQ(planes.topology.switches, 48u);
+  EXPECT_EQ(tiers.topology.switches, 80u);
+  EXPECT_EQ(planes.topology.edges.size(), 2048u);
+  EXPECT_EQ(tiers.topology.edges.size(), 384u);
+  SimResult on_planes = run_simulation(planes);
+  SimResult on_tiers = run_simulation(tiers);
+  ASSERT_EQ(on_planes.collective_iterations.size(), 1u);
+  ASSERT_EQ(on_tiers.collective_iterations.size(), 1u);
+  EXPECT_LT(on_planes.collective_iterations[0], on_tiers.collective_iterations[0]);
+
+  Scenario one_plane_per_qp = planes;
+  one_plane_per_qp.transport.multipath.entropy_values = 0;
+  SimResult confined = run_simulation(one_plane_per_qp);
+  ASSERT_EQ(confined.collective_iterations.size(), 1u);
+  EXPECT_GT(confined.collective_iterations[0], on_planes.collective_iterations[0] * 3 / 2);
+}
+
 // A scenario cannot ask for multipath without selective repeat.
 TEST(Examples, MultipathNeedsSelectiveRepeat) {
   std::string text = "[transport]\nmultipath_evs = 16\n[topology]\nkind = \"leaf_spine\"\n";

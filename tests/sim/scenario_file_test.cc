@@ -213,7 +213,11 @@ TEST(ScenarioFile, MistakesAreNamed) {
        "\"x1\"}]\n",
        "not a node name"},
       {"[topology]\nkind = \"edges\"\nhosts = 2\nswitches = 1\nlinks = [{a = \"h0\", b = \"s0\"}]\n",
-       "host 1 has 0 links"},
+       "host 1 has no link"},
+      {"[topology]\nkind = \"edges\"\nhosts = 1\nswitches = 1\nlinks = [{a = \"h0\", b = \"s0\"}, {a = \"h0\", b = \"s0\"}]\n",
+       "two links into the plane of switch 0"},
+      {"[topology]\nkind = \"edges\"\nhosts = 2\nswitches = 2\nlinks = [{a = \"h0\", b = \"s0\"}, {a = \"h1\", b = \"s0\"}, {a = \"h0\", b = \"s1\"}]\n",
+       "switch 1 is not connected to host 1"},
       {"[topology\nkind = 1", "bad.toml:1:"},
       {"[topology]\nkind = \"edges\"\nhosts = 2\nswitches = 2\nlinks = [{a = \"h0\", b = \"s0\"}, {a = \"h1\", b = "
        "\"s1\"}, {a = \"s0\", b = \"s1\"}]\nroutes = [{at = \"s0\", to = \"h1\", via = \"s0\"}]\n",

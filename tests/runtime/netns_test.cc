@@ -133,5 +133,34 @@ TEST_F(TwoNamespaces, SelectiveRepeatResendsFarLessUnderTheSameLoss) {
       << go_back_n.output << "\n" << selective.output;
 }
 
+// Multipath on a real wire: nftables in the server's namespace drops every
+// request whose UDP source port is a multiple of 4, as a failed link
+// drops what ECMP hashes into it. A QP spraying over 16 EVs loses the
+// packets of 4 of them, retires those EVs (and no other) and finishes,
+// every byte verified, with no timeout; each packet it resent is one it
+// found lost.
+TEST_F(TwoNamespaces, MultipathRetiresTheEvsOfADeadPathOnARealWire) {
+  if (run_shell("command -v nft").exit_code != 0) GTEST_SKIP() << "nftables is not installed";
+  std::string rules =
+      "table inet uroce_paths {\n chain input {\n  type filter hook input priority 0; policy accept;\n"
+      "  udp dport 4791 udp sport >= 49152 udp sport & 3 == 0 drop\n }\n}\n";
+  RunResult filter = run_shell("printf '" + rules + "' | ip netns exec " + pair_->server().ns + " nft -f -");
+  ASSERT_EQ(filter.exit_code, 0) << filter.output;
+  auto [server, client] = perf("write_bw", "-s 65536 -n 200 --verify --selective-repeat --multipath 16");
+  ASSERT_EQ(client.exit_code, 0) << client.output;
+  ASSERT_EQ(server.exit_code, 0) << server.output;
+  // Only the 4 dead EVs are ever retired: once at first, again after each
+  // lost probe; none comes back.
+  std::smatch match;
+  ASSERT_TRUE(std::regex_search(client.output, match,
+                                std::regex("lost (\\d+), EVs retired (\\d+), probes (\\d+), restored (\\d+)")))
+      << client.output;
+  EXPECT_EQ(std::stoull(match[2]), 4 + std::stoull(match[3])) << client.output;
+  EXPECT_EQ(std::stoull(match[4]), 0u) << client.output;
+  EXPECT_EQ(std::stoull(match[1]), retransmitted(client.output)) << client.output;
+  EXPECT_NE(client.output.find("timeouts 0"), std::string::npos) << client.output;
+  EXPECT_GT(retransmitted(client.output), 0u);
+}
+
 }  // namespace
 }  // namespace uroce

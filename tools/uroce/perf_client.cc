@@ -73,6 +73,10 @@ class Client {
     EngineCounters counters = session_.counters();
     fmt::print(" packets sent {}, retransmitted {}, timeouts {}, ICRC errors {}\n", counters.packets_sent,
                counters.retransmitted_packets, counters.timeouts, counters.icrc_errors);
+    if (options_.multipath_evs != 0) {
+      fmt::print(" multipath: {} EVs, lost {}, EVs retired {}, probes {}, restored {}\n", options_.multipath_evs,
+                 counters.paths_lost, counters.paths_retired, counters.paths_probes, counters.paths_restored);
+    }
     if (options_.local_path) {
       fmt::print(" through shared memory: {} of the packets sent\n", session_.port_counters().local_sends);
     }

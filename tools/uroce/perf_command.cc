@@ -38,6 +38,10 @@ void add_perf_command(CLI::App& app, int& exit_status) {
   perf->add_flag("--verify", options->verify, "Check every byte that arrived");
   perf->add_flag("--selective-repeat", options->selective_repeat,
                  "Selective-repeat loss recovery instead of go-back-N (give it on both sides)");
+  perf->add_option("--multipath", options->multipath_evs,
+                   "Spray each QP's packets over this many entropy values (UDP source ports), MRC-style; needs "
+                   "--selective-repeat (give both on both sides)")
+      ->check(CLI::Range(2, 4096));
   perf->add_flag("--progress-thread", options->progress_thread,
                  "Move packets on a progress thread instead of in the polling loops");
   perf->add_flag("--local", options->local_path,
@@ -46,6 +50,9 @@ void add_perf_command(CLI::App& app, int& exit_status) {
   perf->callback([options, &exit_status] {
     if (options->latency() && options->qps > 1) throw CLI::ValidationError("-q", "latency tests run on one QP");
     if (options->iterations && options->duration_s > 0) throw CLI::ValidationError("-D", "give -n or -D, not both");
+    if (options->multipath_evs != 0 && !options->selective_repeat) {
+      throw CLI::ValidationError("--multipath", "needs --selective-repeat");
+    }
     exit_status = run_perf(*options);
   });
 }

@@ -28,6 +28,7 @@ struct PerfOptions {
   bool report_gbits = false;
   bool verify = false;
   bool selective_repeat = false;  // uroce's selective-repeat loss recovery instead of go-back-N (both sides)
+  std::uint16_t multipath_evs = 0;  // multipath RC over this many EVs (with selective_repeat; both sides)
   bool progress_thread = false;  // move packets on a progress thread instead of in the polling loops
   bool local_path = false;       // shared memory to a peer device on this host instead of the wire
   int timeout_s = 60;            // how long to wait for the peer at each step

@@ -87,6 +87,7 @@ void PerfSession::open_device() {
       init.send_cq = init.recv_cq = cq_;
       init.cap = QpCap{options_.tx_depth, receives, 1, 1, 0};
       init.recovery = options_.selective_repeat ? LossRecovery::selective_repeat : LossRecovery::go_back_n;
+      init.multipath.entropy_values = options_.multipath_evs;
       PerfQp qp;
       qp.qpn = must(engine.create_qp(init), "create_qp");
       qp.region = buffer_.data() + i * region;
@@ -149,7 +150,8 @@ void PerfSession::connect() {
   });
   // Neither side sends a packet before the other's QPs are ready for it.
   // Both sides must run the same test with the same loss recovery.
-  std::string ready = "ready " + options_.test + (options_.selective_repeat ? " selective-repeat" : "");
+  std::string ready = "ready " + options_.test + (options_.selective_repeat ? " selective-repeat" : "") +
+                      (options_.multipath_evs != 0 ? " multipath" : "");
   send_line(ready);
   std::string line = must(channel_->receive_line(timeout()), "waiting for the peer to get ready");
   if (line != ready) throw PerfError("the peer is not running the same test: '" + line + "' (this side: '" + ready + "')");

@@ -56,6 +56,7 @@ run allreduce-link-failure-mrc allreduce_link_failure_mrc.toml
 run permutation-ecmp permutation_spraying.toml
 run permutation-switch-spray permutation_spraying.toml 's/^pfc = true/pfc = true\nforwarding = "spray"/; s/^mtu = 4096/mtu = 4096\nrecovery = "selective_repeat"/'
 run permutation-multipath permutation_spraying.toml 's/^mtu = 4096/mtu = 4096\nrecovery = "selective_repeat"\nmultipath_evs = 128/'
+run permutation-multipath-source-routed permutation_spraying.toml 's/^pfc = true/pfc = true\nforwarding = "source"/; s/^mtu = 4096/mtu = 4096\nrecovery = "selective_repeat"\nmultipath_evs = 128/'
 run allreduce-link-failure-mrc-never-converges allreduce_link_failure_mrc.toml 's/^reconverge_us = 2000/reconverge_us = 1000000/'
 run collectives-halving-doubling-ecmp collectives.toml
 run collectives-halving-doubling-spray collectives.toml 's/^pfc = true/pfc = true\nforwarding = "spray"/'

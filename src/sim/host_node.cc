@@ -77,6 +77,7 @@ Packet* HostNode::packet_from_engine(std::size_t length) {
   packet->priority = static_cast<std::uint8_t>((ip[1] >> 2) >> 3);  // DSCP's class selector bits
   packet->flow_hash = mix32(load_be32(ip + 12) ^ mix32(load_be32(ip + kIpv4DestinationOffset) ^
                                                        mix32(load_be16(ip + kUdpSourcePortOffset))));
+  packet->route_cursor = load_be16(ip + kUdpSourcePortOffset);
   std::uint8_t opcode = ip[kBthOpcodeOffset];
   packet->roce_class = opcode == kOpcodeAcknowledge ? RoceClass::ack
                        : opcode == kOpcodeCnp       ? RoceClass::cnp

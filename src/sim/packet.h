@@ -33,6 +33,7 @@ struct Packet {
   std::uint32_t wire_bytes = 0;    // time on the wire, overheads included
   std::uint32_t datagram_length = 0;
   std::uint32_t flow_hash = 0;     // ECMP entropy: the 5-tuple, hashed
+  std::uint32_t route_cursor = 0;  // source routing: the path choices not yet taken (the EV, as digits)
   std::uint32_t src_host = 0;
   std::uint32_t dst_host = 0;
   std::uint16_t ingress_port = 0;  // at the switch holding it

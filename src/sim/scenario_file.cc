@@ -180,8 +180,10 @@ SwitchConfig switch_from(const toml::table& table) {
   config.lossy_queue_bytes = kilobytes("lossy_queue_kb", config.lossy_queue_bytes);
   config.trim = boolean(table, where, "trim", config.trim);
   config.trim_bytes = kilobytes("trim_kb", config.trim_bytes);
-  config.forwarding = text(table, where, "forwarding", "ecmp", {"ecmp", "spray"}) == "spray" ? Forwarding::spray
-                                                                                               : Forwarding::ecmp;
+  std::string forwarding = text(table, where, "forwarding", "ecmp", {"ecmp", "spray", "source"});
+  config.forwarding = forwarding == "spray"    ? Forwarding::spray
+                      : forwarding == "source" ? Forwarding::source
+                                               : Forwarding::ecmp;
   return config;
 }
 

@@ -10,6 +10,11 @@ namespace uroce::sim {
 enum class Forwarding : std::uint8_t {
   ecmp,   // one path per flow: a hash of the 5-tuple (the UDP source port is the entropy)
   spray,  // every packet picks a path of its own (round robin per switch)
+  // The host picks the path: the packet's UDP source port read as the digits
+  // of its choice at each hop (mixed radix over the equal-cost groups it
+  // meets), as SRv6 source routes carry a path; consecutive EVs take
+  // distinct paths, evenly, where ECMP's hash would collide.
+  source,
 };
 
 enum class Scheduler : std::uint8_t {

@@ -45,7 +45,7 @@ bool SwitchNode::holds_from(std::uint16_t port, std::uint8_t priority, std::uint
 
 std::uint64_t SwitchNode::next_random() { return splitmix64(random_state_); }
 
-std::uint16_t SwitchNode::route(const Packet& packet) {
+std::uint16_t SwitchNode::route(Packet& packet) {
   std::uint32_t target = (*routes_.switch_of_host)[packet.dst_host];
   std::uint32_t group = routes_.group_of_switch[target];
   if (target == id_ || !routes_.host_overrides.empty()) {
@@ -56,6 +56,11 @@ std::uint16_t SwitchNode::route(const Packet& packet) {
   if (ports.empty()) return kNoRoute;  // failed links cut this switch off from the target
   if (ports.size() == 1) return ports[0];
   if (config_.forwarding == Forwarding::spray) return ports[spray_next_++ % ports.size()];
+  if (config_.forwarding == Forwarding::source) {
+    std::uint16_t port = ports[packet.route_cursor % ports.size()];
+    packet.route_cursor /= static_cast<std::uint32_t>(ports.size());
+    return port;
+  }
   return ports[mix32(packet.flow_hash ^ hash_salt_) % ports.size()];
 }
 

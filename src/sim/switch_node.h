@@ -75,7 +75,7 @@ class SwitchNode final : public Node {
   }
   std::uint64_t xoff_threshold() const;
   // The egress port for a packet, or kNoRoute when the routes have none.
-  std::uint16_t route(const Packet& packet);
+  std::uint16_t route(Packet& packet);
   static constexpr std::uint16_t kNoRoute = UINT16_MAX;
   bool admit(Packet& packet, Port& ingress, const PacketQueue& egress, SimTime now);
   void mark_if_congested(Packet& packet, const Port& egress, const PacketQueue& queue);

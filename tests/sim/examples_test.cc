@@ -483,6 +483,15 @@ TEST(Examples, SprayingAPermutationShortensTheTailAndMultipathResendsNothing) {
   EXPECT_EQ(sprayed.fabric.drops, 0u);
   EXPECT_EQ(evs.retransmitted_packets, 0u);
   EXPECT_EQ(evs.paths_lost, 0u);
+
+  // Source routing: the EVs are the paths' digits, so 128 consecutive EVs
+  // cover the paths evenly where the hash left some doubled.
+  Scenario source_routed = multipath;
+  source_routed.switches.forwarding = Forwarding::source;
+  SimResult routed = run_simulation(source_routed);
+  ASSERT_EQ(finished(routed), 128u);
+  EXPECT_LT(p99(routed), p99(evs));
+  EXPECT_EQ(routed.retransmitted_packets, 0u);
 }
 
 // The same 128 GPUs on a two-tier 8-plane fabric and on a 3-tier

@@ -66,6 +66,10 @@ class EngineState {
   // responder echoes in the ACK, NAK or CNP it causes.
   std::uint16_t arrival_port = 0;
   std::vector<std::uint32_t> lost_scratch;  // find_lost_paths' list, reused
+  std::vector<std::uint8_t> replay_scratch;  // a held packet rebuilt to its length (no payload carried)
+  // What a responder keeps of an out-of-order packet when it carries no
+  // payload: BTH and every extension header fit.
+  static constexpr std::size_t kHeldHeaderBytes = 64;
   std::uint16_t echoed_port(const transport::QueuePair& qp) const {
     return qp.multipath.entropy_values != 0 ? arrival_port : 0;
   }

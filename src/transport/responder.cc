@@ -282,7 +282,9 @@ void EngineState::execute_request(QueuePair& qp, const wire::RocePacket& packet)
 // Selective repeat: keep a packet that arrived after a gap and report it, so
 // the requester resends only what is missing.
 void EngineState::hold_out_of_order(QueuePair& qp, std::uint32_t psn, ByteSpan bytes) {
-  if (qp.reorder->hold(psn, qp.expected_psn, bytes)) ++counters.held_out_of_order;
+  // Without payloads (the simulator) only the headers are worth keeping.
+  std::size_t keep = config.carry_payload ? bytes.size() : kHeldHeaderBytes;
+  if (qp.reorder->hold(psn, qp.expected_psn, bytes, keep)) ++counters.held_out_of_order;
   bool held = qp.reorder->find(psn).has_value();  // beyond the window: report nothing new
   queue_nak(qp, qp.expected_psn, wire::AckType::nak, static_cast<std::uint8_t>(wire::NakCode::psn_sequence_error),
             held ? psn : qp.expected_psn);
@@ -297,6 +299,12 @@ void EngineState::deliver_held(QueuePair& qp, std::uint32_t from) {
     std::uint32_t psn = qp.expected_psn;
     std::optional<ByteSpan> bytes = qp.reorder->find(psn);
     if (!bytes) break;
+    std::uint32_t length = qp.reorder->held_length(psn);
+    if (bytes->size() < length) {  // headers only: the payload was never there to keep
+      replay_scratch.assign(length, 0);
+      std::copy(bytes->begin(), bytes->end(), replay_scratch.begin());
+      bytes = ByteSpan(replay_scratch);
+    }
     auto packet = wire::parse_roce_packet(*bytes);  // it parsed on arrival; this cannot fail
     if (!packet) break;
     execute_request(qp, *packet);

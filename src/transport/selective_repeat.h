@@ -24,9 +24,13 @@ class ReorderBuffer {
 
   // Keeps a copy of the packet at psn if it lies within the window after
   // expected and is not held already; returns whether it was newly kept.
-  bool hold(std::uint32_t psn, std::uint32_t expected, ByteSpan packet);
-  // The held packet at psn, if any (valid until the slot is released).
+  // Only its first `keep` bytes are copied (an engine that carries no
+  // payload keeps the headers), and its whole length is noted.
+  bool hold(std::uint32_t psn, std::uint32_t expected, ByteSpan packet, std::size_t keep = SIZE_MAX);
+  // The held packet at psn (the bytes kept), if any (valid until the slot is released).
   std::optional<ByteSpan> find(std::uint32_t psn) const;
+  // The held packet's whole length (0 if none is held at psn).
+  std::uint32_t held_length(std::uint32_t psn) const;
   // Frees the slots of PSNs [from, to): the responder has moved past them.
   void release(std::uint32_t from, std::uint32_t to);
   void clear();
@@ -36,6 +40,7 @@ class ReorderBuffer {
   struct Slot {
     bool used = false;
     std::uint32_t psn = 0;
+    std::uint32_t length = 0;         // the packet's, of which bytes may be the start
     std::vector<std::uint8_t> bytes;  // keeps its capacity for the next packet
   };
   std::vector<Slot> slots_;

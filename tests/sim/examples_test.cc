@@ -501,7 +501,12 @@ TEST(Examples, SprayingAPermutationShortensTheTailAndMultipathResendsNothing) {
 TEST(Examples, EightPlanesOfTwoTiersAgainstOnePlaneOfThree) {
   Scenario planes = example("allreduce_8_planes.toml");
   Scenario tiers = example("allreduce_3_tier.toml");
-  for (Scenario* scenario : {&planes, &tiers}) scenario->collective->iterations = 1;
+  // One iteration of 4 MiB (a quarter of the example's) keeps it quick
+  // under the sanitizers; the ring is then even more latency-bound.
+  for (Scenario* scenario : {&planes, &tiers}) {
+    scenario->collective->iterations = 1;
+    scenario->collective->bytes = 4 << 20;
+  }
   EXPECT_EQ(planes.topology.hosts, tiers.topology.hosts);
   EXPECT_EQ(planes.topology.switches, 48u);
   EXPECT_EQ(tiers.topology.switches, 80u);
@@ -517,7 +522,7 @@ TEST(Examples, EightPlanesOfTwoTiersAgainstOnePlaneOfThree) {
   one_plane_per_qp.transport.multipath.entropy_values = 0;
   SimResult confined = run_simulation(one_plane_per_qp);
   ASSERT_EQ(confined.collective_iterations.size(), 1u);
-  EXPECT_GT(confined.collective_iterations[0], on_planes.collective_iterations[0] * 3 / 2);
+  EXPECT_GT(confined.collective_iterations[0], on_planes.collective_iterations[0] * 6 / 5);
 }
 
 // A scenario cannot ask for multipath without selective repeat.

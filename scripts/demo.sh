@@ -162,6 +162,15 @@ sim_variant trim '' incast_trimming.toml 'flows:|trimmed'
 sim_variant drop '/^trim = true/d' incast_trimming.toml 'flows:'
 sim_variant lossless '/^trim = true/d; s/^pfc = false/pfc = true\nxoff_kb = 256\ndynamic_alpha = 0/' incast_trimming.toml 'flows:'
 echo
+echo "== A link fails during a ring all-reduce (iterations 2.6 ms): single-path QPs under ECMP, then MRC-style multipath QPs"
+sim_variant ecmp '' allreduce_link_failure.toml 'ranks\)'
+sim_variant mrc '' allreduce_link_failure_mrc.toml 'ranks\)'
+echo
+echo "== A permutation on a k=8 fat-tree (examples/permutation_spraying.toml): ECMP, then multipath EVs, then source-routed EVs"
+sim_variant perm_ecmp '' permutation_spraying.toml 'flows:'
+sim_variant perm_mrc 's/^mtu = 4096/mtu = 4096\nrecovery = "selective_repeat"\nmultipath_evs = 128/' permutation_spraying.toml 'flows:'
+sim_variant perm_source 's/^pfc = true/pfc = true\nforwarding = "source"/; s/^mtu = 4096/mtu = 4096\nrecovery = "selective_repeat"\nmultipath_evs = 128/' permutation_spraying.toml 'flows:'
+echo
 echo "== DCQCN against HPCC's ns-3 (ten runs of the peer, stored): slowdown by finishing rank"
 build/release/tests/uroce_sim_tests --gtest_filter='HpccDcqcnValidation.ConnectxDefaults*' | grep -E '^\||toml'
 rm -rf "$sim_out"

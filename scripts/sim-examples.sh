@@ -53,6 +53,9 @@ run allreduce-link-failure allreduce_link_failure.toml
 run allreduce-link-failure-slow allreduce_link_failure.toml 's/^reconverge_us = 2000/reconverge_us = 5000/'
 run allreduce-link-failure-too-slow allreduce_link_failure.toml 's/^reconverge_us = 2000/reconverge_us = 20000/'
 run allreduce-link-failure-mrc allreduce_link_failure_mrc.toml
+run allreduce-8-planes allreduce_8_planes.toml
+run allreduce-8-planes-one-plane-per-qp allreduce_8_planes.toml '/^multipath_evs/d'
+run allreduce-3-tier allreduce_3_tier.toml
 run permutation-ecmp permutation_spraying.toml
 run permutation-switch-spray permutation_spraying.toml 's/^pfc = true/pfc = true\nforwarding = "spray"/; s/^mtu = 4096/mtu = 4096\nrecovery = "selective_repeat"/'
 run permutation-multipath permutation_spraying.toml 's/^mtu = 4096/mtu = 4096\nrecovery = "selective_repeat"\nmultipath_evs = 128/'

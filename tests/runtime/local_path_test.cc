@@ -381,7 +381,11 @@ TEST(LocalPath, MixedTrafficArrivesAsSent) {
   sizes.small = 0.6;
   sizes.medium = 0.3;
   sizes.large = 0.1;  // nothing over 64 KiB
-  MixedTraffic traffic(11, engine_a, engine_b, 4, RcOptions{}, sizes);
+  // A lossless path resends nothing; a 1 s ACK timeout (not 67 ms) keeps a
+  // test process starved of CPU beside others (ASan, -j2) from resending.
+  RcOptions options;
+  options.timeout = 18;
+  MixedTraffic traffic(11, engine_a, engine_b, 4, options, sizes);
   auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(120);
   while (!traffic.pump(mixed_wrs())) {
     a->progress();

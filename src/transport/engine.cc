@@ -96,8 +96,8 @@ void EngineState::schedule_timer(QueuePair& qp) {
 TimeNs EngineState::earliest_timer() {
   while (!timers.empty()) {
     const TimerEntry& top = timers.top();
-    auto it = qps.find(top.qpn);
-    if (it != qps.end() && it->second.timer_at == top.at) return top.at;
+    const QueuePair* qp = find_qp(top.qpn);
+    if (qp != nullptr && qp->timer_at == top.at) return top.at;
     timers.pop();
   }
   return kNever;
@@ -356,8 +356,8 @@ void Engine::on_datagram(std::span<const std::uint8_t> bytes, TimeNs now, bool v
   s.arrival_port = datagram->udp.src_port;
   if (transport::drop_if_rejected(s.counters, transport::check_pkey(packet))) return;
   if (packet.op->transport == wire::Transport::cnp) {
-    auto target = s.qps.find(packet.headers.bth.dest_qp);
-    if (target == s.qps.end()) {
+    QueuePair* target = s.find_qp(packet.headers.bth.dest_qp);
+    if (target == nullptr) {
       ++s.counters.unknown_qp_packets;
       return;
     }
@@ -368,27 +368,27 @@ void Engine::on_datagram(std::span<const std::uint8_t> bytes, TimeNs now, bool v
       return false;
     };
     if (transport::drop_if_rejected(
-            s.counters, transport::check_cnp_source(target->second, *datagram, known_ud_destination))) {
+            s.counters, transport::check_cnp_source(*target, *datagram, known_ud_destination))) {
       return;
     }
     ++s.counters.cnps_received;
-    if (target->second.paths) target->second.paths->congested(datagram->udp.src_port, now);
-    if (target->second.dcqcn) {
-      target->second.dcqcn->on_cnp(now);
-      s.repace(target->second);
+    if (target->paths) target->paths->congested(datagram->udp.src_port, now);
+    if (target->dcqcn) {
+      target->dcqcn->on_cnp(now);
+      s.repace(*target);
     }
-    s.schedule_timer(target->second);
+    s.schedule_timer(*target);
     return;
   }
   QpType type = packet.op->transport == wire::Transport::rc   ? QpType::rc
                 : packet.op->transport == wire::Transport::uc ? QpType::uc
                                                               : QpType::ud;
-  auto it = s.qps.find(packet.headers.bth.dest_qp);
-  if (it == s.qps.end() || it->second.type != type) {
+  QueuePair* found = s.find_qp(packet.headers.bth.dest_qp);
+  if (found == nullptr || found->type != type) {
     ++s.counters.unknown_qp_packets;
     return;
   }
-  QueuePair& qp = it->second;
+  QueuePair& qp = *found;
   if (transport::drop_if_rejected(s.counters, transport::check_sender(qp, *datagram))) return;
   if (qp.state == QpState::rtr && type != QpType::ud && !qp.communication_established) {
     qp.communication_established = true;
@@ -420,9 +420,9 @@ std::size_t Engine::poll_transmit(std::span<std::uint8_t> out, TimeNs now) {
   while (!s.ready.empty()) {
     std::uint32_t qpn = s.ready.front();
     s.ready.pop_front();
-    auto it = s.qps.find(qpn);
-    if (it == s.qps.end()) continue;
-    QueuePair& qp = it->second;
+    QueuePair* found = s.find_qp(qpn);
+    if (found == nullptr) continue;
+    QueuePair& qp = *found;
     qp.in_ready_list = false;
     std::size_t length = s.responder_transmit(qp, out, now);
     if (length == 0) length = s.requester_transmit(qp, out, now);
@@ -446,14 +446,14 @@ void Engine::on_timer(TimeNs now) {
   while (s.earliest_timer() <= now) {
     std::uint32_t qpn = s.timers.top().qpn;
     s.timers.pop();
-    s.qps.at(qpn).timer_at = kNever;
+    s.find_qp(qpn)->timer_at = kNever;  // earliest_timer found it
     due.push_back(qpn);
   }
   for (std::uint32_t qpn : due) {
-    auto it = s.qps.find(qpn);
-    if (it == s.qps.end()) continue;
-    s.on_qp_timer(it->second, now);
-    s.schedule_timer(it->second);
+    QueuePair* qp = s.find_qp(qpn);
+    if (qp == nullptr) continue;
+    s.on_qp_timer(*qp, now);
+    s.schedule_timer(*qp);
   }
 }
 

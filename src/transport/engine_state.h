@@ -25,6 +25,30 @@ class EngineState {
   std::unordered_set<std::uint32_t> pds;
   std::unordered_map<std::uint32_t, verbs::CompletionQueue> cqs;
   std::unordered_map<std::uint32_t, transport::QueuePair> qps;
+  // qps.find for the packet path, remembering the last two QPs it found (an
+  // engine's traffic is mostly one or two QPs, and at thousands of simulated
+  // engines the table's buckets and nodes are cache misses). Null if none.
+  transport::QueuePair* find_qp(std::uint32_t qpn) {
+    for (const RecentQp& recent : recent_qps) {
+      if (recent.qp != nullptr && recent.qpn == qpn) return recent.qp;
+    }
+    auto it = qps.find(qpn);
+    if (it == qps.end()) return nullptr;
+    recent_qps[1] = recent_qps[0];
+    recent_qps[0] = RecentQp{qpn, &it->second};
+    return &it->second;
+  }
+  bool erase_qp(std::uint32_t qpn) {
+    for (RecentQp& recent : recent_qps) {
+      if (recent.qpn == qpn) recent = RecentQp{};
+    }
+    return qps.erase(qpn) == 1;
+  }
+  struct RecentQp {
+    std::uint32_t qpn = 0;
+    transport::QueuePair* qp = nullptr;
+  };
+  RecentQp recent_qps[2];
   struct AddressHandle {
     std::uint32_t pd;
     AddressVector av;

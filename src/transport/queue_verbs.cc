@@ -255,7 +255,7 @@ std::errc Engine::arm_srq_limit(std::uint32_t srq, std::uint32_t limit) {
 }
 
 std::errc Engine::destroy_qp(std::uint32_t qpn) {
-  return state_->qps.erase(qpn) == 1 ? std::errc{} : std::errc::invalid_argument;
+  return state_->erase_qp(qpn) ? std::errc{} : std::errc::invalid_argument;
 }
 
 

@@ -31,11 +31,11 @@ void Engine::on_trimmed(std::span<const std::uint8_t> bytes, TimeNs /*now*/) {
                  kind == wire::OpKind::rdma_read_request || kind == wire::OpKind::compare_swap ||
                  kind == wire::OpKind::fetch_add;
   if (packet.op->transport != wire::Transport::rc || !request) return;  // a trimmed response is lost, as dropped
-  auto it = s.qps.find(packet.headers.bth.dest_qp);
-  if (it == s.qps.end() || it->second.type != QpType::rc) return;
-  if (transport::drop_if_rejected(s.counters, transport::check_sender(it->second, *datagram))) return;
-  s.responder_on_trimmed(it->second, packet.headers.bth.psn);
-  s.schedule_timer(it->second);
+  transport::QueuePair* qp = s.find_qp(packet.headers.bth.dest_qp);
+  if (qp == nullptr || qp->type != QpType::rc) return;
+  if (transport::drop_if_rejected(s.counters, transport::check_sender(*qp, *datagram))) return;
+  s.responder_on_trimmed(*qp, packet.headers.bth.psn);
+  s.schedule_timer(*qp);
 }
 
 // Selective repeat: a NAK naming the trimmed PSN (NakCode::trimmed, uroce's

@@ -1,7 +1,10 @@
 // The event queue runs events in time order, and events at the same time in
-// the order they were scheduled, whatever the heap's shape.
+// the order they were scheduled, wherever they wait: in the calendar's
+// current bucket, a later one, or beyond its ring.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <tuple>
 #include <vector>
 
 #include "sim/event_queue.h"
@@ -44,6 +47,59 @@ TEST(EventQueue, NeverRunsAnEventInThePast) {
   queue.run_until(5000);
   ASSERT_EQ(recorder.seen.size(), 2u);
   EXPECT_EQ(recorder.seen[1].first, 1000);
+}
+
+// Every event, when it runs, schedules a few more at a random distance:
+// within its own bucket (tens of ps), a frame or a hop away (hundreds of ns
+// to microseconds), at the same instant, or a timeout milliseconds ahead.
+// The queue must run them exactly as sorting (time, scheduling order) does.
+struct Spawner final : EventHandler {
+  EventQueue* queue = nullptr;
+  std::uint64_t random = 7;
+  std::uint32_t scheduled = 0;
+  std::uint32_t budget = 0;
+  std::vector<std::tuple<SimTime, std::uint32_t>> expected;  // (time, tag): tags count in scheduling order
+  std::vector<std::tuple<SimTime, std::uint32_t>> seen;
+
+  void add(SimTime at) {
+    if (at < queue->now()) at = queue->now();
+    expected.emplace_back(at, scheduled);
+    queue->schedule(at, this, scheduled++);
+  }
+  void on_event(SimTime now, std::uint32_t tag) override {
+    seen.emplace_back(now, tag);
+    for (int i = 0; i < 3 && scheduled < budget; ++i) {
+      std::uint64_t draw = splitmix64(random);
+      switch (draw % 5) {
+        case 0: add(now); break;
+        case 1: add(now + static_cast<SimTime>(draw >> 40) % 1000); break;
+        case 2: add(now + static_cast<SimTime>(draw >> 20) % 2'000'000); break;
+        case 3: add(now + static_cast<SimTime>(draw >> 20) % 40'000'000); break;
+        default: add(now + static_cast<SimTime>(draw >> 20) % 5'000'000'000); break;
+      }
+    }
+  }
+};
+
+TEST(EventQueue, RunsEventsScheduledWhileRunningInExactOrderNearAndFar) {
+  EventQueue queue;
+  Spawner spawner;
+  spawner.queue = &queue;
+  spawner.budget = 200'000;
+  spawner.add(0);
+  spawner.add(3'000'000'000);  // a lone far event: the ring empties before it
+  std::size_t runs = 0;
+  while (!queue.empty()) {
+    SimTime next = queue.next_time();
+    queue.run_next();
+    ASSERT_EQ(std::get<0>(spawner.seen.back()), next);
+    ++runs;
+  }
+  std::vector<std::tuple<SimTime, std::uint32_t>> expected = spawner.expected;
+  std::sort(expected.begin(), expected.end());
+  ASSERT_EQ(runs, expected.size());
+  EXPECT_EQ(spawner.seen, expected);
+  EXPECT_EQ(queue.next_time(), kSimNever);
 }
 
 }  // namespace

@@ -9,11 +9,9 @@ namespace uroce::sim {
 
 namespace {
 
-// The next event's handler is, at scale, a cold object somewhere in a
-// working set far beyond the caches: start loading it while this event runs.
-void prefetch_target(const EventHandler* target) {
-  const char* bytes = reinterpret_cast<const char*>(target);
-  for (int line = 0; line < 4; ++line) __builtin_prefetch(bytes + line * 64);
+void prefetch_lines(const void* memory, int lines) {
+  const char* bytes = static_cast<const char*>(memory);
+  for (int line = 0; line < lines; ++line) __builtin_prefetch(bytes + line * 64);
 }
 
 }  // namespace
@@ -43,11 +41,18 @@ void EventQueue::advance() {
   } else {
     current_start_ += kBucketWidth;
   }
-  current_.clear();
   current_next_ = 0;
   std::vector<Entry>& bucket = buckets_[slot_of(current_start_)];
   in_ring_ -= bucket.size();
-  current_.swap(bucket);  // the bucket keeps the old storage for its next turn
+  current_.assign(bucket.begin(), bucket.end());
+  // Hosts that start together crowd a few turns of every bucket with
+  // thousands of events at one instant; a bucket keeps no more storage than
+  // a usual turn needs, or the ring would hold the busiest turn 64 times.
+  if (bucket.capacity() > kBucketKeptEntries) {
+    std::vector<Entry>().swap(bucket);
+  } else {
+    bucket.clear();
+  }
   SimTime current_end = current_start_ + kBucketWidth;
   while (!far_.empty() && far_.front().at < current_end) {
     std::pop_heap(far_.begin(), far_.end(), Later{});
@@ -77,7 +82,7 @@ void EventQueue::run_next() {
   Entry next;
   if (current_next_ < current_.size() && (late_.empty() || current_[current_next_].before(late_.front()))) {
     next = current_[current_next_++];
-    if (current_next_ < current_.size()) prefetch_target(current_[current_next_].target);
+    prefetch_ahead();
   } else {
     std::pop_heap(late_.begin(), late_.end(), Later{});
     next = late_.back();
@@ -87,6 +92,18 @@ void EventQueue::run_next() {
   now_ = next.at;
   ++events_run_;
   next.target->on_event(next.at, next.tag);
+}
+
+// At thousands of hosts each event's handler, and the frame it reads, are
+// cold: somewhere in a working set far beyond the caches. Two events ahead
+// the handler starts loading; one event ahead (loaded by then) it names
+// what it will read, which starts loading too.
+void EventQueue::prefetch_ahead() const {
+  if (current_next_ + 1 < current_.size()) prefetch_lines(current_[current_next_ + 1].target, 4);
+  if (current_next_ < current_.size()) {
+    const void* next_read = current_[current_next_].target->next_read_;
+    if (next_read != nullptr) prefetch_lines(next_read, 2);
+  }
 }
 
 void EventQueue::run_until(SimTime limit) {

@@ -10,8 +10,20 @@
 namespace uroce::sim {
 
 SwitchNode::SwitchNode(SimWorld& world, const SwitchConfig& config, std::uint32_t id, std::uint64_t seed)
-    : world_(world), config_(config), id_(id), random_state_(seed ^ (std::uint64_t{id} << 32)) {
+    : world_(world), random_state_(seed ^ (std::uint64_t{id} << 32)), id_(id), config_(config) {
   hash_salt_ = static_cast<std::uint32_t>(splitmix64(random_state_));
+}
+
+void SwitchNode::set_routes(Routes routes) {
+  routes_ = std::move(routes);
+  group_spans_.clear();
+  group_ports_.clear();
+  for (const std::vector<std::uint16_t>& ports : routes_.groups) {
+    group_spans_.push_back(GroupSpan{static_cast<std::uint32_t>(group_ports_.size()),
+                                     static_cast<std::uint32_t>(ports.size())});
+    group_ports_.insert(group_ports_.end(), ports.begin(), ports.end());
+  }
+  routes_.groups = {};  // compiled into the two above
 }
 
 std::uint16_t SwitchNode::add_port(const LinkSpec& spec) {
@@ -52,16 +64,17 @@ std::uint16_t SwitchNode::route(Packet& packet) {
     auto found = routes_.host_overrides.find(packet.dst_host);
     if (found != routes_.host_overrides.end()) group = found->second;
   }
-  const std::vector<std::uint16_t>& ports = routes_.groups[group];
-  if (ports.empty()) return kNoRoute;  // failed links cut this switch off from the target
-  if (ports.size() == 1) return ports[0];
-  if (config_.forwarding == Forwarding::spray) return ports[spray_next_++ % ports.size()];
+  GroupSpan span = group_spans_[group];
+  const std::uint16_t* ports = group_ports_.data() + span.first;
+  if (span.count == 0) return kNoRoute;  // failed links cut this switch off from the target
+  if (span.count == 1) return ports[0];
+  if (config_.forwarding == Forwarding::spray) return ports[spray_next_++ % span.count];
   if (config_.forwarding == Forwarding::source) {
-    std::uint16_t port = ports[packet.route_cursor % ports.size()];
-    packet.route_cursor /= static_cast<std::uint32_t>(ports.size());
+    std::uint16_t port = ports[packet.route_cursor % span.count];
+    packet.route_cursor /= span.count;
     return port;
   }
-  return ports[mix32(packet.flow_hash ^ hash_salt_) % ports.size()];
+  return ports[mix32(packet.flow_hash ^ hash_salt_) % span.count];
 }
 
 bool SwitchNode::admit(Packet& packet, Port& ingress, const PacketQueue& egress, SimTime now) {

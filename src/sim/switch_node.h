@@ -35,7 +35,7 @@ class SwitchNode final : public Node {
     std::unordered_map<std::uint32_t, std::uint32_t> host_overrides;
     std::vector<std::vector<std::uint16_t>> groups;
   };
-  void set_routes(Routes routes) { routes_ = std::move(routes); }
+  void set_routes(Routes routes);
 
   // State for deadlock detection and reports.
   std::uint64_t egress_bytes(std::uint16_t port, std::uint8_t priority) const {
@@ -54,16 +54,19 @@ class SwitchNode final : public Node {
   bool may_have_more(std::uint16_t port) const override;
 
  private:
+  // Laid out for the cache: what every packet's egress reads first (its
+  // transmitter and marking thresholds), then the queues, then what its
+  // ingress reads (the pause flag beside the bytes held).
   struct Port {
     std::unique_ptr<Transmitter> transmitter;
+    std::uint64_t ecn_kmin = 0;               // marking thresholds of this egress, bytes
+    std::uint64_t ecn_kmax = 0;
     PacketQueue egress[kPriorities];
-    std::uint64_t ingress_bytes[kPriorities] = {};  // held here, by the port it came in on
     bool pause_sent[kPriorities] = {};
+    std::uint64_t ingress_bytes[kPriorities] = {};  // held here, by the port it came in on
     std::uint64_t deficit[kPriorities] = {};  // DWRR credit, bytes
     std::uint8_t dwrr_turn = 0;               // the priority whose turn it is
     bool turn_credited = false;               // its quantum was added this turn
-    std::uint64_t ecn_kmin = 0;               // marking thresholds of this egress, bytes
-    std::uint64_t ecn_kmax = 0;
   };
   bool sendable(const Port& port, int priority) const {
     return !port.egress[priority].empty() && !port.transmitter->paused(static_cast<std::uint8_t>(priority));
@@ -83,16 +86,25 @@ class SwitchNode final : public Node {
   void trim(Packet& packet);
   std::uint64_t next_random();
 
+  // The fields every packet reads come first, the settings after them.
   SimWorld& world_;
-  SwitchConfig config_;
-  std::uint32_t id_;
   std::vector<Port> ports_;
-  Routes routes_;
   std::uint64_t used_ = 0;
   std::uint64_t peak_used_ = 0;
   std::uint64_t random_state_;
   std::uint32_t hash_salt_;
   std::uint32_t spray_next_ = 0;
+  std::uint32_t id_;
+  // Routes as route() reads them: a group's ports lie together in
+  // group_ports_, at group_spans_[group].
+  struct GroupSpan {
+    std::uint32_t first = 0;
+    std::uint32_t count = 0;
+  };
+  Routes routes_;
+  std::vector<GroupSpan> group_spans_;
+  std::vector<std::uint16_t> group_ports_;
+  SwitchConfig config_;
 };
 
 }  // namespace uroce::sim

@@ -28,7 +28,10 @@ void Transmitter::kick(SimTime now) {
   packet->arrives_at = busy_until_ + spec_.propagation;
   bool wire_was_empty = on_wire_.empty();
   on_wire_.push(packet);
-  if (wire_was_empty) world_.events.schedule(packet->arrives_at, this, kArrived);
+  if (wire_was_empty) {
+    hint_next_read(packet);
+    world_.events.schedule(packet->arrives_at, this, kArrived);
+  }
 }
 
 void Transmitter::wake_at(SimTime at) {
@@ -83,6 +86,7 @@ void Transmitter::set_down(bool down, SimTime now) {
     if (packet->kind == PacketKind::roce) ++world_.counters.failure_losses;
     world_.packets.release(packet);
   }
+  hint_next_read(nullptr);
   close_pauses(now);
   paused_ = 0;
   kick(now);
@@ -99,6 +103,7 @@ void Transmitter::on_event(SimTime now, std::uint32_t tag) {
   // finds nothing, or a packet sent since, which has its own event.
   if (on_wire_.empty() || on_wire_.front()->arrives_at > now) return;
   Packet* packet = on_wire_.pop();
+  hint_next_read(on_wire_.front());
   if (!on_wire_.empty()) world_.events.schedule(on_wire_.front()->arrives_at, this, kArrived);
   if (spec_.loss > 0 && packet->kind == PacketKind::roce && unit_interval(loss_state_) < spec_.loss) {
     ++world_.counters.link_losses;

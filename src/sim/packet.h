@@ -30,6 +30,7 @@ enum class RoceClass : std::uint8_t { data, ack, cnp };
 struct Packet {
   Packet* next = nullptr;          // intrusive queue link
   SimTime arrives_at = 0;          // on a wire: when its last bit reaches the peer
+  SimTime next_arrives_at = 0;     // on a wire: when the frame sent after it arrives (read instead of that frame)
   std::uint32_t wire_bytes = 0;    // time on the wire, overheads included
   std::uint32_t datagram_length = 0;
   std::uint32_t flow_hash = 0;     // ECMP entropy: the 5-tuple, hashed
@@ -67,6 +68,7 @@ class PacketQueue {
   std::uint64_t bytes() const { return bytes_; }
   std::uint32_t size() const { return count_; }
   Packet* front() const { return head_; }
+  Packet* back() const { return tail_; }
   void push(Packet* packet) {
     packet->next = nullptr;
     if (tail_ != nullptr) {

@@ -27,6 +27,7 @@ void Transmitter::kick(SimTime now) {
   if (tap_ != nullptr) tap_->on_transmit(*packet, now);
   packet->arrives_at = busy_until_ + spec_.propagation;
   bool wire_was_empty = on_wire_.empty();
+  if (!wire_was_empty) on_wire_.back()->next_arrives_at = packet->arrives_at;  // its line is being written anyway
   on_wire_.push(packet);
   if (wire_was_empty) {
     hint_next_read(packet);
@@ -104,7 +105,8 @@ void Transmitter::on_event(SimTime now, std::uint32_t tag) {
   if (on_wire_.empty() || on_wire_.front()->arrives_at > now) return;
   Packet* packet = on_wire_.pop();
   hint_next_read(on_wire_.front());
-  if (!on_wire_.empty()) world_.events.schedule(on_wire_.front()->arrives_at, this, kArrived);
+  // The next frame's arrival is read from this one: that frame is cold.
+  if (!on_wire_.empty()) world_.events.schedule(packet->next_arrives_at, this, kArrived);
   if (spec_.loss > 0 && packet->kind == PacketKind::roce && unit_interval(loss_state_) < spec_.loss) {
     ++world_.counters.link_losses;
     world_.packets.release(packet);

@@ -47,6 +47,7 @@ Expected<const MemoryRegion*, std::errc> MemoryRegionTable::register_region(std:
 std::errc MemoryRegionTable::deregister(std::uint32_t lkey) {
   auto it = by_lkey_.find(lkey);
   if (it == by_lkey_.end()) return std::errc::invalid_argument;
+  if (last_remote_ == it->second.get()) last_remote_ = nullptr;
   by_rkey_.erase(it->second->rkey);
   by_lkey_.erase(it);
   return std::errc{};
@@ -55,6 +56,7 @@ std::errc MemoryRegionTable::deregister(std::uint32_t lkey) {
 bool MemoryRegionTable::invalidate_rkey(std::uint32_t rkey, std::uint32_t pd) {
   auto it = by_rkey_.find(rkey);
   if (it == by_rkey_.end() || it->second->pd != pd) return false;
+  if (last_remote_ == it->second) last_remote_ = nullptr;
   by_rkey_.erase(it);
   return true;
 }
@@ -80,9 +82,12 @@ Expected<std::uint8_t*, AccessError> MemoryRegionTable::resolve_remote(std::uint
                                                                        std::uint64_t va, std::uint64_t length,
                                                                        std::uint32_t needed_access) const {
   if (length == 0) return static_cast<std::uint8_t*>(nullptr);
-  auto it = by_rkey_.find(rkey);
-  if (it == by_rkey_.end()) return unexpected(AccessError::bad_key);
-  const MemoryRegion& region = *it->second;
+  if (last_remote_ == nullptr || last_remote_->rkey != rkey) {
+    auto it = by_rkey_.find(rkey);
+    if (it == by_rkey_.end()) return unexpected(AccessError::bad_key);
+    last_remote_ = it->second;
+  }
+  const MemoryRegion& region = *last_remote_;
   if (region.pd != pd) return unexpected(AccessError::wrong_pd);
   if ((region.access & needed_access) != needed_access) return unexpected(AccessError::no_permission);
   return check_range(region, va, length);

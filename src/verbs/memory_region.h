@@ -66,6 +66,11 @@ class MemoryRegionTable {
   std::uint64_t rng_state_;
   std::unordered_map<std::uint32_t, std::unique_ptr<MemoryRegion>> by_lkey_;
   std::unordered_map<std::uint32_t, MemoryRegion*> by_rkey_;
+  // The region the last remote access found through by_rkey_ (a QP's peer
+  // uses one or two rkeys for long stretches; at thousands of simulated
+  // engines the map's buckets and nodes are cache misses). Forgotten when
+  // its rkey stops being valid; an access still passes every check.
+  mutable const MemoryRegion* last_remote_ = nullptr;
 };
 
 }  // namespace uroce::verbs

@@ -106,5 +106,44 @@ TEST(MemoryRegion, DeregisterAndInvalidateRevokeKeys) {
   EXPECT_FALSE(table.pd_in_use(kPd));
 }
 
+// The table remembers the region its last remote access found: a key that
+// worked a moment ago must still be refused once revoked, and a region
+// registered since must never be reached through a stale memory of it.
+TEST(MemoryRegion, AKeyThatWorkedIsRefusedOnceRevoked) {
+  MemoryRegionTable table(9);
+  std::vector<std::uint8_t> first(64), second(64);
+  const MemoryRegion* one = *table.register_region(kPd, first.data(), 64, kAll);
+  const MemoryRegion* two = *table.register_region(kPd, second.data(), 64, kAccessLocalWrite | kAccessRemoteRead);
+  std::uint32_t one_lkey = one->lkey, one_rkey = one->rkey, two_rkey = two->rkey;
+
+  ASSERT_TRUE(table.resolve_remote(one_rkey, kPd, va(first), 8, kAccessRemoteWrite));
+  EXPECT_TRUE(table.invalidate_rkey(one_rkey, kPd));
+  EXPECT_EQ(table.resolve_remote(one_rkey, kPd, va(first), 8, kAccessRemoteWrite).error(), AccessError::bad_key);
+
+  ASSERT_TRUE(table.resolve_remote(two_rkey, kPd, va(second), 8, kAccessRemoteRead));
+  // Remembered, and still checked: permission, PD and bounds.
+  EXPECT_EQ(table.resolve_remote(two_rkey, kPd, va(second), 8, kAccessRemoteWrite).error(), AccessError::no_permission);
+  EXPECT_EQ(table.resolve_remote(two_rkey, kPd + 1, va(second), 8, kAccessRemoteRead).error(), AccessError::wrong_pd);
+  EXPECT_EQ(table.resolve_remote(two_rkey, kPd, va(second) + 60, 8, kAccessRemoteRead).error(),
+            AccessError::out_of_bounds);
+  EXPECT_EQ(table.deregister(two->lkey), std::errc{});
+  EXPECT_EQ(table.resolve_remote(two_rkey, kPd, va(second), 8, kAccessRemoteRead).error(), AccessError::bad_key);
+
+  // Regions registered after the revocations get keys of their own; the
+  // revoked ones stay refused whatever was found in between.
+  for (int i = 0; i < 64; ++i) {
+    std::vector<std::uint8_t> scratch(16);
+    const MemoryRegion* fresh = *table.register_region(kPd, scratch.data(), 16, kAll);
+    std::uint32_t fresh_lkey = fresh->lkey, fresh_rkey = fresh->rkey;
+    ASSERT_TRUE(table.resolve_remote(fresh_rkey, kPd, va(scratch), 16, kAccessRemoteWrite));
+    ASSERT_EQ(table.resolve_remote(one_rkey, kPd, va(first), 8, kAccessRemoteWrite).error(), AccessError::bad_key);
+    ASSERT_EQ(table.resolve_remote(two_rkey, kPd, va(second), 8, kAccessRemoteRead).error(), AccessError::bad_key);
+    ASSERT_TRUE(table.resolve_remote(fresh_rkey, kPd, va(scratch), 16, kAccessRemoteWrite));
+    ASSERT_EQ(table.deregister(fresh_lkey), std::errc{});
+    ASSERT_EQ(table.resolve_remote(fresh_rkey, kPd, va(scratch), 16, kAccessRemoteWrite).error(), AccessError::bad_key);
+  }
+  EXPECT_EQ(table.deregister(one_lkey), std::errc{});
+}
+
 }  // namespace
 }  // namespace uroce::verbs

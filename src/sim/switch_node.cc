@@ -156,6 +156,7 @@ void SwitchNode::receive(Packet* packet, std::uint16_t port, SimTime now) {
     return;
   }
   Port& egress = ports_[chosen];
+  __builtin_prefetch(&egress);  // cold at scale: loads while the ingress is charged
   if (should_trim(*packet, egress)) trim(*packet);
   PacketQueue& queue = egress.egress[packet->priority];
   packet->ingress_port = port;

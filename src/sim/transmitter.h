@@ -28,7 +28,7 @@ class PacketTap {
 class Transmitter final : public EventHandler {
  public:
   Transmitter(SimWorld& world, LinkSpec spec, Node& owner, std::uint16_t port)
-      : world_(world), spec_(spec), owner_(owner), port_(port) {}
+      : port_(port), owner_(owner), world_(world), spec_(spec) {}
   void connect(Node& peer, std::uint16_t peer_port) {
     peer_ = &peer;
     peer_port_ = peer_port;
@@ -67,22 +67,24 @@ class Transmitter final : public EventHandler {
   // Asks for a kick when the wire frees at `at` (once per moment).
   void wake_at(SimTime at);
 
-  SimWorld& world_;
-  LinkSpec spec_;
-  Node& owner_;
-  std::uint16_t port_;
-  Node* peer_ = nullptr;
-  std::uint16_t peer_port_ = 0;
-  SimTime busy_until_ = 0;     // the current frame's last bit leaves then
-  SimTime wake_at_ = kSimNever;  // the kSerialized event that counts, if any
+  // What kick and an arrival read come first, in the first lines; a link
+  // is a cold object at scale, and each line touched is a miss.
   bool choosing_ = false;
   bool down_ = false;
   std::uint8_t paused_ = 0;
-  SimTime paused_since_[kPriorities] = {};
-  std::uint64_t loss_state_ = 0;
-  PacketTap* tap_ = nullptr;
-  PacketQueue control_;    // PFC frames waiting for the wire
+  std::uint16_t port_;
+  std::uint16_t peer_port_ = 0;
+  SimTime busy_until_ = 0;     // the current frame's last bit leaves then
+  SimTime wake_at_ = kSimNever;  // the kSerialized event that counts, if any
+  Node& owner_;
+  Node* peer_ = nullptr;
+  SimWorld& world_;
   PacketQueue on_wire_;    // serialized, not yet arrived; arrival times ascend
+  PacketQueue control_;    // PFC frames waiting for the wire
+  LinkSpec spec_;
+  PacketTap* tap_ = nullptr;
+  std::uint64_t loss_state_ = 0;
+  SimTime paused_since_[kPriorities] = {};
 };
 
 }  // namespace uroce::sim

@@ -24,6 +24,11 @@ void SwitchNode::set_routes(Routes routes) {
     group_ports_.insert(group_ports_.end(), ports.begin(), ports.end());
   }
   routes_.groups = {};  // compiled into the two above
+  small_group_of_switch_.clear();
+  if (group_spans_.size() <= 256) {
+    small_group_of_switch_.assign(routes_.group_of_switch.begin(), routes_.group_of_switch.end());
+    routes_.group_of_switch = {};
+  }
 }
 
 std::uint16_t SwitchNode::add_port(const LinkSpec& spec) {
@@ -59,7 +64,8 @@ std::uint64_t SwitchNode::next_random() { return splitmix64(random_state_); }
 
 std::uint16_t SwitchNode::route(Packet& packet) {
   std::uint32_t target = (*routes_.switch_of_host)[packet.dst_host];
-  std::uint32_t group = routes_.group_of_switch[target];
+  std::uint32_t group =
+      small_group_of_switch_.empty() ? routes_.group_of_switch[target] : small_group_of_switch_[target];
   if (target == id_ || !routes_.host_overrides.empty()) {
     auto found = routes_.host_overrides.find(packet.dst_host);
     if (found != routes_.host_overrides.end()) group = found->second;

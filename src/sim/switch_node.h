@@ -102,6 +102,10 @@ class SwitchNode final : public Node {
     std::uint32_t count = 0;
   };
   Routes routes_;
+  // routes_.group_of_switch a byte each, where a switch has at most 256
+  // groups (every fat-tree and plane here): the table every packet reads
+  // then takes a quarter of the cache. Empty otherwise.
+  std::vector<std::uint8_t> small_group_of_switch_;
   std::vector<GroupSpan> group_spans_;
   std::vector<std::uint16_t> group_ports_;
   SwitchConfig config_;

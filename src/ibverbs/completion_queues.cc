@@ -13,6 +13,7 @@
 #include <array>
 #include <new>
 
+#include "ibverbs/async_event_acks.h"
 #include "ibverbs/objects.h"
 #include "ibverbs/symbol_versions.h"
 #include "ibverbs/verbs_ops.h"
@@ -147,6 +148,7 @@ int UROCE_V11(ibv_destroy_cq)(ibv_cq* ibv) {
     --ibv->channel->refcnt;
   }
   runtime.forget_events_of(ibv);
+  wait_for_async_acks(ibv->mutex, ibv->cond, ibv->async_events_completed, cq.async_events_reported);
   pthread_cond_destroy(&ibv->cond);
   pthread_mutex_destroy(&ibv->mutex);
   delete &cq;

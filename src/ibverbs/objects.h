@@ -40,6 +40,7 @@ struct UroceCq {
   ibv_cq cq;
   std::uint32_t handle = 0;
   DeviceRuntime* runtime = nullptr;
+  std::uint32_t async_events_reported = 0;  // under cq.mutex (async_event_acks.h)
 };
 
 struct UroceSrq {
@@ -47,6 +48,7 @@ struct UroceSrq {
   std::uint32_t handle = 0;
   DeviceRuntime* runtime = nullptr;
   ibv_srq_attr attr{};  // as created, with the limit last set
+  std::uint32_t async_events_reported = 0;  // under srq.mutex (async_event_acks.h)
 };
 
 struct UroceAh {
@@ -60,6 +62,7 @@ struct UroceQp {
   DeviceRuntime* runtime = nullptr;
   ibv_qp_init_attr init{};  // as granted, for ibv_query_qp
   WrBuilder builder;        // the ibv_wr_* requests between wr_start and wr_complete
+  std::uint32_t async_events_reported = 0;  // under the ibv_qp's mutex (async_event_acks.h)
 };
 
 template <class Uroce, class Ibv>

@@ -7,6 +7,7 @@
 #include <new>
 
 #include "ibverbs/address_vector.h"
+#include "ibverbs/async_event_acks.h"
 #include "ibverbs/objects.h"
 #include "ibverbs/uroce_private.h"
 #include "ibverbs/symbol_versions.h"
@@ -223,6 +224,7 @@ int UROCE_V11(ibv_destroy_qp)(ibv_qp* ibv) {
   });
   if (result != std::errc{}) return errno_of(result);
   runtime.forget_events_of(ibv);
+  wait_for_async_acks(ibv->mutex, ibv->cond, ibv->events_completed, qp.async_events_reported);
   pthread_cond_destroy(&ibv->cond);
   pthread_mutex_destroy(&ibv->mutex);
   delete &qp;

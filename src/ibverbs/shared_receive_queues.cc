@@ -4,6 +4,7 @@
 
 #include <new>
 
+#include "ibverbs/async_event_acks.h"
 #include "ibverbs/objects.h"
 #include "ibverbs/symbol_versions.h"
 #include "ibverbs/verbs_support.h"
@@ -78,6 +79,7 @@ int UROCE_V11(ibv_destroy_srq)(ibv_srq* ibv) {
   });
   if (result != std::errc{}) return errno_of(result);
   runtime.forget_events_of(ibv);
+  wait_for_async_acks(ibv->mutex, ibv->cond, ibv->events_completed, srq.async_events_reported);
   pthread_cond_destroy(&ibv->cond);
   pthread_mutex_destroy(&ibv->mutex);
   delete &srq;

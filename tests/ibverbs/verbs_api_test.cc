@@ -12,8 +12,11 @@
 #include <stdlib.h>
 
 #include <array>
+#include <atomic>
+#include <chrono>
 #include <cstring>
 #include <string>
+#include <thread>
 
 namespace {
 
@@ -264,6 +267,38 @@ TEST_F(VerbsApi, AsyncEventsReportPortActiveAndARefusedRemoteAccess) {
   EXPECT_EQ(event.element.qp, b_.qp);
   ibv_ack_async_event(&event);
   EXPECT_EQ(b_.qp->events_completed, 1u);
+}
+
+// rdma-core's rule, which UCX relies on: destroying a QP waits until every
+// async event handed out for it is acknowledged, since another thread may
+// still be holding the event (and the QP pointer in it).
+TEST_F(VerbsApi, DestroyingAQpWaitsForItsAsyncEventsToBeAcknowledged) {
+  ibv_sge sge{reinterpret_cast<std::uintptr_t>(a_.buffer.data()), 8, a_.mr->lkey};
+  ibv_send_wr write = remote(IBV_WR_RDMA_WRITE, sge, 0, b_.mr->rkey ^ 0x100);
+  ibv_send_wr* bad = nullptr;
+  ASSERT_EQ(ibv_post_send(a_.qp, &write, &bad), 0);
+  next_completion(a_);
+  ibv_async_event event;
+  do {  // the port's event comes first
+    ASSERT_TRUE(wait_readable(b_.context->async_fd, 5000));
+    ASSERT_EQ(ibv_get_async_event(b_.context, &event), 0);
+    if (event.event_type == IBV_EVENT_PORT_ACTIVE) ibv_ack_async_event(&event);
+  } while (event.event_type == IBV_EVENT_PORT_ACTIVE);
+  ASSERT_EQ(event.element.qp, b_.qp);
+
+  std::atomic<bool> destroyed{false};
+  std::atomic<int> result{-1};
+  std::thread destroyer([&] {
+    result = ibv_destroy_qp(b_.qp);
+    destroyed = true;
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  EXPECT_FALSE(destroyed.load()) << "the QP went while its event was still held";
+  ibv_ack_async_event(&event);  // the QP is still there to be acknowledged
+  destroyer.join();
+  EXPECT_TRUE(destroyed.load());
+  EXPECT_EQ(result.load(), 0);
+  b_.qp = nullptr;
 }
 
 TEST_F(VerbsApi, WhatAProgramMayNotDoIsRefusedWithItsErrno) {

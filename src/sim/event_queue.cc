@@ -66,21 +66,20 @@ void EventQueue::settle() {
   while (current_next_ == current_.size() && late_.empty()) advance();
 }
 
-const EventQueue::Entry& EventQueue::earliest() const {
-  bool from_current = current_next_ < current_.size() && (late_.empty() || current_[current_next_].before(late_.front()));
-  return from_current ? current_[current_next_] : late_.front();
+bool EventQueue::current_runs_first() const {
+  return current_next_ < current_.size() && (late_.empty() || current_[current_next_].before(late_.front()));
 }
 
 SimTime EventQueue::next_time() {
   if (pending_ == 0) return kSimNever;
   settle();
-  return earliest().at;
+  return current_runs_first() ? current_[current_next_].at : late_.front().at;
 }
 
 void EventQueue::run_next() {
   settle();
   Entry next;
-  if (current_next_ < current_.size() && (late_.empty() || current_[current_next_].before(late_.front()))) {
+  if (current_runs_first()) {
     next = current_[current_next_++];
     prefetch_ahead();
   } else {

@@ -65,7 +65,8 @@ class EventQueue {
   void settle();
   // Moves to the next bucket with events (or to the far heap's first).
   void advance();
-  const Entry& earliest() const;
+  // After settle: whether the current bucket's head, not late_'s, runs next.
+  bool current_runs_first() const;
   void prefetch_ahead() const;
 
   // 2^16 ps (65.5 ns) per bucket, 64 buckets: 4.2 us ahead, past a frame's

@@ -15,19 +15,21 @@ SwitchNode::SwitchNode(SimWorld& world, const SwitchConfig& config, std::uint32_
 }
 
 void SwitchNode::set_routes(Routes routes) {
-  routes_ = std::move(routes);
+  switch_of_host_ = std::move(routes.switch_of_host);
+  host_overrides_ = std::move(routes.host_overrides);
   group_spans_.clear();
   group_ports_.clear();
-  for (const std::vector<std::uint16_t>& ports : routes_.groups) {
+  for (const std::vector<std::uint16_t>& ports : routes.groups) {
     group_spans_.push_back(GroupSpan{static_cast<std::uint32_t>(group_ports_.size()),
                                      static_cast<std::uint32_t>(ports.size())});
     group_ports_.insert(group_ports_.end(), ports.begin(), ports.end());
   }
-  routes_.groups = {};  // compiled into the two above
   small_group_of_switch_.clear();
+  group_of_switch_.clear();
   if (group_spans_.size() <= 256) {
-    small_group_of_switch_.assign(routes_.group_of_switch.begin(), routes_.group_of_switch.end());
-    routes_.group_of_switch = {};
+    small_group_of_switch_.assign(routes.group_of_switch.begin(), routes.group_of_switch.end());
+  } else {
+    group_of_switch_ = std::move(routes.group_of_switch);
   }
 }
 
@@ -63,12 +65,11 @@ bool SwitchNode::holds_from(std::uint16_t port, std::uint8_t priority, std::uint
 std::uint64_t SwitchNode::next_random() { return splitmix64(random_state_); }
 
 std::uint16_t SwitchNode::route(Packet& packet) {
-  std::uint32_t target = (*routes_.switch_of_host)[packet.dst_host];
-  std::uint32_t group =
-      small_group_of_switch_.empty() ? routes_.group_of_switch[target] : small_group_of_switch_[target];
-  if (target == id_ || !routes_.host_overrides.empty()) {
-    auto found = routes_.host_overrides.find(packet.dst_host);
-    if (found != routes_.host_overrides.end()) group = found->second;
+  std::uint32_t target = (*switch_of_host_)[packet.dst_host];
+  std::uint32_t group = small_group_of_switch_.empty() ? group_of_switch_[target] : small_group_of_switch_[target];
+  if (target == id_ || !host_overrides_.empty()) {
+    auto found = host_overrides_.find(packet.dst_host);
+    if (found != host_overrides_.end()) group = found->second;
   }
   GroupSpan span = group_spans_[group];
   const std::uint16_t* ports = group_ports_.data() + span.first;
@@ -150,7 +151,7 @@ void SwitchNode::receive(Packet* packet, std::uint16_t port, SimTime now) {
     world_.packets.release(packet);
     return;
   }
-  if (packet->dst_host >= routes_.switch_of_host->size()) {
+  if (packet->dst_host >= switch_of_host_->size()) {
     ++world_.counters.drops;
     world_.packets.release(packet);
     return;

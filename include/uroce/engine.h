@@ -189,6 +189,13 @@ struct MultipathConfig {
   // the EV it echoes, so one ACK per 64 packets (the engine's default) would
   // leave a burst's only ACK to a single path.
   std::uint32_t ack_every_packets = 4;
+  // Direct placement, as MRC places: every WRITE packet carries its own
+  // target (a RETH after the BTH of MIDDLE and LAST packets too), and a
+  // packet that arrives ahead of a gap is written to memory at once instead
+  // of being copied into the reorder buffer; completions stay in order. A
+  // WRITE's bytes are then defined once its completion (or a later one) is
+  // seen, not byte by byte. Both ends must agree, as for multipath itself.
+  bool direct_placement = true;
 };
 
 struct QpInitAttr {
@@ -290,6 +297,7 @@ struct EngineCounters {
   std::uint64_t cnps_sent = 0;
   std::uint64_t cnps_received = 0;
   std::uint64_t held_out_of_order = 0;  // selective repeat: packets kept after a gap
+  std::uint64_t placed_out_of_order = 0;  // multipath: WRITE packets after a gap written to memory on arrival
   // Multipath (MultipathConfig), the requester's side:
   std::uint64_t paths_lost = 0;       // packets found lost by the reorder window or a timeout
   std::uint64_t paths_retired = 0;    // EVs retired after a loss on them

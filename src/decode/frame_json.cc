@@ -31,6 +31,7 @@ ordered_json frame_to_json(const wire::RoceFrame& frame) {
     out["dest_qp"] = bth.dest_qp;
     out["se"] = bth.solicited_event ? 1 : 0;
     out["ack_req"] = bth.ack_req ? 1 : 0;
+    if (bth.place_early) out["place_early"] = 1;
     out["pad"] = bth.pad_count;
     out["pkey"] = bth.pkey;
     out["tver"] = 0;  // parse rejects any other version

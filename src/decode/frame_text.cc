@@ -50,6 +50,7 @@ std::string describe_packet(const wire::RocePacket& packet) {
   if (packet.op->transport == wire::Transport::cnp) return text;
   text += fmt::format(" PSN={}", bth.psn);
   if (bth.ack_req) text += " AckReq";
+  if (bth.place_early) text += " PlaceEarly";
   if (bth.solicited_event) text += " SE";
   if (bth.fecn) text += " FECN";
   if (bth.becn) text += " BECN";

@@ -58,6 +58,7 @@ struct SendWqe {
   bool done = false;               // acknowledged / all responses received
   WcStatus status = WcStatus::success;
   std::uint64_t read_received = 0;  // READ: response bytes placed so far
+  bool place_early = false;         // multipath WRITE: the responder may place its packets ahead of a gap
 
   bool is_read_or_atomic() const {
     return opcode == WrOpcode::rdma_read || opcode == WrOpcode::atomic_cmp_and_swp ||

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "transport/direct_placement.h"
 #include "transport/engine_state.h"
 #include "transport/psn.h"
 
@@ -132,6 +133,7 @@ std::size_t EngineState::requester_transmit(QueuePair& qp, MutableByteSpan out, 
     if (window_full(qp, qp.next_psn)) return 0;
     wqe.started = true;
     wqe.first_psn = qp.next_psn;
+    wqe.place_early = may_place_early(qp, wqe);
     bool atomic = wqe.opcode == WrOpcode::atomic_cmp_and_swp || wqe.opcode == WrOpcode::atomic_fetch_and_add;
     wqe.packet_count = atomic ? 1 : std::max<std::uint32_t>(1, (wqe.length + mtu(qp) - 1) / mtu(qp));
     qp.next_psn = psn_add(qp.next_psn, wqe.packet_count);
@@ -215,6 +217,7 @@ std::size_t EngineState::send_request_packet(QueuePair& qp, SendWqe& wqe, std::u
   std::uint32_t payload_length = 0;
   std::uint64_t payload_offset = 0;
   bool last_packet = true;
+  bool placement_header = false;  // multipath direct placement: this packet's RETH leads its payload
 
   switch (wqe.opcode) {
     case WrOpcode::rdma_read: {
@@ -249,6 +252,8 @@ std::size_t EngineState::send_request_packet(QueuePair& qp, SendWqe& wqe, std::u
       if (op->has(wire::kExtReth)) headers.reth = wire::RethRepr{wqe.remote_addr, wqe.rkey, wqe.length};
       if (op->has(wire::kExtImmDt)) headers.imm_dt = wire::ImmDtRepr{wqe.imm_data};
       if (op->has(wire::kExtIeth)) headers.ieth = wire::IethRepr{wqe.invalidate_rkey};
+      placement_header = qp.type == QpType::rc && transport::carries_placement_header(qp.multipath, *op);
+      headers.bth.place_early = wqe.place_early;
       break;
     }
   }
@@ -269,9 +274,15 @@ std::size_t EngineState::send_request_packet(QueuePair& qp, SendWqe& wqe, std::u
   auto layout = qp.type == QpType::ud
                     ? begin_packet_to(wqe.ud_destination, wqe.ud_remote_qpn, qp.udp_source_port, headers,
                                       payload_length, out)
-                    : begin_packet_to(qp.attr.ah_attr, qp.attr.dest_qp_num, port, headers, payload_length, out);
+                    : begin_packet_to(qp.attr.ah_attr, qp.attr.dest_qp_num, port, headers,
+                                      payload_length + (placement_header ? transport::kPlacementHeaderLength : 0), out);
   if (!layout) return 0;
   std::uint8_t* payload = &out[layout->payload_offset];
+  if (placement_header) {
+    wire::RethRepr own{wqe.remote_addr + payload_offset, wqe.rkey, static_cast<std::uint32_t>(wqe.length - payload_offset)};
+    own.emit(MutableByteSpan(payload, transport::kPlacementHeaderLength));
+    payload += transport::kPlacementHeaderLength;
+  }
   if (!config.carry_payload) {
     // lengths only
   } else if (!wqe.inline_data.empty()) {

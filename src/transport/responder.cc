@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "transport/direct_placement.h"
 #include "transport/engine_state.h"
 #include "transport/psn.h"
 
@@ -238,11 +239,20 @@ void EngineState::responder_on_request(QueuePair& qp, const wire::RocePacket& pa
     return;
   }
   if (qp.type == QpType::uc) return uc_on_request(qp, packet);
+  if (!transport::carries_placement_header(qp.multipath, *packet.op)) return rc_on_request(qp, packet, bytes);
+  wire::RocePacket placed = packet;
+  if (!transport::take_placement_header(placed)) {
+    return fail_responder(qp, packet.headers.bth.psn, wire::NakCode::invalid_request);
+  }
+  rc_on_request(qp, placed, bytes);
+}
+
+void EngineState::rc_on_request(QueuePair& qp, const wire::RocePacket& packet, ByteSpan bytes) {
   std::uint32_t psn = packet.headers.bth.psn;
   std::int32_t distance = psn_diff(psn, qp.expected_psn);
   if (distance > 0) {
     ++counters.out_of_sequence;
-    if (qp.reorder) return hold_out_of_order(qp, psn, bytes);
+    if (qp.reorder) return hold_out_of_order(qp, packet, bytes);
     if (!qp.sequence_nak_sent) {
       qp.sequence_nak_sent = true;
       queue_nak(qp, qp.expected_psn, wire::AckType::nak,
@@ -262,12 +272,12 @@ void EngineState::responder_on_request(QueuePair& qp, const wire::RocePacket& pa
 
 // Executes the request at the expected PSN and, when it is accepted, moves
 // the expected PSN past it.
-void EngineState::execute_request(QueuePair& qp, const wire::RocePacket& packet) {
+void EngineState::execute_request(QueuePair& qp, const wire::RocePacket& packet, bool placed) {
   std::uint32_t psn = packet.headers.bth.psn;
   bool accepted = false;
   switch (packet.op->kind) {
     case wire::OpKind::send: accepted = on_send(qp, packet); break;
-    case wire::OpKind::rdma_write: accepted = on_write(qp, packet); break;
+    case wire::OpKind::rdma_write: accepted = on_write(qp, packet, placed); break;
     // READ and atomics move the expected PSN and queue their responses themselves.
     case wire::OpKind::rdma_read_request: on_read_request(qp, packet); return;
     case wire::OpKind::compare_swap:
@@ -277,43 +287,6 @@ void EngineState::execute_request(QueuePair& qp, const wire::RocePacket& packet)
   if (!accepted) return;
   qp.expected_psn = psn_add(qp.expected_psn, 1);
   if (packet.headers.bth.ack_req) queue_ack(qp, psn);
-}
-
-// Selective repeat: keep a packet that arrived after a gap and report it, so
-// the requester resends only what is missing.
-void EngineState::hold_out_of_order(QueuePair& qp, std::uint32_t psn, ByteSpan bytes) {
-  // Without payloads (the simulator) only the headers are worth keeping.
-  std::size_t keep = config.carry_payload ? bytes.size() : kHeldHeaderBytes;
-  if (qp.reorder->hold(psn, qp.expected_psn, bytes, keep)) ++counters.held_out_of_order;
-  bool held = qp.reorder->find(psn).has_value();  // beyond the window: report nothing new
-  queue_nak(qp, qp.expected_psn, wire::AckType::nak, static_cast<std::uint8_t>(wire::NakCode::psn_sequence_error),
-            held ? psn : qp.expected_psn);
-}
-
-// Selective repeat: after the request at `from` executed, run the held
-// packets that now follow in order, and acknowledge the filled gap at once.
-void EngineState::deliver_held(QueuePair& qp, std::uint32_t from) {
-  qp.reorder->release(from, qp.expected_psn);
-  bool filled = false;
-  while (qp.reorder->held() > 0 && qp.state != QpState::err) {
-    std::uint32_t psn = qp.expected_psn;
-    std::optional<ByteSpan> bytes = qp.reorder->find(psn);
-    if (!bytes) break;
-    std::uint32_t length = qp.reorder->held_length(psn);
-    if (bytes->size() < length) {  // headers only: the payload was never there to keep
-      replay_scratch.assign(length, 0);
-      std::copy(bytes->begin(), bytes->end(), replay_scratch.begin());
-      bytes = ByteSpan(replay_scratch);
-    }
-    auto packet = wire::parse_roce_packet(*bytes);  // it parsed on arrival; this cannot fail
-    if (!packet) break;
-    execute_request(qp, *packet);
-    if (qp.expected_psn == psn) break;  // RNR: the requester resends it after the timer
-    if (qp.state == QpState::err) break;
-    qp.reorder->release(psn, qp.expected_psn);
-    filled = true;
-  }
-  if (filled && qp.state != QpState::err) queue_ack(qp, psn_add(qp.expected_psn, -1));
 }
 
 bool EngineState::on_send(QueuePair& qp, const wire::RocePacket& packet) {
@@ -357,7 +330,7 @@ bool EngineState::on_send(QueuePair& qp, const wire::RocePacket& packet) {
   return true;
 }
 
-bool EngineState::on_write(QueuePair& qp, const wire::RocePacket& packet) {
+bool EngineState::on_write(QueuePair& qp, const wire::RocePacket& packet, bool placed) {
   std::uint32_t psn = packet.headers.bth.psn;
   wire::Position position = packet.op->position;
   if (is_first_or_only(position) == qp.receiving_write || qp.receiving_send || !payload_length_ok(qp, packet)) {
@@ -399,12 +372,20 @@ bool EngineState::on_write(QueuePair& qp, const wire::RocePacket& packet) {
     fail_responder(qp, psn, wire::NakCode::invalid_request);
     return false;
   }
+  // Direct placement: a MIDDLE or LAST packet's own RETH must name exactly
+  // where the message has got to.
+  const std::optional<wire::RethRepr>& own = packet.headers.reth;
+  if (!is_first_or_only(position) && own &&
+      (own->va != qp.write_va || own->rkey != qp.write_rkey || own->dma_length != qp.write_remaining)) {
+    fail_responder(qp, psn, wire::NakCode::invalid_request);
+    return false;
+  }
   auto target = memory_regions.resolve_remote(qp.write_rkey, qp.pd, qp.write_va, length, kAccessRemoteWrite);
   if (!target) {
     fail_responder(qp, psn, wire::NakCode::remote_access_error);
     return false;
   }
-  if (length > 0 && config.carry_payload) std::memcpy(*target, packet.payload.data(), length);
+  if (length > 0 && config.carry_payload && !placed) std::memcpy(*target, packet.payload.data(), length);
   qp.write_va += length;
   qp.write_remaining -= length;
   if (last) {

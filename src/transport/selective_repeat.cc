@@ -10,7 +10,7 @@ namespace uroce::transport {
 
 ReorderBuffer::ReorderBuffer(std::uint32_t window) : slots_(std::max<std::uint32_t>(window, 1)) {}
 
-bool ReorderBuffer::hold(std::uint32_t psn, std::uint32_t expected, ByteSpan packet, std::size_t keep) {
+bool ReorderBuffer::hold(std::uint32_t psn, std::uint32_t expected, ByteSpan packet, std::size_t keep, bool placed) {
   std::int32_t ahead = psn_diff(psn, expected);
   if (ahead <= 0 || ahead >= static_cast<std::int32_t>(slots_.size())) return false;
   Slot& slot = slots_[psn % slots_.size()];
@@ -19,6 +19,7 @@ bool ReorderBuffer::hold(std::uint32_t psn, std::uint32_t expected, ByteSpan pac
   slot.used = true;
   slot.psn = psn;
   slot.length = static_cast<std::uint32_t>(packet.size());
+  slot.placed = placed;
   slot.bytes.assign(packet.begin(), packet.begin() + static_cast<std::ptrdiff_t>(std::min(keep, packet.size())));
   return true;
 }
@@ -26,6 +27,11 @@ bool ReorderBuffer::hold(std::uint32_t psn, std::uint32_t expected, ByteSpan pac
 std::uint32_t ReorderBuffer::held_length(std::uint32_t psn) const {
   const Slot& slot = slots_[psn % slots_.size()];
   return slot.used && slot.psn == psn ? slot.length : 0;
+}
+
+bool ReorderBuffer::placed(std::uint32_t psn) const {
+  const Slot& slot = slots_[psn % slots_.size()];
+  return slot.used && slot.psn == psn && slot.placed;
 }
 
 std::optional<ByteSpan> ReorderBuffer::find(std::uint32_t psn) const {

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <queue>
 #include <random>
 #include <vector>
@@ -88,6 +89,7 @@ struct RcOptions {
   std::uint8_t timeout = 14;
   TimeNs tail_timeout_ns = 0;  // QpInitAttr::tail_timeout_ns
   MultipathConfig multipath;   // QpInitAttr::multipath
+  std::optional<MultipathConfig> responder_multipath;  // b's, where it differs from a's
   std::uint8_t retry_cnt = 7;
   std::uint8_t rnr_retry = 7;
   std::uint8_t min_rnr_timer = 1;

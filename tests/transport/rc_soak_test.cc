@@ -59,7 +59,11 @@ void run_soak(const SoakSetup& setup) {
     std::cout << "  multipath: lost " << x.paths_lost + y.paths_lost << ", EVs retired "
               << x.paths_retired + y.paths_retired << ", probes " << x.paths_probes + y.paths_probes << ", restored "
               << x.paths_restored + y.paths_restored << ", congested " << x.paths_congested + y.paths_congested
-              << "\n";
+              << ", placed on arrival " << x.placed_out_of_order + y.placed_out_of_order << "\n";
+    // Direct placement carried the checked bytes: WRITE packets after gaps went straight to memory.
+    if (setup.multipath.direct_placement) {
+      EXPECT_GT(x.placed_out_of_order + y.placed_out_of_order, 0u);
+    }
   }
 }
 

@@ -166,13 +166,14 @@ TEST(Udp, SourcePortsStayInRoceRangeAndSpreadQps) {
 }
 
 TEST(Bth, RoundTripsEveryField) {
-  BthRepr repr{0x0B, true, true, 3, 0x8001, true, true, 0xABCDEF, true, 0xFFFFFF};
+  BthRepr repr{0x0B, true, true, 3, 0x8001, true, true, 0xABCDEF, true, 0xFFFFFF, true};
   std::vector<std::uint8_t> bytes(kBthLength);
   repr.emit(bytes);
   auto view = BthView::new_checked(bytes);
   ASSERT_TRUE(view);
   EXPECT_EQ(BthRepr::parse(*view).value(), repr);
   EXPECT_EQ(bytes[bth_field::flags], 0xF0);
+  EXPECT_EQ(bytes[bth_field::ack_req], 0xC0);  // AckReq, then uroce's place-early bit
 }
 
 TEST(Bth, RejectsShortHeaderAndNonZeroTransportVersion) {

@@ -192,7 +192,7 @@ void transport_from(const toml::table& table, Scenario& scenario) {
   only_keys(table, where,
             {"mtu", "recovery", "timeout", "retry_cnt", "data_dscp", "window_packets", "tail_timeout_us",
              "tail_timeout_packets", "ack_every_packet", "multipath_evs", "multipath_reorder_window_us",
-             "multipath_avoid_us", "multipath_probe_us"});
+             "multipath_avoid_us", "multipath_probe_us", "multipath_direct_placement"});
   TransportSpec& transport = scenario.transport;
   auto mtu = number<std::uint32_t>(table, where, "mtu", 4096, 256, 4096);
   switch (mtu) {
@@ -225,6 +225,7 @@ void transport_from(const toml::table& table, Scenario& scenario) {
   multipath.reorder_window_ns = microseconds_key("multipath_reorder_window_us", multipath.reorder_window_ns);
   multipath.avoid_ns = microseconds_key("multipath_avoid_us", multipath.avoid_ns);
   multipath.probe_after_ns = microseconds_key("multipath_probe_us", multipath.probe_after_ns);
+  multipath.direct_placement = boolean(table, where, "multipath_direct_placement", true);
   multipath.max_probe_after_ns = std::max(multipath.max_probe_after_ns, multipath.probe_after_ns);
   if (multipath.entropy_values != 0 && transport.recovery != LossRecovery::selective_repeat) {
     throw ScenarioError("transport.multipath_evs needs recovery = \"selective_repeat\"");

@@ -116,7 +116,8 @@ nlohmann::ordered_json summary_json(const Scenario& scenario, const SimResult& r
                             {"lost", result.paths_lost},
                             {"evs_retired", result.paths_retired},
                             {"probes", result.paths_probes},
-                            {"evs_restored", result.paths_restored}};
+                            {"evs_restored", result.paths_restored},
+                            {"placed_on_arrival", result.placed_out_of_order}};
   }
   if (scenario.collective) summary["collective"] = collective_json(*scenario.collective, result);
   if (auto shares = fairness(result)) {

@@ -232,6 +232,7 @@ SimResult run_simulation(const Scenario& scenario, const std::function<void(doub
     result.paths_retired += counters.paths_retired;
     result.paths_probes += counters.paths_probes;
     result.paths_restored += counters.paths_restored;
+    result.placed_out_of_order += counters.placed_out_of_order;
     result.cnps += counters.cnps_sent;
     result.timeouts += counters.timeouts;
   }

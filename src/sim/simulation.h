@@ -34,6 +34,7 @@ struct SimResult {
   std::uint64_t retransmitted_packets = 0;
   // Multipath QPs (EngineCounters::paths_*), summed over hosts.
   std::uint64_t paths_lost = 0, paths_retired = 0, paths_probes = 0, paths_restored = 0;
+  std::uint64_t placed_out_of_order = 0;  // multipath direct placement: WRITE packets placed ahead of a gap
   std::uint64_t cnps = 0;
   std::uint64_t timeouts = 0;
   std::uint64_t peak_switch_buffer_bytes = 0;

@@ -108,10 +108,12 @@ void EngineState::deliver_held(QueuePair& qp, std::uint32_t from) {
     std::optional<ByteSpan> bytes = qp.reorder->find(psn);
     if (!bytes) break;
     std::uint32_t length = qp.reorder->held_length(psn);
-    if (bytes->size() < length) {  // headers only: the payload was never kept
-      replay_scratch.assign(length, 0);
+    if (bytes->size() < length) {
+      // Headers only: the payload was placed on arrival, or never carried
+      // (the simulator). What follows them in the scratch is never read.
+      if (replay_scratch.size() < length) replay_scratch.resize(length);
       std::copy(bytes->begin(), bytes->end(), replay_scratch.begin());
-      bytes = ByteSpan(replay_scratch);
+      bytes = ByteSpan(replay_scratch).first(length);
     }
     auto packet = wire::parse_roce_packet(*bytes);  // it parsed on arrival; this cannot fail
     if (!packet) break;

@@ -181,7 +181,7 @@ wire::WireResult<wire::DatagramLayout> EngineState::begin_packet_to(const Addres
                                                                     std::uint16_t source_port,
                                                                     const wire::TransportHeaders& headers,
                                                                     std::size_t payload_length,
-                                                                    MutableByteSpan out) const {
+                                                                    MutableByteSpan out, std::uint32_t flow_label) const {
   wire::RoceDatagramSpec spec;
   spec.headers = headers;
   spec.headers.bth.dest_qp = dest_qp;
@@ -204,7 +204,7 @@ wire::WireResult<wire::DatagramLayout> EngineState::begin_packet_to(const Addres
     wire::Ipv6Repr ip;
     ip.dscp = dscp;
     ip.ecn = ecn;
-    ip.flow_label = av.flow_label;
+    ip.flow_label = flow_label != 0 ? flow_label : av.flow_label;
     ip.hop_limit = av.hop_limit;
     ip.src = config.gid;
     ip.dst = av.dgid;

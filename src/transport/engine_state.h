@@ -120,10 +120,12 @@ class EngineState {
                                                       const wire::TransportHeaders& headers,
                                                       std::size_t payload_length, MutableByteSpan out) const;
   // The same to an explicit destination (UD datagrams name theirs per WR).
+  // flow_label: on IPv6, this instead of the destination's when not 0 (a multipath EV's).
   wire::WireResult<wire::DatagramLayout> begin_packet_to(const AddressVector& destination, std::uint32_t dest_qp,
                                                          std::uint16_t source_port,
                                                          const wire::TransportHeaders& headers,
-                                                         std::size_t payload_length, MutableByteSpan out) const;
+                                                         std::size_t payload_length, MutableByteSpan out,
+                                                         std::uint32_t flow_label = 0) const;
   std::size_t finish_packet(MutableByteSpan out, const wire::DatagramLayout& layout);
 
   // Congestion control (congestion.cc): pacing of data packets by the QP's DCQCN

@@ -21,6 +21,17 @@
 
 namespace uroce::transport {
 
+// On IPv6 a multipath packet carries its EV in the flow label too, as MRC
+// does, so that switches hashing (addresses, flow label) spread it as those
+// hashing the UDP ports do. The label is never 0 (0 means "no label"), and
+// IBTA's mapping from flow label to RoCEv2 source port (rdma-core's
+// ibv_flow_label_to_udp_sport: the low 14 bits XOR the high 6, over 0xC000)
+// takes it back to the EV's port.
+inline std::uint32_t ev_flow_label(std::uint16_t ev_port) {
+  constexpr std::uint32_t kHigh = 1;  // any nonzero 6 bits
+  return (kHigh << 14) | ((ev_port & 0x3FFFu) ^ kHigh);
+}
+
 class EntropyPaths {
  public:
   // window: the most PSNs in flight (the engine's max_inflight_packets);

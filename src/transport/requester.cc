@@ -275,7 +275,8 @@ std::size_t EngineState::send_request_packet(QueuePair& qp, SendWqe& wqe, std::u
                     ? begin_packet_to(wqe.ud_destination, wqe.ud_remote_qpn, qp.udp_source_port, headers,
                                       payload_length, out)
                     : begin_packet_to(qp.attr.ah_attr, qp.attr.dest_qp_num, port, headers,
-                                      payload_length + (placement_header ? transport::kPlacementHeaderLength : 0), out);
+                                      payload_length + (placement_header ? transport::kPlacementHeaderLength : 0), out,
+                                      qp.paths ? transport::ev_flow_label(port) : 0);
   if (!layout) return 0;
   std::uint8_t* payload = &out[layout->payload_offset];
   if (placement_header) {

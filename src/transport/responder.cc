@@ -525,7 +525,7 @@ std::size_t EngineState::responder_transmit(QueuePair& qp, MutableByteSpan out, 
       AddressVector destination = next.destination;
       destination.traffic_class = static_cast<std::uint8_t>(config.congestion.cnp_dscp << 2);
       auto layout = begin_packet_to(destination, next.dest_qp, next.source_port != 0 ? next.source_port : qp.udp_source_port,
-                                    headers, 0, out);
+                                    headers, 0, out, next.source_port != 0 ? transport::ev_flow_label(next.source_port) : 0);
       qp.outputs.pop_front();
       if (!layout) return 0;
       ++counters.cnps_sent;
@@ -561,7 +561,8 @@ std::size_t EngineState::responder_transmit(QueuePair& qp, MutableByteSpan out, 
   // READ responses keep the QP's own port (one path: the requester places
   // them in order); ACKs and NAKs echo the EV of the request they answer.
   std::uint16_t port = next.source_port != 0 ? next.source_port : qp.udp_source_port;
-  auto layout = begin_packet_to(qp.attr.ah_attr, qp.attr.dest_qp_num, port, headers, payload_length, out);
+  auto layout = begin_packet_to(qp.attr.ah_attr, qp.attr.dest_qp_num, port, headers, payload_length, out,
+                                next.source_port != 0 ? transport::ev_flow_label(next.source_port) : 0);
   if (!layout) return 0;
   if (payload_length > 0 && config.carry_payload) {
     std::memcpy(&out[layout->payload_offset], payload, payload_length);

@@ -5,8 +5,10 @@
 // resends nothing (where plain selective repeat resends late packets), a
 // failed path is retired and routed around with no timeout, a path back up
 // is restored by a probe, a CNP and a trimmed NAK name the EV they concern,
-// and configurations the mode cannot run are refused.
+// on IPv6 each packet's flow label maps back to its EV's port as rdma-core
+// maps labels to ports, and configurations the mode cannot run are refused.
 #include <gtest/gtest.h>
+#include <infiniband/verbs.h>  // rdma-core's ibv_flow_label_to_udp_sport: the oracle for the flow label
 
 #include <algorithm>
 #include <set>
@@ -311,6 +313,64 @@ TEST_F(Multipath, ATrimmedPacketIsResentAtOnceAndItsEvAvoided) {
   EXPECT_EQ(counters.paths_congested, b_.engine->counters().trimmed_received);
   EXPECT_EQ(counters.timeouts, 0u);
   EXPECT_EQ(counters.paths_retired, 0u);  // congestion is not failure
+}
+
+// IPv6: every request carries its EV in the flow label as well as in the
+// UDP source port, and every ACK the EV it echoes; rdma-core's own mapping
+// from flow label to source port (IBTA's) agrees with the port on each.
+TEST(MultipathIpv6, EachPacketCarriesItsEvInTheFlowLabel) {
+  auto ipv6_engine = [](std::uint8_t host) {
+    EngineConfig config;
+    config.gid = Gid{0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, host};
+    return std::make_unique<Engine>(config);
+  };
+  std::unique_ptr<Engine> a = ipv6_engine(1), b = ipv6_engine(2);
+  RcOptions options;
+  options.recovery = LossRecovery::selective_repeat;
+  options.multipath = paths_config(8);
+  auto [end_a, end_b] = connect_rc(*a, *b, options);
+  std::vector<std::uint8_t> source(16 * 1024, 0x3C), target(source.size());
+  MrKeys source_keys = *a->reg_mr(end_a.pd, source.data(), source.size(), kAll);
+  MrKeys target_keys = *b->reg_mr(end_b.pd, target.data(), target.size(), kAll);
+  Sge sge{reinterpret_cast<std::uintptr_t>(source.data()), static_cast<std::uint32_t>(source.size()), source_keys.lkey};
+  SendWr wr;
+  wr.opcode = WrOpcode::rdma_write;
+  wr.send_flags = kSendSignaled;
+  wr.sg_list = {&sge, 1};
+  wr.rdma = {reinterpret_cast<std::uintptr_t>(target.data()), target_keys.rkey};
+  ASSERT_EQ(a->post_send(end_a.qpn, wr), std::errc{});
+
+  std::set<std::uint32_t> request_labels, ack_labels;
+  std::size_t packets = 0;
+  auto check = [&](std::span<const std::uint8_t> datagram, std::set<std::uint32_t>& labels) {
+    ASSERT_EQ(datagram[0] >> 4, 6);
+    std::uint32_t label = load_be32(&datagram[0]) & 0xFFFFF;
+    std::uint16_t port = load_be16(&datagram[40]);  // the UDP header follows the 40-byte IPv6 header
+    EXPECT_NE(label, 0u);
+    EXPECT_EQ(ibv_flow_label_to_udp_sport(label), port) << "label " << label;
+    labels.insert(label);
+    ++packets;
+  };
+  std::vector<std::uint8_t> buffer(kMaxDatagramLength);
+  WorkCompletion completion[1];
+  std::size_t done = 0;
+  for (TimeNs now = 0; done == 0 && now < 1'000 * kUs; now += kUs) {
+    while (std::size_t length = a->poll_transmit(buffer, now)) {
+      check(std::span(buffer).first(length), request_labels);
+      b->on_datagram(std::span(buffer).first(length), now);
+    }
+    while (std::size_t length = b->poll_transmit(buffer, now)) {
+      check(std::span(buffer).first(length), ack_labels);
+      a->on_datagram(std::span(buffer).first(length), now);
+    }
+    done = *a->poll_cq(end_a.cq, completion);
+  }
+  ASSERT_EQ(done, 1u);
+  EXPECT_EQ(completion[0].status, WcStatus::success);
+  EXPECT_EQ(source, target);
+  EXPECT_EQ(request_labels.size(), 8u);  // one per EV
+  EXPECT_FALSE(ack_labels.empty());
+  for (std::uint32_t label : ack_labels) EXPECT_TRUE(request_labels.contains(label)) << label;
 }
 
 TEST(MultipathConfiguration, WhatTheModeCannotRunIsRefused) {

@@ -26,7 +26,7 @@ EntropyPaths::EntropyPaths(const MultipathConfig& config, std::uint32_t qpn, std
     : config_(config),
       base_(start_for(qpn)),
       evs_(std::clamp<std::size_t>(config.entropy_values, 1, kPortSpan)),
-      sent_(std::max<std::uint32_t>(window, 1)),
+      window_(std::max<std::uint32_t>(window, 1)),
       counters_(&counters) {}
 
 std::uint16_t EntropyPaths::port(std::size_t ev) const {

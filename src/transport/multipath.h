@@ -86,7 +86,12 @@ class EntropyPaths {
     TimeNs at = 0;
     std::uint64_t order = 0;  // send order: "sent after" even at one instant
   };
-  Sent& record(std::uint32_t psn) { return sent_[psn % sent_.size()]; }
+  // The send record of psn's slot; the ring is allocated at first use, so a
+  // QP that never sends (one side of most collective pairs) costs none.
+  Sent& record(std::uint32_t psn) {
+    if (sent_.empty()) sent_.resize(window_);
+    return sent_[psn % sent_.size()];
+  }
   void retire(std::size_t ev, TimeNs now);
   bool lost_now(Sent& sent, TimeNs now);
   // Whether sent is lost now (true), cannot be yet (false; the time it can
@@ -98,7 +103,8 @@ class EntropyPaths {
   std::uint16_t base_ = 0;
   std::vector<Ev> evs_;
   std::size_t next_ = 0;
-  std::vector<Sent> sent_;
+  std::uint32_t window_ = 1;
+  std::vector<Sent> sent_;  // window_ slots, from the first record()
   std::uint64_t sent_count_ = 0;
   std::uint64_t latest_delivered_order_ = 0;  // send order of the newest packet known delivered, + 1
   TimeNs rtt_ = 0;                            // that packet's round trip

@@ -1,5 +1,7 @@
 // ReorderBuffer and SackScoreboard: fixed rings indexed by PSN modulo the
-// window, so holding and marking never allocate after warm-up.
+// window, so holding and marking never allocate after warm-up. Each ring is
+// allocated at its first use: most QPs of a large collective only send or
+// only receive, and never hold or mark at all.
 #include "transport/selective_repeat.h"
 
 #include <algorithm>
@@ -8,11 +10,12 @@
 
 namespace uroce::transport {
 
-ReorderBuffer::ReorderBuffer(std::uint32_t window) : slots_(std::max<std::uint32_t>(window, 1)) {}
+ReorderBuffer::ReorderBuffer(std::uint32_t window) : window_(std::max<std::uint32_t>(window, 1)) {}
 
 bool ReorderBuffer::hold(std::uint32_t psn, std::uint32_t expected, ByteSpan packet, std::size_t keep, bool placed) {
   std::int32_t ahead = psn_diff(psn, expected);
-  if (ahead <= 0 || ahead >= static_cast<std::int32_t>(slots_.size())) return false;
+  if (ahead <= 0 || ahead >= static_cast<std::int32_t>(window_)) return false;
+  if (slots_.empty()) slots_.resize(window_);
   Slot& slot = slots_[psn % slots_.size()];
   if (slot.used && slot.psn == psn) return false;
   if (!slot.used) ++held_;
@@ -25,23 +28,26 @@ bool ReorderBuffer::hold(std::uint32_t psn, std::uint32_t expected, ByteSpan pac
 }
 
 std::uint32_t ReorderBuffer::held_length(std::uint32_t psn) const {
+  if (held_ == 0) return 0;
   const Slot& slot = slots_[psn % slots_.size()];
   return slot.used && slot.psn == psn ? slot.length : 0;
 }
 
 bool ReorderBuffer::placed(std::uint32_t psn) const {
+  if (held_ == 0) return false;
   const Slot& slot = slots_[psn % slots_.size()];
   return slot.used && slot.psn == psn && slot.placed;
 }
 
 std::optional<ByteSpan> ReorderBuffer::find(std::uint32_t psn) const {
+  if (held_ == 0) return std::nullopt;
   const Slot& slot = slots_[psn % slots_.size()];
   if (!slot.used || slot.psn != psn) return std::nullopt;
   return ByteSpan(slot.bytes);
 }
 
 void ReorderBuffer::release(std::uint32_t from, std::uint32_t to) {
-  std::int32_t count = std::min<std::int32_t>(psn_diff(to, from), static_cast<std::int32_t>(slots_.size()));
+  std::int32_t count = std::min<std::int32_t>(psn_diff(to, from), static_cast<std::int32_t>(window_));
   for (std::int32_t i = 0; i < count && held_ > 0; ++i) {
     std::uint32_t psn = psn_add(from, i);
     Slot& slot = slots_[psn % slots_.size()];
@@ -57,16 +63,16 @@ void ReorderBuffer::clear() {
   held_ = 0;
 }
 
-SackScoreboard::SackScoreboard(std::uint32_t window)
-    : window_(std::max<std::uint32_t>(window, 1)), marks_(window_, 0) {}
+SackScoreboard::SackScoreboard(std::uint32_t window) : window_(std::max<std::uint32_t>(window, 1)) {}
 
 void SackScoreboard::mark(std::uint32_t psn) {
+  if (marks_.empty()) marks_.assign(window_, 0);
   std::uint32_t& slot = marks_[psn % window_];
   if (slot == 0) ++marked_count_;
   slot = psn + 1;
 }
 
-bool SackScoreboard::marked(std::uint32_t psn) const { return marks_[psn % window_] == psn + 1; }
+bool SackScoreboard::marked(std::uint32_t psn) const { return marked_count_ != 0 && marks_[psn % window_] == psn + 1; }
 
 void SackScoreboard::unmark(std::uint32_t psn) {
   if (!marked(psn)) return;

@@ -49,7 +49,8 @@ class ReorderBuffer {
     bool placed = false;              // its payload is in memory already
     std::vector<std::uint8_t> bytes;  // keeps its capacity for the next packet
   };
-  std::vector<Slot> slots_;
+  std::uint32_t window_;
+  std::vector<Slot> slots_;  // window_ of them, from the first hold()
   std::size_t held_ = 0;
 };
 
@@ -90,7 +91,7 @@ class SackScoreboard {
 
  private:
   std::uint32_t window_;
-  std::vector<std::uint32_t> marks_;  // psn + 1 per slot, 0 when empty
+  std::vector<std::uint32_t> marks_;  // psn + 1 per slot, 0 when empty; window_ of them from the first mark()
   std::uint32_t marked_count_ = 0;
   std::uint32_t next_ = 0;
   std::uint32_t end_ = 0;

@@ -4,19 +4,23 @@
 # switches (128 hosts and 128 uplinks per leaf, 128 spines), no
 # oversubscription. One collective step at its hardest: every NIC sends
 # 256 KiB to a random other NIC (a permutation), with multipath QPs of 128
-# EVs and PFC. Prints NICs, switches, links, data packets, events, wall
-# time and peak memory per size: 512 and 4,096 NICs, and 32,768 with
-# --large. Usage: bench/sim_multi_plane.sh [--large] [--build DIR]
+# EVs and PFC; or, with --allreduce, one whole all-reduce of 256 KiB by
+# recursive halving-doubling (2 log2 n steps, a QP per partner). Prints
+# NICs, switches, links, data packets, events, wall time and peak memory
+# per size: 512 and 4,096 NICs, and 32,768 with --large.
+# Usage: bench/sim_multi_plane.sh [--large] [--allreduce] [--build DIR]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 build=build/release
 leaves=(4 32)
+allreduce=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --large) leaves+=(256); shift ;;
+    --allreduce) allreduce=1; shift ;;
     --build) build="$2"; shift 2 ;;
-    *) echo "usage: $0 [--large] [--build DIR]" >&2; exit 2 ;;
+    *) echo "usage: $0 [--large] [--allreduce] [--build DIR]" >&2; exit 2 ;;
   esac
 done
 uroce="$build/tools/uroce"
@@ -25,11 +29,21 @@ uroce="$build/tools/uroce"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-printf '| NICs | switches | links | data packets | events | wall s | data packets/s | peak RSS MiB |\n'
-printf '|---:|---:|---:|---:|---:|---:|---:|---:|\n'
+printf '| NICs | switches | links | data packets | events | simulated us | wall s | data packets/s | peak RSS MiB |\n'
+printf '|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n'
 for l in "${leaves[@]}"; do
+  if [ "$allreduce" = 1 ]; then
+    workload="kind = \"collective\"
+operation = \"all_reduce\"
+algorithm = \"halving_doubling\"
+count = $((l * 128))
+bytes = 262144"
+  else
+    workload="kind = \"permutation\"
+bytes = 262144"
+  fi
   cat > "$work/planes_$l.toml" <<TOML
-name = "8 planes, $l leaves each, permutation of 256 KiB"
+name = "8 planes, $l leaves each"
 seed = 1
 [topology]
 kind = "multi_plane"
@@ -45,8 +59,7 @@ pfc = true
 recovery = "selective_repeat"
 multipath_evs = 128
 [[workloads]]
-kind = "permutation"
-bytes = 262144
+$workload
 TOML
   /usr/bin/time -f '%M' -o "$work/rss_$l" "$uroce" sim run "$work/planes_$l.toml" --out "$work/out_$l" --quiet >/dev/null
   python3 - "$work/out_$l/summary.json" "$work/rss_$l" "$l" <<'PY'
@@ -58,6 +71,6 @@ links = 8 * (leaves * 128 + leaves * 128)
 packets = summary["totals"]["data_packets"]
 wall = summary["wall_s"]
 print(f"| {summary['hosts']:,} | {summary['switches']:,} | {links:,} | {packets:,} | {summary['events']:,} | "
-      f"{wall:.2f} | {packets / wall:,.0f} | {rss_kib / 1024:.0f} |")
+      f"{summary['sim_time_us']:.1f} | {wall:.2f} | {packets / wall:,.0f} | {rss_kib / 1024:.0f} |")
 PY
 done

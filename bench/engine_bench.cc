@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <tuple>
 #include <vector>
 
 #include "tests/support/test_network.h"
@@ -20,24 +21,41 @@ constexpr std::uint32_t kMessage = 64 * 1024;
 constexpr std::uint32_t kMtu = 4096;
 constexpr int kOutstanding = 16;
 
-void BM_EngineRdmaWrite64K(benchmark::State& state) {
-  EngineConfig config_a, config_b;
-  config_a.gid = gid_from_ipv4({10, 0, 0, 1});
-  config_b.gid = gid_from_ipv4({10, 0, 0, 2});
-  Engine a(config_a), b(config_b);
-  testing::RcOptions options;
-  options.mtu = PathMtu::mtu4096;
-  options.recovery = static_cast<LossRecovery>(state.range(0));
-  auto [end_a, end_b] = testing::connect_rc(a, b, options);
-  std::vector<std::uint8_t> source(kMessage, 0x5A), target(kMessage);
-  MrKeys source_keys = *a.reg_mr(end_a.pd, source.data(), source.size(), kAccessLocalWrite);
-  MrKeys target_keys = *b.reg_mr(end_b.pd, target.data(), target.size(), kAccessLocalWrite | kAccessRemoteWrite);
-  Sge sge{reinterpret_cast<std::uintptr_t>(source.data()), kMessage, source_keys.lkey};
+// Two engines with a connected RC pair at MTU 4096 and a signaled 64 KiB
+// WRITE from a's buffer to b's, ready to post.
+struct WritePair {
+  explicit WritePair(testing::RcOptions options) : a(config(1)), b(config(2)) {
+    options.mtu = PathMtu::mtu4096;
+    std::tie(end_a, end_b) = testing::connect_rc(a, b, options);
+    MrKeys source_keys = *a.reg_mr(end_a.pd, source.data(), source.size(), kAccessLocalWrite);
+    MrKeys target_keys = *b.reg_mr(end_b.pd, target.data(), target.size(), kAccessLocalWrite | kAccessRemoteWrite);
+    sge = Sge{reinterpret_cast<std::uintptr_t>(source.data()), kMessage, source_keys.lkey};
+    wr.opcode = WrOpcode::rdma_write;
+    wr.send_flags = kSendSignaled;
+    wr.sg_list = {&sge, 1};
+    wr.rdma = {reinterpret_cast<std::uintptr_t>(target.data()), target_keys.rkey};
+  }
+  static EngineConfig config(std::uint8_t host) {
+    EngineConfig config;
+    config.gid = gid_from_ipv4({10, 0, 0, host});
+    return config;
+  }
+  Engine a, b;
+  testing::Endpoint end_a, end_b;
+  std::vector<std::uint8_t> source = std::vector<std::uint8_t>(kMessage, 0x5A);
+  std::vector<std::uint8_t> target = std::vector<std::uint8_t>(kMessage);
+  Sge sge{};
   SendWr wr;
-  wr.opcode = WrOpcode::rdma_write;
-  wr.send_flags = kSendSignaled;
-  wr.sg_list = {&sge, 1};
-  wr.rdma = {reinterpret_cast<std::uintptr_t>(target.data()), target_keys.rkey};
+};
+
+void BM_EngineRdmaWrite64K(benchmark::State& state) {
+  testing::RcOptions options;
+  options.recovery = static_cast<LossRecovery>(state.range(0));
+  WritePair pair(options);
+  Engine& a = pair.a;
+  Engine& b = pair.b;
+  const testing::Endpoint& end_a = pair.end_a;
+  const SendWr& wr = pair.wr;
 
   std::vector<std::uint8_t> buffer(kMaxDatagramLength);
   WorkCompletion completions[kOutstanding];
@@ -127,25 +145,15 @@ void BM_EngineWrite2BytePingPong(benchmark::State& state) {
 // 0 held whole in the reorder buffer and copied to memory in order, 1
 // placed on arrival (direct placement, as MRC does).
 void BM_EngineMultipathWrite64KReversed(benchmark::State& state) {
-  EngineConfig config_a, config_b;
-  config_a.gid = gid_from_ipv4({10, 0, 0, 1});
-  config_b.gid = gid_from_ipv4({10, 0, 0, 2});
-  Engine a(config_a), b(config_b);
   testing::RcOptions options;
-  options.mtu = PathMtu::mtu4096;
   options.recovery = LossRecovery::selective_repeat;
   options.multipath.entropy_values = 16;
   options.multipath.direct_placement = state.range(0) != 0;
-  auto [end_a, end_b] = testing::connect_rc(a, b, options);
-  std::vector<std::uint8_t> source(kMessage, 0x5A), target(kMessage);
-  MrKeys source_keys = *a.reg_mr(end_a.pd, source.data(), source.size(), kAccessLocalWrite);
-  MrKeys target_keys = *b.reg_mr(end_b.pd, target.data(), target.size(), kAccessLocalWrite | kAccessRemoteWrite);
-  Sge sge{reinterpret_cast<std::uintptr_t>(source.data()), kMessage, source_keys.lkey};
-  SendWr wr;
-  wr.opcode = WrOpcode::rdma_write;
-  wr.send_flags = kSendSignaled;
-  wr.sg_list = {&sge, 1};
-  wr.rdma = {reinterpret_cast<std::uintptr_t>(target.data()), target_keys.rkey};
+  WritePair pair(options);
+  Engine& a = pair.a;
+  Engine& b = pair.b;
+  const testing::Endpoint& end_a = pair.end_a;
+  const SendWr& wr = pair.wr;
 
   std::vector<std::vector<std::uint8_t>> packets(kMessage / kMtu, std::vector<std::uint8_t>(kMaxDatagramLength));
   std::vector<std::size_t> lengths(packets.size());

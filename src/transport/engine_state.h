@@ -8,6 +8,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "transport/direct_placement.h"
 #include "transport/queue_pair.h"
 #include "uroce/engine.h"
 #include "verbs/completion_queue.h"
@@ -177,20 +178,27 @@ class EngineState {
   // msn: the AETH MSN field (default the QP's MSN; selective repeat puts the held PSN there).
   void queue_nak(transport::QueuePair& qp, std::uint32_t psn, wire::AckType type, std::uint8_t code,
                  std::optional<std::uint32_t> msn = std::nullopt);
-  void rc_on_request(transport::QueuePair& qp, const wire::RocePacket& packet, ByteSpan bytes);
-  // placed: a WRITE packet whose payload was written on arrival (direct placement).
-  void execute_request(transport::QueuePair& qp, const wire::RocePacket& packet, bool placed = false);
+  // send: a multipath SEND packet's placement header (direct_placement.h).
+  void rc_on_request(transport::QueuePair& qp, const wire::RocePacket& packet, ByteSpan bytes,
+                     const std::optional<transport::SendPlacement>& send);
+  // placed: a packet whose payload was written on arrival (direct placement).
+  void execute_request(transport::QueuePair& qp, const wire::RocePacket& packet, bool placed = false,
+                       const std::optional<transport::SendPlacement>& send = std::nullopt);
   // Out-of-order arrivals and direct placement (out_of_order.cc).
-  void hold_out_of_order(transport::QueuePair& qp, const wire::RocePacket& packet, ByteSpan bytes);
+  void hold_out_of_order(transport::QueuePair& qp, const wire::RocePacket& packet, ByteSpan bytes,
+                         const std::optional<transport::SendPlacement>& send);
   void deliver_held(transport::QueuePair& qp, std::uint32_t from);
   std::uint8_t* early_target(const transport::QueuePair& qp, const wire::RocePacket& packet);
+  transport::RecvWqe* early_receive(transport::QueuePair& qp, const wire::RocePacket& packet,
+                                    const transport::SendPlacement& send) const;
   // The requester's half: whether a WRITE about to start may be placed ahead of a gap.
   bool may_place_early(const transport::QueuePair& qp, const transport::SendWqe& wqe) const;
   void queue_read_response(transport::QueuePair& qp, std::uint32_t psn, const wire::RethRepr& reth,
                            std::uint32_t msn);
   void queue_atomic_ack(transport::QueuePair& qp, std::uint32_t psn, std::uint64_t original, std::uint32_t msn);
   void fail_responder(transport::QueuePair& qp, std::uint32_t psn, wire::NakCode code);
-  bool on_send(transport::QueuePair& qp, const wire::RocePacket& packet);
+  bool on_send(transport::QueuePair& qp, const wire::RocePacket& packet, bool placed = false,
+               const std::optional<transport::SendPlacement>& send = std::nullopt);
   bool on_write(transport::QueuePair& qp, const wire::RocePacket& packet, bool placed = false);
   bool on_read_request(transport::QueuePair& qp, const wire::RocePacket& packet);
   bool on_atomic(transport::QueuePair& qp, const wire::RocePacket& packet);

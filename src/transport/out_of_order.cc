@@ -1,13 +1,12 @@
 // Selective repeat's out-of-order arrivals at the responder: a packet that
 // arrives after a gap is held and reported, and runs in order once the gap
-// fills. With multipath direct placement (direct_placement.h) a WRITE packet
-// the requester marked place_early is written to memory on arrival and only
-// its headers are held; the requester's half, which WRITEs it may mark, is
-// here too.
+// fills. With multipath direct placement (direct_placement.h) a WRITE or
+// SEND packet the requester marked place_early is written to memory (or to
+// its receive WQE) on arrival and only its headers are held; the
+// requester's half, which WQEs it may mark, is here too.
 #include <algorithm>
 #include <cstring>
 
-#include "transport/direct_placement.h"
 #include "transport/engine_state.h"
 #include "transport/psn.h"
 
@@ -45,7 +44,10 @@ std::optional<RemoteRange> remote_range(const transport::SendWqe& wqe) {
 // requester vouches for that with place_early. Two rkeys of one memory are
 // beyond what it can see; verbs leave such aliasing to the application.
 bool EngineState::may_place_early(const QueuePair& qp, const transport::SendWqe& wqe) const {
-  if (!qp.paths || !transport::places_directly(qp.multipath) || !is_write(wqe.opcode)) return false;
+  if (!qp.paths || !transport::places_directly(qp.multipath)) return false;
+  bool send = wqe.opcode == WrOpcode::send || wqe.opcode == WrOpcode::send_with_imm || wqe.opcode == WrOpcode::send_with_inv;
+  if (send) return true;  // its own receive WQE: nothing earlier writes there
+  if (!is_write(wqe.opcode)) return false;
   RemoteRange range = *remote_range(wqe);
   for (const transport::SendWqe& earlier : qp.send_queue) {
     if (&earlier == &wqe) break;
@@ -77,21 +79,52 @@ std::uint8_t* EngineState::early_target(const QueuePair& qp, const wire::RocePac
   return target ? *target : nullptr;
 }
 
+// The receive WQE an out-of-order SEND packet's placement header names, if
+// it is posted already and the packet fits in it at its offset; nullptr
+// when it must wait for its turn. Receives from an SRQ are taken only in
+// turn: which one a message gets is not known before.
+transport::RecvWqe* EngineState::early_receive(QueuePair& qp, const wire::RocePacket& packet,
+                                               const transport::SendPlacement& send) const {
+  if (!packet.headers.bth.place_early || !transport::places_directly(qp.multipath) || qp.srq != 0 ||
+      packet.op->kind != wire::OpKind::send || packet.payload.empty() || !payload_length_ok(qp, packet)) {
+    return nullptr;
+  }
+  std::int64_t ahead = static_cast<std::int32_t>(send.message - qp.receives_taken);
+  transport::RecvWqe* wqe = nullptr;
+  if (ahead == -1 && qp.current_recv && qp.receiving_send) {
+    wqe = &*qp.current_recv;  // the message being received now
+  } else if (ahead >= 0 && ahead < static_cast<std::int64_t>(qp.recv_queue.size())) {
+    wqe = &qp.recv_queue[static_cast<std::size_t>(ahead)];
+  }
+  if (wqe == nullptr || wqe->local_error != WcStatus::success ||
+      std::uint64_t{send.offset} + packet.payload.size() > wqe->capacity) {
+    return nullptr;
+  }
+  return wqe;
+}
+
 // Selective repeat: keep a packet that arrived after a gap and report it, so
 // the requester resends only what is missing. Without payloads (the
 // simulator) only the headers are worth keeping; after direct placement,
 // only the headers and the placement header.
-void EngineState::hold_out_of_order(QueuePair& qp, const wire::RocePacket& packet, ByteSpan bytes) {
+void EngineState::hold_out_of_order(QueuePair& qp, const wire::RocePacket& packet, ByteSpan bytes,
+                                    const std::optional<transport::SendPlacement>& send) {
   std::uint32_t psn = packet.headers.bth.psn;
-  std::uint8_t* target = early_target(qp, packet);
+  std::uint8_t* target = send ? nullptr : early_target(qp, packet);
+  transport::RecvWqe* receive = send ? early_receive(qp, packet, *send) : nullptr;
+  bool place = target != nullptr || receive != nullptr;
   std::size_t headers_end = static_cast<std::size_t>(packet.payload.data() - bytes.data());
-  std::size_t keep = !config.carry_payload ? kHeldHeaderBytes : target != nullptr ? headers_end : bytes.size();
-  if (qp.reorder->hold(psn, qp.expected_psn, bytes, keep, target != nullptr)) {  // not for a duplicate
+  std::size_t keep = !config.carry_payload ? kHeldHeaderBytes : place ? headers_end : bytes.size();
+  if (qp.reorder->hold(psn, qp.expected_psn, bytes, keep, place)) {  // not for a duplicate
     ++counters.held_out_of_order;
-    if (target != nullptr) {
-      if (config.carry_payload) std::memcpy(target, packet.payload.data(), packet.payload.size());
-      ++counters.placed_out_of_order;
+    if (place && config.carry_payload) {
+      if (target != nullptr) {
+        std::memcpy(target, packet.payload.data(), packet.payload.size());
+      } else {
+        transport::scatter(receive->segments, send->offset, packet.payload.data(), packet.payload.size());
+      }
     }
+    if (place) ++counters.placed_out_of_order;
   }
   bool held = qp.reorder->find(psn).has_value();  // beyond the window: report nothing new
   queue_nak(qp, qp.expected_psn, wire::AckType::nak, static_cast<std::uint8_t>(wire::NakCode::psn_sequence_error),
@@ -117,8 +150,9 @@ void EngineState::deliver_held(QueuePair& qp, std::uint32_t from) {
     }
     auto packet = wire::parse_roce_packet(*bytes);  // it parsed on arrival; this cannot fail
     if (!packet) break;
-    if (transport::carries_placement_header(qp.multipath, *packet->op)) transport::take_placement_header(*packet);
-    execute_request(qp, *packet, qp.reorder->placed(psn));
+    std::optional<transport::SendPlacement> send;
+    transport::take_placement_header(qp.multipath, *packet, send);  // it did on arrival
+    execute_request(qp, *packet, qp.reorder->placed(psn), send);
     if (qp.expected_psn == psn) break;  // RNR: the requester resends it after the timer
     if (qp.state == QpState::err) break;
     qp.reorder->release(psn, qp.expected_psn);

@@ -58,8 +58,13 @@ struct SendWqe {
   bool done = false;               // acknowledged / all responses received
   WcStatus status = WcStatus::success;
   std::uint64_t read_received = 0;  // READ: response bytes placed so far
-  bool place_early = false;         // multipath WRITE: the responder may place its packets ahead of a gap
+  bool place_early = false;         // multipath: the responder may place its packets ahead of a gap
+  std::uint32_t receive_message = 0;  // SEND / WRITE with immediate: its number among those taking a receive WQE
 
+  bool takes_receive() const {
+    return opcode == WrOpcode::send || opcode == WrOpcode::send_with_imm || opcode == WrOpcode::send_with_inv ||
+           opcode == WrOpcode::rdma_write_with_imm;
+  }
   bool is_read_or_atomic() const {
     return opcode == WrOpcode::rdma_read || opcode == WrOpcode::atomic_cmp_and_swp ||
            opcode == WrOpcode::atomic_fetch_and_add;
@@ -132,6 +137,7 @@ struct QueuePair {
   std::uint32_t next_psn = 0;      // PSN of the next new packet
   std::uint32_t acked_psn = 0;     // the responder has everything up to here (may be mid-WQE)
   std::uint32_t outstanding_read_atomic = 0;
+  std::uint32_t receive_messages_started = 0;  // SENDs and WRITEs with immediate started (direct placement numbers them)
   std::uint32_t packets_since_ack_request = 0;
   std::uint8_t retries_left = 0;
   std::uint8_t rnr_retries_left = 0;
@@ -170,6 +176,7 @@ struct QueuePair {
   std::vector<ReadAtomicRecord> records;  // ring of max_dest_rd_atomic entries
   std::size_t next_record = 0;
   std::optional<ReorderBuffer> reorder;  // selective repeat: packets after a gap
+  std::uint32_t receives_taken = 0;      // receive WQEs taken from the QP's own queue (direct placement counts them)
 
   // Congestion control.
   std::optional<Dcqcn> dcqcn;    // reaction point, when enabled

@@ -134,6 +134,7 @@ std::size_t EngineState::requester_transmit(QueuePair& qp, MutableByteSpan out, 
     wqe.started = true;
     wqe.first_psn = qp.next_psn;
     wqe.place_early = may_place_early(qp, wqe);
+    if (wqe.takes_receive()) wqe.receive_message = qp.receive_messages_started++;
     bool atomic = wqe.opcode == WrOpcode::atomic_cmp_and_swp || wqe.opcode == WrOpcode::atomic_fetch_and_add;
     wqe.packet_count = atomic ? 1 : std::max<std::uint32_t>(1, (wqe.length + mtu(qp) - 1) / mtu(qp));
     qp.next_psn = psn_add(qp.next_psn, wqe.packet_count);
@@ -217,7 +218,7 @@ std::size_t EngineState::send_request_packet(QueuePair& qp, SendWqe& wqe, std::u
   std::uint32_t payload_length = 0;
   std::uint64_t payload_offset = 0;
   bool last_packet = true;
-  bool placement_header = false;  // multipath direct placement: this packet's RETH leads its payload
+  std::size_t placement_header = 0;  // multipath direct placement: its length at the front of the payload
 
   switch (wqe.opcode) {
     case WrOpcode::rdma_read: {
@@ -252,7 +253,7 @@ std::size_t EngineState::send_request_packet(QueuePair& qp, SendWqe& wqe, std::u
       if (op->has(wire::kExtReth)) headers.reth = wire::RethRepr{wqe.remote_addr, wqe.rkey, wqe.length};
       if (op->has(wire::kExtImmDt)) headers.imm_dt = wire::ImmDtRepr{wqe.imm_data};
       if (op->has(wire::kExtIeth)) headers.ieth = wire::IethRepr{wqe.invalidate_rkey};
-      placement_header = qp.type == QpType::rc && transport::carries_placement_header(qp.multipath, *op);
+      placement_header = qp.type == QpType::rc ? transport::placement_header_length(qp.multipath, *op) : 0;
       headers.bth.place_early = wqe.place_early;
       break;
     }
@@ -275,15 +276,17 @@ std::size_t EngineState::send_request_packet(QueuePair& qp, SendWqe& wqe, std::u
                     ? begin_packet_to(wqe.ud_destination, wqe.ud_remote_qpn, qp.udp_source_port, headers,
                                       payload_length, out)
                     : begin_packet_to(qp.attr.ah_attr, qp.attr.dest_qp_num, port, headers,
-                                      payload_length + (placement_header ? transport::kPlacementHeaderLength : 0), out,
+                                      payload_length + placement_header, out,
                                       qp.paths ? transport::ev_flow_label(port) : 0);
   if (!layout) return 0;
   std::uint8_t* payload = &out[layout->payload_offset];
-  if (placement_header) {
+  if (placement_header == transport::kWritePlacementLength) {
     wire::RethRepr own{wqe.remote_addr + payload_offset, wqe.rkey, static_cast<std::uint32_t>(wqe.length - payload_offset)};
-    own.emit(MutableByteSpan(payload, transport::kPlacementHeaderLength));
-    payload += transport::kPlacementHeaderLength;
+    own.emit(MutableByteSpan(payload, placement_header));
+  } else if (placement_header == transport::kSendPlacementLength) {
+    transport::emit_send_placement({wqe.receive_message, static_cast<std::uint32_t>(payload_offset)}, payload);
   }
+  payload += placement_header;
   if (!config.carry_payload) {
     // lengths only
   } else if (!wqe.inline_data.empty()) {

@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <cstring>
 
-#include "transport/direct_placement.h"
 #include "transport/engine_state.h"
 #include "transport/psn.h"
 
@@ -152,6 +151,7 @@ transport::RecvWqe* EngineState::take_receive(QueuePair& qp) {
     if (queue->empty()) return nullptr;
     qp.current_recv = std::move(queue->front());
     queue->pop_front();
+    ++qp.receives_taken;
     if (qp.srq != 0) {
       SharedReceiveQueue& shared = srqs.find(qp.srq)->second;
       if (shared.limit != 0 && shared.queue.size() < shared.limit) {
@@ -239,20 +239,22 @@ void EngineState::responder_on_request(QueuePair& qp, const wire::RocePacket& pa
     return;
   }
   if (qp.type == QpType::uc) return uc_on_request(qp, packet);
-  if (!transport::carries_placement_header(qp.multipath, *packet.op)) return rc_on_request(qp, packet, bytes);
+  if (transport::placement_header_length(qp.multipath, *packet.op) == 0) return rc_on_request(qp, packet, bytes, {});
   wire::RocePacket placed = packet;
-  if (!transport::take_placement_header(placed)) {
+  std::optional<transport::SendPlacement> send;
+  if (!transport::take_placement_header(qp.multipath, placed, send)) {
     return fail_responder(qp, packet.headers.bth.psn, wire::NakCode::invalid_request);
   }
-  rc_on_request(qp, placed, bytes);
+  rc_on_request(qp, placed, bytes, send);
 }
 
-void EngineState::rc_on_request(QueuePair& qp, const wire::RocePacket& packet, ByteSpan bytes) {
+void EngineState::rc_on_request(QueuePair& qp, const wire::RocePacket& packet, ByteSpan bytes,
+                                const std::optional<transport::SendPlacement>& send) {
   std::uint32_t psn = packet.headers.bth.psn;
   std::int32_t distance = psn_diff(psn, qp.expected_psn);
   if (distance > 0) {
     ++counters.out_of_sequence;
-    if (qp.reorder) return hold_out_of_order(qp, packet, bytes);
+    if (qp.reorder) return hold_out_of_order(qp, packet, bytes, send);
     if (!qp.sequence_nak_sent) {
       qp.sequence_nak_sent = true;
       queue_nak(qp, qp.expected_psn, wire::AckType::nak,
@@ -266,17 +268,18 @@ void EngineState::rc_on_request(QueuePair& qp, const wire::RocePacket& packet, B
     return;
   }
   qp.sequence_nak_sent = false;
-  execute_request(qp, packet);
+  execute_request(qp, packet, false, send);
   if (qp.reorder) deliver_held(qp, psn);
 }
 
 // Executes the request at the expected PSN and, when it is accepted, moves
 // the expected PSN past it.
-void EngineState::execute_request(QueuePair& qp, const wire::RocePacket& packet, bool placed) {
+void EngineState::execute_request(QueuePair& qp, const wire::RocePacket& packet, bool placed,
+                                  const std::optional<transport::SendPlacement>& send) {
   std::uint32_t psn = packet.headers.bth.psn;
   bool accepted = false;
   switch (packet.op->kind) {
-    case wire::OpKind::send: accepted = on_send(qp, packet); break;
+    case wire::OpKind::send: accepted = on_send(qp, packet, placed, send); break;
     case wire::OpKind::rdma_write: accepted = on_write(qp, packet, placed); break;
     // READ and atomics move the expected PSN and queue their responses themselves.
     case wire::OpKind::rdma_read_request: on_read_request(qp, packet); return;
@@ -289,7 +292,8 @@ void EngineState::execute_request(QueuePair& qp, const wire::RocePacket& packet,
   if (packet.headers.bth.ack_req) queue_ack(qp, psn);
 }
 
-bool EngineState::on_send(QueuePair& qp, const wire::RocePacket& packet) {
+bool EngineState::on_send(QueuePair& qp, const wire::RocePacket& packet, bool placed,
+                          const std::optional<transport::SendPlacement>& send) {
   std::uint32_t psn = packet.headers.bth.psn;
   wire::Position position = packet.op->position;
   if (is_first_or_only(position) == qp.receiving_send || qp.receiving_write) {
@@ -308,6 +312,12 @@ bool EngineState::on_send(QueuePair& qp, const wire::RocePacket& packet) {
     qp.receiving_send = true;
     qp.send_offset = 0;
   }
+  // Direct placement: the packet's own placement header must name exactly
+  // the receive and the offset the message has got to.
+  if (send && (send->message != qp.receives_taken - 1 || send->offset != qp.send_offset)) {
+    fail_responder(qp, psn, wire::NakCode::invalid_request);
+    return false;
+  }
   transport::RecvWqe& wqe = *qp.current_recv;
   if (wqe.local_error != WcStatus::success || qp.send_offset + packet.payload.size() > wqe.capacity) {
     WcStatus status = wqe.local_error != WcStatus::success ? wqe.local_error : WcStatus::loc_len_err;
@@ -317,7 +327,7 @@ bool EngineState::on_send(QueuePair& qp, const wire::RocePacket& packet) {
                                                    : wire::NakCode::remote_operational_error);
     return false;
   }
-  if (config.carry_payload) {
+  if (config.carry_payload && !placed) {
     transport::scatter(wqe.segments, qp.send_offset, packet.payload.data(), packet.payload.size());
   }
   qp.send_offset += packet.payload.size();

@@ -1,6 +1,7 @@
 // Multipath direct placement (MultipathConfig::direct_placement): a WRITE
 // packet that arrives after a gap is in memory before the gap fills, with
-// only its headers held; a WRITE that overlaps an earlier one in flight
+// only its headers held, and a SEND packet in the receive WQE its message
+// will take; a WRITE that overlaps an earlier one in flight
 // waits its turn, so the later one's bytes win as PSN order says; a forged
 // placement header that points outside the region writes nothing and fails
 // the QP when its turn comes; and both ends must agree on the mode.
@@ -148,6 +149,54 @@ TEST_F(DirectPlacement, AWriteBesideAnEarlierOneIsPlacedAtOnce) {
   EXPECT_TRUE(region_holds(kMtu, kMtu, 2 * kMtu));
   EXPECT_EQ(run_to_completions(2).size(), 2u);
   EXPECT_TRUE(region_holds(0, 0, 3 * kMtu));
+}
+
+// SENDs: each packet names its message (counted among those that take a
+// receive WQE) and its offset, so a MIDDLE and LAST that arrive before the
+// FIRST go straight into the second receive WQE posted, the one their
+// message will take; the first WQE's message completes first.
+TEST_F(DirectPlacement, ASendPacketAfterAGapGoesStraightIntoItsReceive) {
+  std::uint32_t second_send_first_psn = RcOptions{}.sq_psn + 1;
+  ChannelFaults faults;
+  faults.path_delay_ns = [&](std::span<const std::uint8_t> datagram) {
+    bool late = psn(datagram) == RcOptions{}.sq_psn || psn(datagram) == second_send_first_psn;
+    return is_request(datagram) && late ? 30 * kUs : TimeNs{0};
+  };
+  connect(faults);
+  std::vector<std::uint8_t> receives(2 * 4 * kMtu, 0);
+  MrKeys receive_keys = *b_.engine->reg_mr(b_.pd, receives.data(), receives.size(), kAll);
+  for (std::uint64_t i = 0; i < 2; ++i) {
+    Sge sge{reinterpret_cast<std::uintptr_t>(receives.data()) + i * 4 * kMtu, 4 * kMtu, receive_keys.lkey};
+    RecvWr recv{.wr_id = 10 + i, .sg_list = {&sge, 1}};
+    ASSERT_EQ(b_.engine->post_recv(b_.qpn, recv), std::errc{});
+  }
+  for (std::uint64_t i = 0; i < 2; ++i) {
+    std::uint32_t length = i == 0 ? 100 : 3 * kMtu;  // one packet, then FIRST (late), MIDDLE, LAST
+    Sge sge{reinterpret_cast<std::uintptr_t>(local_.data()) + i * kMtu, length, local_keys_.lkey};
+    SendWr wr;
+    wr.wr_id = i;
+    wr.opcode = WrOpcode::send;
+    wr.send_flags = kSendSignaled;
+    wr.sg_list = {&sge, 1};
+    ASSERT_EQ(a_.engine->post_send(a_.qpn, wr), std::errc{});
+  }
+  const EngineCounters& responder = b_.engine->counters();
+  ASSERT_TRUE(network_->run_until([&] { return responder.placed_out_of_order == 2; }, network_->now() + 20 * kUs));
+  const std::uint8_t* second = receives.data() + 4 * kMtu;
+  EXPECT_TRUE(std::equal(local_.begin() + 2 * kMtu, local_.begin() + 3 * kMtu, second + kMtu));  // MIDDLE
+  EXPECT_TRUE(std::equal(local_.begin() + 3 * kMtu, local_.begin() + 4 * kMtu, second + 2 * kMtu));  // LAST
+  EXPECT_TRUE(untouched(second, kMtu));
+  EXPECT_TRUE(drain(b_).empty());  // nothing completes before its turn
+
+  ASSERT_EQ(run_to_completions(2).size(), 2u);
+  std::vector<WorkCompletion> received = drain(b_);
+  ASSERT_EQ(received.size(), 2u);
+  EXPECT_EQ(received[0].wr_id, 10u);
+  EXPECT_EQ(received[0].byte_len, 100u);
+  EXPECT_EQ(received[1].wr_id, 11u);
+  EXPECT_EQ(received[1].byte_len, 3 * kMtu);
+  EXPECT_TRUE(std::equal(local_.begin(), local_.begin() + 100, receives.begin()));
+  EXPECT_TRUE(std::equal(local_.begin() + kMtu, local_.begin() + 4 * kMtu, second));
 }
 
 // A peer that forges the placement header of an out-of-order MIDDLE packet

@@ -37,6 +37,11 @@ class Server {
         std::fflush(stdout);
       } else if (line == "done") {
         fmt::print("{}\n", table_rule());
+        if (options_.multipath_evs != 0) {
+          EngineCounters counters = session_.counters();
+          fmt::print(" multipath responder: held out of order {}, placed on arrival {}\n", counters.held_out_of_order,
+                     counters.placed_out_of_order);
+        }
         return;
       } else {
         throw PerfError("unexpected message from the client: '" + line + "'");

@@ -80,9 +80,15 @@ std::uint16_t EntropyPaths::send(std::uint32_t psn, TimeNs now, bool track, bool
   if (chosen == evs_.size()) chosen = fallback;
   next_ = (chosen + 1) % evs_.size();
   if (!track) {
-    sent.valid = false;
+    sent.valid = 0;
   } else {
-    sent = Sent{true, false, again, psn, static_cast<std::uint16_t>(chosen), now, sent_count_++};
+    sent = Sent{};
+    sent.at = now;
+    sent.order = sent_count_++;
+    sent.psn = psn & 0xFFFFFF;
+    sent.valid = 1;
+    sent.resent = again ? 1 : 0;
+    sent.ev = static_cast<std::uint16_t>(chosen);
     if (again && std::find(resent_.begin(), resent_.end(), psn) == resent_.end()) resent_.push_back(psn);
   }
   return port(chosen);
@@ -96,7 +102,7 @@ void EntropyPaths::delivered(std::uint32_t psn, TimeNs now) {
     rtt_ = now - sent.at;
   }
   if (sent.done) return;
-  sent.done = true;
+  sent.done = 1;
   Ev& ev = evs_[sent.ev];
   if (ev.health == Health::probing) ++counters_->paths_restored;
   ev.health = Health::good;
@@ -119,7 +125,7 @@ bool EntropyPaths::judge(const Sent& sent, TimeNs now) {
 }
 
 bool EntropyPaths::lost_now(Sent& sent, TimeNs now) {
-  sent.done = true;
+  sent.done = 1;
   ++counters_->paths_lost;
   retire(sent.ev, now);
   return true;
@@ -145,7 +151,7 @@ void EntropyPaths::retire(std::size_t index, TimeNs now) {
 }
 
 void EntropyPaths::clear() {
-  for (Sent& sent : sent_) sent.valid = false;
+  for (Sent& sent : sent_) sent.valid = 0;
   resent_.clear();
   latest_delivered_order_ = 0;
   loss_check_at_ = kNever;

@@ -71,21 +71,25 @@ class EntropyPaths {
 
  private:
   enum class Health : std::uint8_t { good, retired, probing };
+  // Both are laid out to 24 bytes: a QP keeps one Ev per EV and one Sent
+  // per PSN of its window, and a large collective has hundreds of thousands
+  // of QPs.
   struct Ev {
-    Health health = Health::good;
     TimeNs avoid_until = 0;
     TimeNs probe_at = 0;
     std::uint32_t failures = 0;  // retirements in a row: the probe backoff's exponent
+    Health health = Health::good;
   };
   struct Sent {
-    bool valid = false;
-    bool done = false;    // delivered, or declared lost
-    bool resent = false;  // judged through resent_, not the in-order scan
-    std::uint32_t psn = 0;
-    std::uint16_t ev = 0;
     TimeNs at = 0;
     std::uint64_t order = 0;  // send order: "sent after" even at one instant
+    std::uint32_t psn : 24 = 0;
+    std::uint32_t valid : 1 = 0;
+    std::uint32_t done : 1 = 0;    // delivered, or declared lost
+    std::uint32_t resent : 1 = 0;  // judged through resent_, not the in-order scan
+    std::uint16_t ev = 0;
   };
+  static_assert(sizeof(Ev) == 24 && sizeof(Sent) == 24);
   // The send record of psn's slot; the ring is allocated at first use, so a
   // QP that never sends (one side of most collective pairs) costs none.
   Sent& record(std::uint32_t psn) {
@@ -128,7 +132,7 @@ void EntropyPaths::find_lost(std::uint32_t first_unacked, std::uint32_t highest_
     Sent& sent = record(scan_psn_);
     if (sent.valid && sent.psn == scan_psn_ && !sent.done && !sent.resent) {
       if (has(scan_psn_)) {
-        sent.done = true;
+        sent.done = 1;
       } else if (judge(sent, now)) {
         if (lost_now(sent, now)) lost.push_back(scan_psn_);
       } else {

@@ -1,6 +1,6 @@
 // libFuzzer target: hostile datagrams into two connected engines (a requester
 // with READ, atomic, WRITE and SEND in flight, and a responder with registered
-// memory and posted receives). Each input is a list of records; each record is
+// memory and posted receives; one pair is multipath, with direct placement). Each input is a list of records; each record is
 // turned into a datagram with valid IP/UDP headers and ICRC around fuzzer
 // chosen transport bytes, so the fuzzer reaches the transport logic instead of
 // the ICRC check. Registered regions sit inside guard bytes that must never
@@ -133,6 +133,11 @@ struct Harness {
     read.rdma = write.rdma;
     engine_a.post_send(mp_a.qpn, write);
     engine_a.post_send(mp_a.qpn, read);
+    // Receives a forged SEND's placement header may name (direct placement).
+    for (std::uint64_t i = 0; i < 2; ++i) {
+      Sge mp_recv{reinterpret_cast<std::uintptr_t>(mp_remote.data()) + 2048 + i * 1024, 1024, mp_remote_keys.lkey};
+      engine_b.post_recv(mp_b.qpn, RecvWr{5 + i, {&mp_recv, 1}});
+    }
   }
 
   // Wraps transport bytes (BTH onwards, ICRC appended here) into a datagram

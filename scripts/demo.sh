@@ -164,7 +164,7 @@ sim_variant lossless '/^trim = true/d; s/^pfc = false/pfc = true\nxoff_kb = 256\
 echo
 echo "== A link fails during a ring all-reduce (iterations 2.6 ms): single-path QPs under ECMP, then MRC-style multipath QPs"
 sim_variant ecmp '' allreduce_link_failure.toml 'ranks\)'
-sim_variant mrc '' allreduce_link_failure_mrc.toml 'ranks\)'
+sim_variant mrc '' allreduce_link_failure_mrc.toml 'ranks\)|multipath:'
 echo
 echo "== A permutation on a k=8 fat-tree (examples/permutation_spraying.toml): ECMP, then multipath EVs, then source-routed EVs"
 sim_variant perm_ecmp '' permutation_spraying.toml 'flows:'

@@ -155,6 +155,13 @@ std::string human_summary(const Scenario& scenario, const SimResult& result) {
       "lost on links {}, lost to failed links {}, trimmed {}, retransmitted {}\n",
       c.pause_frames, microseconds(c.pause_time_total), c.ecn_marked, result.cnps, c.drops, c.lossless_violations,
       c.link_losses, c.failure_losses, c.trimmed, result.retransmitted_packets);
+  if (scenario.transport.multipath.entropy_values != 0) {
+    out += fmt::format(
+        "multipath: {} EVs per QP, packets found lost {}, EVs retired {}, probes {}, EVs restored {}, "
+        "packets placed on arrival {}\n",
+        scenario.transport.multipath.entropy_values, result.paths_lost, result.paths_retired, result.paths_probes,
+        result.paths_restored, result.placed_out_of_order);
+  }
   if (auto shares = fairness(result)) {
     out += fmt::format("fairness while all {} flows ran ({:.0f} to {:.0f} us): Jain index {:.3f}\n",
                        shares->flow_gbps.size(), microseconds(shares->window_start), microseconds(shares->window_end),

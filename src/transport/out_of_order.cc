@@ -40,18 +40,20 @@ std::optional<RemoteRange> remote_range(const transport::SendWqe& wqe) {
 }  // namespace
 
 // Out of order, a packet's payload may land before the requests ahead of it
-// run only when nothing earlier can write the same bytes later: the
-// requester vouches for that with place_early. Two rkeys of one memory are
-// beyond what it can see; verbs leave such aliasing to the application.
+// run only when no earlier request could change its outcome: none writes or
+// reads the same bytes under the same rkey, and none invalidates that rkey
+// (a SEND with invalidate ahead of it must make it fail, as in PSN order).
+// The requester vouches for that with place_early. Two rkeys of one memory
+// are beyond what it can see; verbs leave such aliasing to the application.
 bool EngineState::may_place_early(const QueuePair& qp, const transport::SendWqe& wqe) const {
   if (!qp.paths || !transport::places_directly(qp.multipath)) return false;
-  bool send = wqe.opcode == WrOpcode::send || wqe.opcode == WrOpcode::send_with_imm || wqe.opcode == WrOpcode::send_with_inv;
-  if (send) return true;  // its own receive WQE: nothing earlier writes there
-  if (!is_write(wqe.opcode)) return false;
+  if (!is_write(wqe.opcode)) return wqe.takes_receive();  // a SEND: its own receive WQE, nothing earlier writes there
   RemoteRange range = *remote_range(wqe);
   for (const transport::SendWqe& earlier : qp.send_queue) {
     if (&earlier == &wqe) break;
-    if (earlier.done || earlier.rkey != wqe.rkey) continue;
+    if (earlier.done) continue;
+    if (earlier.opcode == WrOpcode::send_with_inv && earlier.invalidate_rkey == wqe.rkey) return false;
+    if (earlier.rkey != wqe.rkey) continue;
     std::optional<RemoteRange> touched = remote_range(earlier);
     if (touched && touched->overlaps(range)) return false;
   }

@@ -1,7 +1,7 @@
 // Multipath direct placement (MultipathConfig::direct_placement): a WRITE
 // packet that arrives after a gap is in memory before the gap fills, with
 // only its headers held, and a SEND packet in the receive WQE its message
-// will take; a WRITE that overlaps an earlier one in flight
+// will take; a WRITE behind a SEND that invalidates its rkey is not placed; a WRITE that overlaps an earlier one in flight
 // waits its turn, so the later one's bytes win as PSN order says; a forged
 // placement header that points outside the region writes nothing and fails
 // the QP when its turn comes; and both ends must agree on the mode.
@@ -133,6 +133,41 @@ TEST_F(DirectPlacement, AWriteOverAnEarlierOneInFlightWaitsItsTurn) {
   EXPECT_TRUE(region_holds(0, 0, kMtu));                 // the first's own half
   EXPECT_TRUE(region_holds(kMtu, 8 * kMtu, 2 * kMtu));   // the later WRITE's bytes win where they overlap
   EXPECT_EQ(a_.engine->counters().retransmitted_packets, 0u);
+}
+
+// A SEND with invalidate ahead of a WRITE under the rkey it invalidates:
+// in PSN order the WRITE finds the rkey gone and fails. Its packets must
+// not be placed while the SEND is late, or they would write through a key
+// that is about to be revoked.
+TEST_F(DirectPlacement, AWriteBehindASendThatInvalidatesItsKeyIsNotPlaced) {
+  std::uint32_t send_psn = RcOptions{}.sq_psn;
+  ChannelFaults faults;
+  faults.path_delay_ns = [&](std::span<const std::uint8_t> datagram) {
+    return to_b(datagram) && psn(datagram) == send_psn ? 30 * kUs : TimeNs{0};  // SEND_ONLY_WITH_INVALIDATE is 0x17
+  };
+  connect(faults);
+  std::vector<std::uint8_t> receive(64, 0);
+  MrKeys receive_keys = *b_.engine->reg_mr(b_.pd, receive.data(), receive.size(), kAll);
+  Sge recv_sge{reinterpret_cast<std::uintptr_t>(receive.data()), 64, receive_keys.lkey};
+  ASSERT_EQ(b_.engine->post_recv(b_.qpn, RecvWr{.wr_id = 7, .sg_list = {&recv_sge, 1}}), std::errc{});
+  Sge sge{reinterpret_cast<std::uintptr_t>(local_.data()), 16, local_keys_.lkey};
+  SendWr send;
+  send.wr_id = 1;
+  send.opcode = WrOpcode::send_with_inv;
+  send.invalidate_rkey = remote_keys_.rkey;
+  send.send_flags = kSendSignaled;
+  send.sg_list = {&sge, 1};
+  ASSERT_EQ(a_.engine->post_send(a_.qpn, send), std::errc{});
+  post_write(2, 0, 0, 3 * kMtu);
+
+  const EngineCounters& responder = b_.engine->counters();
+  ASSERT_TRUE(network_->run_until([&] { return responder.held_out_of_order == 3; }, network_->now() + 20 * kUs));
+  EXPECT_EQ(responder.placed_out_of_order, 0u);
+  std::vector<WorkCompletion> done = run_to_completions(2);
+  ASSERT_EQ(done.size(), 2u);
+  EXPECT_EQ(done[0].status, WcStatus::success);
+  EXPECT_EQ(done[1].status, WcStatus::rem_access_err);
+  EXPECT_TRUE(untouched(region(), kRegion));  // the WRITE came after its key was revoked
 }
 
 TEST_F(DirectPlacement, AWriteBesideAnEarlierOneIsPlacedAtOnce) {

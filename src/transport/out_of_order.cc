@@ -117,7 +117,7 @@ void EngineState::hold_out_of_order(QueuePair& qp, const wire::RocePacket& packe
   bool place = target != nullptr || receive != nullptr;
   std::size_t headers_end = static_cast<std::size_t>(packet.payload.data() - bytes.data());
   std::size_t keep = !config.carry_payload ? kHeldHeaderBytes : place ? headers_end : bytes.size();
-  if (qp.reorder->hold(psn, qp.expected_psn, bytes, keep, place)) {  // not for a duplicate
+  if (qp.reorder->hold(psn, qp.expected_psn, bytes, keep)) {  // not for a duplicate
     ++counters.held_out_of_order;
     if (place && config.carry_payload) {
       if (target != nullptr) {
@@ -143,9 +143,10 @@ void EngineState::deliver_held(QueuePair& qp, std::uint32_t from) {
     std::optional<ByteSpan> bytes = qp.reorder->find(psn);
     if (!bytes) break;
     std::uint32_t length = qp.reorder->held_length(psn);
-    if (bytes->size() < length) {
-      // Headers only: the payload was placed on arrival, or never carried
-      // (the simulator). What follows them in the scratch is never read.
+    // Headers only: the payload was placed on arrival (a packet that was not
+    // is kept whole), or never carried (the simulator, which copies nothing).
+    bool placed = bytes->size() < length;
+    if (placed) {  // what follows the headers in the scratch is never read
       if (replay_scratch.size() < length) replay_scratch.resize(length);
       std::copy(bytes->begin(), bytes->end(), replay_scratch.begin());
       bytes = ByteSpan(replay_scratch).first(length);
@@ -154,7 +155,7 @@ void EngineState::deliver_held(QueuePair& qp, std::uint32_t from) {
     if (!packet) break;
     std::optional<transport::SendPlacement> send;
     transport::take_placement_header(qp.multipath, *packet, send);  // it did on arrival
-    execute_request(qp, *packet, qp.reorder->placed(psn), send);
+    execute_request(qp, *packet, placed, send);
     if (qp.expected_psn == psn) break;  // RNR: the requester resends it after the timer
     if (qp.state == QpState::err) break;
     qp.reorder->release(psn, qp.expected_psn);

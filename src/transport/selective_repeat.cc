@@ -12,7 +12,7 @@ namespace uroce::transport {
 
 ReorderBuffer::ReorderBuffer(std::uint32_t window) : window_(std::max<std::uint32_t>(window, 1)) {}
 
-bool ReorderBuffer::hold(std::uint32_t psn, std::uint32_t expected, ByteSpan packet, std::size_t keep, bool placed) {
+bool ReorderBuffer::hold(std::uint32_t psn, std::uint32_t expected, ByteSpan packet, std::size_t keep) {
   std::int32_t ahead = psn_diff(psn, expected);
   if (ahead <= 0 || ahead >= static_cast<std::int32_t>(window_)) return false;
   if (slots_.empty()) slots_.resize(window_);
@@ -22,7 +22,6 @@ bool ReorderBuffer::hold(std::uint32_t psn, std::uint32_t expected, ByteSpan pac
   slot.used = true;
   slot.psn = psn;
   slot.length = static_cast<std::uint32_t>(packet.size());
-  slot.placed = placed;
   slot.bytes.assign(packet.begin(), packet.begin() + static_cast<std::ptrdiff_t>(std::min(keep, packet.size())));
   return true;
 }
@@ -31,12 +30,6 @@ std::uint32_t ReorderBuffer::held_length(std::uint32_t psn) const {
   if (held_ == 0) return 0;
   const Slot& slot = slots_[psn % slots_.size()];
   return slot.used && slot.psn == psn ? slot.length : 0;
-}
-
-bool ReorderBuffer::placed(std::uint32_t psn) const {
-  if (held_ == 0) return false;
-  const Slot& slot = slots_[psn % slots_.size()];
-  return slot.used && slot.psn == psn && slot.placed;
 }
 
 std::optional<ByteSpan> ReorderBuffer::find(std::uint32_t psn) const {

@@ -26,12 +26,8 @@ class ReorderBuffer {
   // expected and is not held already; returns whether it was newly kept.
   // Only its first `keep` bytes are copied (an engine that carries no
   // payload keeps the headers; so does direct placement, which wrote the
-  // payload to memory already and says so with `placed`), and its whole
-  // length is noted.
-  bool hold(std::uint32_t psn, std::uint32_t expected, ByteSpan packet, std::size_t keep = SIZE_MAX,
-            bool placed = false);
-  // Whether the packet held at psn was placed on arrival.
-  bool placed(std::uint32_t psn) const;
+  // payload to memory already), and its whole length is noted.
+  bool hold(std::uint32_t psn, std::uint32_t expected, ByteSpan packet, std::size_t keep = SIZE_MAX);
   // The held packet at psn (the bytes kept), if any (valid until the slot is released).
   std::optional<ByteSpan> find(std::uint32_t psn) const;
   // The held packet's whole length (0 if none is held at psn).
@@ -46,7 +42,6 @@ class ReorderBuffer {
     bool used = false;
     std::uint32_t psn = 0;
     std::uint32_t length = 0;         // the packet's, of which bytes may be the start
-    bool placed = false;              // its payload is in memory already
     std::vector<std::uint8_t> bytes;  // keeps its capacity for the next packet
   };
   std::uint32_t window_;

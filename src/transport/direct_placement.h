@@ -12,8 +12,9 @@
 //   0 on the QP), then the packet's offset in the message, both big-endian.
 // The requester sets BTH place_early on a SEND, and on a WRITE that no
 // earlier unfinished WRITE, READ or atomic of the QP overlaps under the same
-// rkey; the responder places only such packets ahead of a gap, so
-// overlapping requests still end as their PSN order says. Plain RoCEv2 peers
+// rkey and no earlier SEND with invalidate revokes the rkey of; the
+// responder places only such packets ahead of a gap, so requests still end
+// as their PSN order says. Plain RoCEv2 peers
 // never see any of it: both ends of a multipath QP must set it.
 #pragma once
 

@@ -4,6 +4,7 @@
 #include "sim/event_queue.h"
 
 #include <algorithm>
+#include <atomic>
 
 namespace uroce::sim {
 
@@ -16,10 +17,21 @@ void prefetch_lines(const void* memory, int lines) {
 
 }  // namespace
 
+namespace {
+
+// Handlers are numbered in the order they are made, across every
+// simulation of the process: only the relative order matters.
+std::atomic<std::uint32_t> next_handler_id{0};
+
+}  // namespace
+
+EventHandler::EventHandler(bool sequenced)
+    : id_(next_handler_id.fetch_add(1, std::memory_order_relaxed)), sequenced_(sequenced) {}
+
 EventQueue::EventQueue() : buckets_(kBuckets) {}
 
 void EventQueue::schedule(SimTime at, EventHandler* target, std::uint32_t tag) {
-  Entry entry{at < now_ ? now_ : at, next_order_++, target, tag};
+  Entry entry{at < now_ ? now_ : at, target->next_order(), target, tag};
   ++pending_;
   SimTime current_end = current_start_ + kBucketWidth;
   if (entry.at < current_end) {

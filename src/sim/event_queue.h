@@ -1,7 +1,11 @@
 // The discrete-event core: an event is "call this handler at time t with this
-// tag". Events run in (time, scheduling order), so events at the same
-// picosecond run in the order they were scheduled and a run is reproducible
-// bit for bit.
+// tag". Events run in (time, handler, handler's scheduling order): handlers
+// are numbered as they are made, and each counts the events scheduled onto
+// it. The order of two events at one picosecond thus depends on who they are
+// for, never on which of two unrelated nodes happened to schedule first, so
+// a fabric cut into partitions that run on several threads (each partition
+// scheduling only onto its own handlers) runs every partition's events in
+// the order one queue would: the results are bit for bit those of one core.
 //
 // The queue is a calendar: a ring of buckets a fixed slice of time wide
 // covering the next few microseconds, where nearly every event of a fabric
@@ -24,6 +28,12 @@ class EventHandler {
   virtual void on_event(SimTime now, std::uint32_t tag) = 0;
 
  protected:
+  // sequenced = false: the handler's events at one picosecond are all alike
+  // (a wire's arrivals), so they are not counted; a handler whose events
+  // are scheduled from another partition must be one.
+  explicit EventHandler(bool sequenced = true);
+  EventHandler(const EventHandler&) = delete;
+  EventHandler& operator=(const EventHandler&) = delete;
   ~EventHandler() = default;
   // What this handler's next event will read first, where it knows (a
   // link's oldest frame on the wire): the queue starts loading it an event
@@ -32,7 +42,13 @@ class EventHandler {
 
  private:
   friend class EventQueue;
+  // This handler's next event's place among those at one picosecond.
+  std::uint64_t next_order() { return (std::uint64_t{id_} << 32) | (sequenced_ ? scheduled_++ : 0u); }
+
   const void* next_read_ = nullptr;
+  std::uint32_t id_;
+  std::uint32_t scheduled_ = 0;
+  bool sequenced_;
 };
 
 class EventQueue {
@@ -86,7 +102,6 @@ class EventQueue {
   SimTime current_start_ = 0;                // the current bucket covers [start, start + width)
   std::size_t in_ring_ = 0;                  // events in buckets_
   std::size_t pending_ = 0;
-  std::uint64_t next_order_ = 0;
   std::uint64_t events_run_ = 0;
   SimTime now_ = 0;
 };

@@ -11,10 +11,18 @@ namespace uroce::sim {
 
 Fabric::Fabric(SimWorld& world, const Topology& topology, const SwitchConfig& switch_config,
                const EngineConfig& engine_config, std::uint64_t seed)
+    : Fabric({&world}, partition_fabric(topology, 1), topology, switch_config, engine_config, seed) {}
+
+Fabric::Fabric(const std::vector<SimWorld*>& worlds, const Partitioning& partitioning, const Topology& topology,
+               const SwitchConfig& switch_config, const EngineConfig& engine_config, std::uint64_t seed)
     : topology_(topology) {
+  for (SimWorld* world : worlds) world->outboxes.resize(worlds.size());
+  auto world_of = [&](const NodeRef& node) -> SimWorld& {
+    return *worlds[node.is_host ? partitioning.host_part[node.index] : partitioning.switch_part[node.index]];
+  };
   std::uint64_t seeds = seed;
   for (std::uint32_t s = 0; s < topology.switches; ++s) {
-    switches_.push_back(std::make_unique<SwitchNode>(world, switch_config, s, splitmix64(seeds)));
+    switches_.push_back(std::make_unique<SwitchNode>(world_of(NodeRef{false, s}), switch_config, s, splitmix64(seeds)));
   }
   switch_ports_.resize(topology.switches);
   // A host's ports, in the order of its links (one per plane).
@@ -30,7 +38,7 @@ Fabric::Fabric(SimWorld& world, const Topology& topology, const SwitchConfig& sw
     double line_rate = 0;  // a QP may spread over every port
     for (const LinkSpec& link : host_links[h]) line_rate += static_cast<double>(link.rate_bps);
     config.congestion.dcqcn.line_rate_bps = line_rate;
-    hosts_.push_back(std::make_unique<HostNode>(world, h, config, host_links[h]));
+    hosts_.push_back(std::make_unique<HostNode>(world_of(NodeRef{true, h}), h, config, host_links[h]));
   }
   for (const TopologyEdge& edge : topology.edges) {
     auto port_of = [&](const NodeRef& end, const NodeRef& other) -> std::pair<Transmitter*, std::uint16_t> {
@@ -47,8 +55,13 @@ Fabric::Fabric(SimWorld& world, const Topology& topology, const SwitchConfig& sw
     auto [b_side, b_port] = port_of(edge.b, edge.a);
     Node& a_node = edge.a.is_host ? static_cast<Node&>(*hosts_[edge.a.index]) : *switches_[edge.a.index];
     Node& b_node = edge.b.is_host ? static_cast<Node&>(*hosts_[edge.b.index]) : *switches_[edge.b.index];
-    a_side->connect(b_node, b_port);
-    b_side->connect(a_node, a_port);
+    SimWorld& a_world = world_of(edge.a);
+    SimWorld& b_world = world_of(edge.b);
+    bool crossing = &a_world != &b_world;
+    std::size_t a_index = std::find(worlds.begin(), worlds.end(), &a_world) - worlds.begin();
+    std::size_t b_index = std::find(worlds.begin(), worlds.end(), &b_world) - worlds.begin();
+    a_side->connect(b_node, b_port, &b_world, crossing ? &a_world.outboxes[b_index] : nullptr);
+    b_side->connect(a_node, a_port, &a_world, crossing ? &b_world.outboxes[a_index] : nullptr);
     if (edge.link.loss > 0) {
       a_side->seed_losses(splitmix64(seeds));
       b_side->seed_losses(splitmix64(seeds));

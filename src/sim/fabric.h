@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "sim/host_node.h"
+#include "sim/partition.h"
 #include "sim/switch_node.h"
 #include "sim/topology.h"
 
@@ -18,6 +19,10 @@ class Fabric {
   // topology must be valid (topology_problem returns nothing).
   Fabric(SimWorld& world, const Topology& topology, const SwitchConfig& switch_config,
          const EngineConfig& engine_config, std::uint64_t seed);
+  // Each node in its partition's world (worlds: one per partition); a link
+  // between partitions sends through the sender's outbox for the far one.
+  Fabric(const std::vector<SimWorld*>& worlds, const Partitioning& partitioning, const Topology& topology,
+         const SwitchConfig& switch_config, const EngineConfig& engine_config, std::uint64_t seed);
 
   std::uint32_t host_count() const { return static_cast<std::uint32_t>(hosts_.size()); }
   std::uint32_t switch_count() const { return static_cast<std::uint32_t>(switches_.size()); }

@@ -30,6 +30,8 @@ class HostNode final : public Node, public EventHandler {
   HostNode(SimWorld& world, std::uint32_t id, const EngineConfig& engine_config, const std::vector<LinkSpec>& links);
 
   std::uint32_t id() const { return id_; }
+  // The world of this host's partition: its events run there.
+  SimWorld& world() { return world_; }
   Engine& engine() { return *engine_; }
   Transmitter& transmitter(std::uint16_t port = 0) { return *transmitters_[port]; }
   std::uint16_t port_count() const { return static_cast<std::uint16_t>(transmitters_.size()); }

@@ -98,6 +98,9 @@ struct Scenario {
   // to capture_frames frames each.
   std::vector<std::pair<NodeRef, NodeRef>> captures;
   std::uint64_t capture_frames = 100'000;
+  // Threads to run the fabric's partitions on (see PartitionedRun): the
+  // results are the same for any number. A collective runs on one.
+  std::uint32_t threads = 1;
 };
 
 }  // namespace uroce::sim

@@ -1,11 +1,13 @@
-// The simulation run: build the fabric, connect every flow's QP pair, start
-// each flow at its time with WRITEs of its size, run events until every flow
-// completed or the time limit, then add up the counters.
+// The simulation run: build the fabric (in partitions, one per thread),
+// connect every flow's QP pair, start each flow at its time with WRITEs of
+// its size, run events until every flow completed or the time limit, then
+// add up the counters.
 #include "sim/simulation.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <memory>
 #include <stdexcept>
@@ -15,6 +17,7 @@
 #include "sim/fabric.h"
 #include "sim/failure_runner.h"
 #include "sim/link_capture.h"
+#include "sim/partitioned_run.h"
 #include "sim/qp_setup.h"
 
 namespace uroce::sim {
@@ -62,7 +65,8 @@ void check(const Scenario& scenario) {
 // Starts flows at their times and records their completions.
 class FlowRunner final : public EventHandler {
  public:
-  FlowRunner(const Scenario& scenario, Fabric& fabric, SimWorld& world) : fabric_(fabric) {
+  // Each flow starts in its sender's partition.
+  FlowRunner(const Scenario& scenario, Fabric& fabric) : fabric_(fabric) {
     flows_.reserve(scenario.flows.size());
     for (std::uint32_t id = 0; id < scenario.flows.size(); ++id) {
       const FlowSpec& spec = scenario.flows[id];
@@ -71,18 +75,18 @@ class FlowRunner final : public EventHandler {
       auto [src_qpn, dst_qpn] = connect_rc_pair(fabric.host(spec.src), fabric.host(spec.dst), transport,
                                                 kLargestFlowWrites);
       flows_.push_back(Flow{FlowResult{id, spec, kSimNever}, src_qpn, dst_qpn, false});
-      world.events.schedule(spec.start, this, id);
+      fabric.host(spec.src).world().events.schedule(spec.start, this, id);
     }
     unfinished_ = static_cast<std::uint32_t>(flows_.size());
   }
 
-  std::uint32_t unfinished() const { return unfinished_; }
+  std::uint32_t unfinished() const { return unfinished_.load(std::memory_order_relaxed); }
   std::vector<FlowProbe> probes(std::uint32_t mtu_bytes) const {
     std::vector<FlowProbe> out;
     for (const Flow& flow : flows_) out.push_back({flow.result.spec.dst, flow.dst_qpn, mtu_bytes, flow.result.spec.bytes});
     return out;
   }
-  std::uint32_t failed() const { return failed_; }
+  std::uint32_t failed() const { return failed_.load(std::memory_order_relaxed); }
   std::vector<FlowResult> results() const {
     std::vector<FlowResult> out;
     out.reserve(flows_.size());
@@ -137,9 +141,9 @@ class FlowRunner final : public EventHandler {
   };
 
   Fabric& fabric_;
-  std::vector<Flow> flows_;
-  std::uint32_t unfinished_ = 0;
-  std::uint32_t failed_ = 0;
+  std::vector<Flow> flows_;  // a flow's entry is its sender's partition's
+  std::atomic<std::uint32_t> unfinished_ = 0;
+  std::atomic<std::uint32_t> failed_ = 0;
 };
 
 }  // namespace
@@ -153,8 +157,18 @@ SimResult run_simulation(const Scenario& scenario, const std::function<void(doub
                          const std::string& capture_dir) {
   check(scenario);
   auto wall_start = std::chrono::steady_clock::now();
-  SimWorld world;
-  Fabric fabric(world, scenario.topology, scenario.switches, scenario.engine, scenario.seed);
+  // A collective's schedule is one object every rank's completions step:
+  // it runs in one partition.
+  std::uint32_t wanted = scenario.collective ? 1 : std::max<std::uint32_t>(scenario.threads, 1);
+  Partitioning partitioning = partition_fabric(scenario.topology, wanted);
+  std::vector<std::unique_ptr<SimWorld>> part_worlds;
+  std::vector<SimWorld*> parts;
+  for (std::uint32_t p = 0; p < partitioning.parts; ++p) {
+    part_worlds.push_back(std::make_unique<SimWorld>());
+    parts.push_back(part_worlds.back().get());
+  }
+  SimWorld global;  // samplers, deadlock checks and failures: they see every partition
+  Fabric fabric(parts, partitioning, scenario.topology, scenario.switches, scenario.engine, scenario.seed);
   std::vector<std::unique_ptr<LinkCapture>> captures;
   for (const auto& [from, to] : scenario.captures) {
     Transmitter* transmitter = fabric.transmitter_between(from, to);
@@ -168,10 +182,10 @@ SimResult run_simulation(const Scenario& scenario, const std::function<void(doub
     transmitter->set_tap(capture->get());
     captures.push_back(std::move(*capture));
   }
-  FlowRunner flows(scenario, fabric, world);
-  FailureRunner failures(scenario, fabric, world);
+  FlowRunner flows(scenario, fabric);
+  FailureRunner failures(scenario, fabric, global);
   std::optional<CollectiveRunner> collective;
-  if (scenario.collective) collective.emplace(*scenario.collective, scenario.transport, fabric, world);
+  if (scenario.collective) collective.emplace(*scenario.collective, scenario.transport, fabric, *parts[0]);
   for (std::uint32_t h = 0; h < fabric.host_count(); ++h) {
     fabric.host(h).on_completion([&](std::uint32_t, const WorkCompletion& completion, SimTime now) {
       if ((completion.wr_id & kCollectiveWork) != 0) {
@@ -181,32 +195,33 @@ SimResult run_simulation(const Scenario& scenario, const std::function<void(doub
       }
     });
   }
-  auto work_left = [&] { return flows.unfinished() > 0 || (collective && collective->running()); };
-  std::size_t total_flows = std::max<std::size_t>(scenario.flows.size(), 1);
-  DeadlockDetector deadlocks(world, fabric, scenario.deadlock_check);
+  DeadlockDetector deadlocks(global, fabric, scenario.deadlock_check);
   if (scenario.switches.pfc && scenario.deadlock_check > 0) deadlocks.start(0);
   bool sample_flows = scenario.flows.size() <= scenario.series_flow_limit;
-  TimeSeries series(world, fabric, scenario.sample_interval,
+  TimeSeries series(global, fabric, scenario.sample_interval,
                     sample_flows ? flows.probes(mtu_bytes(scenario.transport.mtu)) : std::vector<FlowProbe>{});
   if (scenario.sample_interval > 0) series.start(0);
 
-  EventQueue& events = world.events;
+  PartitionedRun run(parts, global, partitioning.window, scenario.time_limit);
+  auto keep_going = [&] {
+    return (flows.unfinished() > 0 || (collective && collective->running())) && !deadlocks.found();
+  };
+  std::size_t total_flows = std::max<std::size_t>(scenario.flows.size(), 1);
   std::uint64_t next_report = kEventsPerProgressReport;
-  while (work_left() && !deadlocks.found() && !events.empty() &&
-         events.next_time() <= scenario.time_limit) {
-    events.run_next();
-    if (progress && events.events_run() >= next_report) {
-      next_report += kEventsPerProgressReport;
-      double by_time = static_cast<double>(events.now()) / static_cast<double>(scenario.time_limit);
-      double by_flows = 1.0 - static_cast<double>(flows.unfinished()) / static_cast<double>(total_flows);
-      progress(std::max(by_time, by_flows));
-    }
-  }
+  auto report = [&](SimTime now) {
+    if (run.events_run() < next_report) return;
+    next_report = run.events_run() + kEventsPerProgressReport;
+    double by_time = static_cast<double>(now) / static_cast<double>(scenario.time_limit);
+    double by_flows = 1.0 - static_cast<double>(flows.unfinished()) / static_cast<double>(total_flows);
+    progress(std::max(by_time, by_flows));
+  };
+  run.run(keep_going, progress ? std::function<void(SimTime)>(report) : std::function<void(SimTime)>{});
   if (progress) progress(1.0);
 
   SimResult result;
-  result.sim_time = events.now();
-  result.events = events.events_run();
+  result.sim_time = run.now();
+  result.events = run.events_run();
+  result.partitions = partitioning.parts;
   result.seed = scenario.seed;
   result.flows = flows.results();
   result.failed_flows = flows.failed();
@@ -221,8 +236,8 @@ SimResult run_simulation(const Scenario& scenario, const std::function<void(doub
     result.collective_failed = collective->failed();
     result.collective_finished_at = collective->finished_at();
   }
-  fabric.close_pauses(events.now());
-  result.fabric = world.counters;
+  fabric.close_pauses(run.now());
+  result.fabric = run.counters();
   result.hosts = fabric.host_count();
   result.switches = fabric.switch_count();
   for (std::uint32_t h = 0; h < fabric.host_count(); ++h) {

@@ -40,6 +40,7 @@ struct SimResult {
   std::uint64_t peak_switch_buffer_bytes = 0;
   std::uint32_t hosts = 0;
   std::uint32_t switches = 0;
+  std::uint32_t partitions = 1;  // threads the run used (not a result: any number gives the same)
   std::optional<Deadlock> deadlock;  // the run stopped here
   std::vector<SimTime> collective_iterations;  // each finished iteration's duration
   bool collective_failed = false;

@@ -26,12 +26,20 @@ void Transmitter::kick(SimTime now) {
   }
   if (tap_ != nullptr) tap_->on_transmit(*packet, now);
   packet->arrives_at = busy_until_ + spec_.propagation;
+  if (outbox_ != nullptr) {
+    outbox_->push_back({this, packet});
+    return;
+  }
+  land(packet);
+}
+
+void Transmitter::land(Packet* packet) {
   bool wire_was_empty = on_wire_.empty();
   if (!wire_was_empty) on_wire_.back()->next_arrives_at = packet->arrives_at;  // its line is being written anyway
   on_wire_.push(packet);
   if (wire_was_empty) {
-    hint_next_read(packet);
-    world_.events.schedule(packet->arrives_at, this, kArrived);
+    arrival_.hint(packet);
+    far_world_->events.schedule(packet->arrives_at, &arrival_, kArrived);
   }
 }
 
@@ -87,29 +95,29 @@ void Transmitter::set_down(bool down, SimTime now) {
     if (packet->kind == PacketKind::roce) ++world_.counters.failure_losses;
     world_.packets.release(packet);
   }
-  hint_next_read(nullptr);
+  arrival_.hint(nullptr);
   close_pauses(now);
   paused_ = 0;
   kick(now);
 }
 
-void Transmitter::on_event(SimTime now, std::uint32_t tag) {
-  if (tag == kSerialized) {
-    if (now != wake_at_) return;  // superseded: a kick at that moment already sent, and asked for a later wake
-    wake_at_ = kSimNever;
-    kick(now);
-    return;
-  }
+void Transmitter::on_event(SimTime now, std::uint32_t) {  // kSerialized
+  if (now != wake_at_) return;  // superseded: a kick at that moment already sent, and asked for a later wake
+  wake_at_ = kSimNever;
+  kick(now);
+}
+
+void Transmitter::arrive(SimTime now) {
   // A link that failed emptied its wire: the arrival event of a lost packet
   // finds nothing, or a packet sent since, which has its own event.
   if (on_wire_.empty() || on_wire_.front()->arrives_at > now) return;
   Packet* packet = on_wire_.pop();
-  hint_next_read(on_wire_.front());
+  arrival_.hint(on_wire_.front());
   // The next frame's arrival is read from this one: that frame is cold.
-  if (!on_wire_.empty()) world_.events.schedule(packet->next_arrives_at, this, kArrived);
+  if (!on_wire_.empty()) far_world_->events.schedule(packet->next_arrives_at, &arrival_, kArrived);
   if (spec_.loss > 0 && packet->kind == PacketKind::roce && unit_interval(loss_state_) < spec_.loss) {
-    ++world_.counters.link_losses;
-    world_.packets.release(packet);
+    ++far_world_->counters.link_losses;
+    far_world_->packets.release(packet);
     return;
   }
   peer_->receive(packet, peer_port_, now);

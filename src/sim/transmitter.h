@@ -1,11 +1,15 @@
 // One direction of a link: serializes the owner's packets at the link rate,
 // carries them for the propagation delay, and obeys PFC pauses from the far
 // end. It keeps at most two pending events: the end of the frame being
-// serialized (only when the owner may have another packet by then) and the
-// arrival of the oldest frame on the wire.
+// serialized (only when the owner may have another packet by then), in the
+// owner's world, and the arrival of the oldest frame on the wire, in the far
+// end's. When the two ends run in different partitions, a frame that leaves
+// goes into an outbox that the far end's partition empties onto the wire
+// between windows (no frame arrives within the window it left in).
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "sim/node.h"
 #include "sim/world.h"
@@ -28,11 +32,18 @@ class PacketTap {
 class Transmitter final : public EventHandler {
  public:
   Transmitter(SimWorld& world, LinkSpec spec, Node& owner, std::uint16_t port)
-      : port_(port), owner_(owner), world_(world), spec_(spec) {}
-  void connect(Node& peer, std::uint16_t peer_port) {
+      : port_(port), owner_(owner), world_(world), far_world_(&world), arrival_(*this), spec_(spec) {}
+  // far_world: the far end's (its events, pool and counters take the
+  // arrivals); outbox: where frames go when that is another partition's.
+  void connect(Node& peer, std::uint16_t peer_port, SimWorld* far_world = nullptr,
+               std::vector<CrossingFrame>* outbox = nullptr) {
     peer_ = &peer;
     peer_port_ = peer_port;
+    if (far_world != nullptr) far_world_ = far_world;
+    outbox_ = outbox;
   }
+  // The far end's partition puts a frame from the outbox on its wire.
+  void land(Packet* packet);
   // Seeds the draws that decide which packets spec.loss takes.
   void seed_losses(std::uint64_t seed) { loss_state_ = seed; }
   void set_tap(PacketTap* tap) { tap_ = tap; }
@@ -64,8 +75,21 @@ class Transmitter final : public EventHandler {
 
  private:
   enum Tag : std::uint32_t { kSerialized, kArrived };
+  // The far end's handler of arrivals: at most one frame of a wire arrives
+  // at a picosecond, so its events need no count (see EventHandler).
+  class Arrival final : public EventHandler {
+   public:
+    explicit Arrival(Transmitter& link) : EventHandler(false), link_(link) {}
+    void on_event(SimTime now, std::uint32_t) override { link_.arrive(now); }
+    void hint(const void* memory) { hint_next_read(memory); }
+
+   private:
+    Transmitter& link_;
+  };
+
   // Asks for a kick when the wire frees at `at` (once per moment).
   void wake_at(SimTime at);
+  void arrive(SimTime now);
 
   // What kick and an arrival read come first, in the first lines; a link
   // is a cold object at scale, and each line touched is a miss.
@@ -79,7 +103,10 @@ class Transmitter final : public EventHandler {
   Node& owner_;
   Node* peer_ = nullptr;
   SimWorld& world_;
-  PacketQueue on_wire_;    // serialized, not yet arrived; arrival times ascend
+  SimWorld* far_world_;
+  std::vector<CrossingFrame>* outbox_ = nullptr;
+  Arrival arrival_;
+  PacketQueue on_wire_;    // serialized, not yet arrived; arrival times ascend (the far end's)
   PacketQueue control_;    // PFC frames waiting for the wire
   LinkSpec spec_;
   PacketTap* tap_ = nullptr;

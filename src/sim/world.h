@@ -1,8 +1,10 @@
-// What every simulated component shares: the event queue, the packet pool
-// and the fabric-wide counters that summary.json reports.
+// What the simulated components of one partition share: the event queue,
+// the packet pool, the fabric-wide counters that summary.json reports (added
+// up over the partitions) and the frames on their way to other partitions.
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "sim/event_queue.h"
 #include "sim/packet.h"
@@ -22,10 +24,33 @@ struct FabricCounters {
   std::uint64_t trimmed = 0;              // data packets whose payload a switch cut off
 };
 
+inline FabricCounters& operator+=(FabricCounters& sum, const FabricCounters& more) {
+  sum.data_packets += more.data_packets;
+  sum.pause_frames += more.pause_frames;
+  sum.resume_frames += more.resume_frames;
+  sum.pause_time_total += more.pause_time_total;
+  sum.ecn_marked += more.ecn_marked;
+  sum.drops += more.drops;
+  sum.lossless_violations += more.lossless_violations;
+  sum.link_losses += more.link_losses;
+  sum.failure_losses += more.failure_losses;
+  sum.trimmed += more.trimmed;
+  return sum;
+}
+
+class Transmitter;
+
+// A frame that left for a wire whose far end runs in another partition.
+struct CrossingFrame {
+  Transmitter* link;
+  Packet* packet;
+};
+
 struct SimWorld {
   EventQueue events;
   PacketPool packets;
   FabricCounters counters;
+  std::vector<std::vector<CrossingFrame>> outboxes;  // by the partition the frames go to
 };
 
 }  // namespace uroce::sim

@@ -1,6 +1,7 @@
-// The event queue runs events in time order, and events at the same time in
-// the order they were scheduled, wherever they wait: in the calendar's
-// current bucket, a later one, or beyond its ring.
+// The event queue runs events in time order, and events at the same time by
+// handler (in the order handlers were made), then in the order they were
+// scheduled, wherever they wait: in the calendar's current bucket, a later
+// one, or beyond its ring.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -36,6 +37,29 @@ TEST(EventQueue, RunsByTimeThenBySchedulingOrder) {
     }
   }
   EXPECT_EQ(queue.events_run(), 10'000u);
+}
+
+// Which handler happened to schedule first does not decide the order of two
+// events at one instant: that is what lets partitions run apart.
+TEST(EventQueue, RunsEventsAtOneInstantInTheOrderTheirHandlersWereMade) {
+  struct Named final : EventHandler {
+    std::vector<int>* log;
+    int name;
+    Named(std::vector<int>* l, int n) : log(l), name(n) {}
+    void on_event(SimTime, std::uint32_t) override { log->push_back(name); }
+  };
+  std::vector<int> log;
+  Named first(&log, 1);
+  Named second(&log, 2);
+  Named third(&log, 3);
+  for (auto order : {std::vector<Named*>{&third, &first, &second}, std::vector<Named*>{&second, &third, &first}}) {
+    EventQueue queue;
+    for (Named* handler : order) queue.schedule(500, handler);
+    queue.schedule(100, &third);
+    queue.run_until(1000);
+    EXPECT_EQ(log, (std::vector<int>{3, 1, 2, 3}));
+    log.clear();
+  }
 }
 
 TEST(EventQueue, NeverRunsAnEventInThePast) {

@@ -25,6 +25,7 @@ struct SimRunOptions {
   std::string out_dir;
   std::optional<std::uint64_t> seed;
   bool quiet = false;
+  std::uint32_t threads = 1;
 };
 
 bool write_file(const std::filesystem::path& path, const std::string& content) {
@@ -53,6 +54,7 @@ int run_sim(const SimRunOptions& options) {
     return 1;
   }
   if (options.seed) scenario->seed = *options.seed;
+  scenario->threads = options.threads;
   std::error_code error;
   std::filesystem::create_directories(options.out_dir, error);
   if (error) {
@@ -97,6 +99,10 @@ void add_sim_command(CLI::App& app, int& exit_status) {
   run->add_option("--out", options->out_dir, "Directory for summary.json and flows.csv")->required();
   run->add_option("--seed", options->seed, "Seed, instead of the scenario's");
   run->add_flag("--quiet", options->quiet, "No progress bar");
+  run->add_option("--threads", options->threads,
+                  "Threads to run the fabric's partitions on; the results are the same for any number "
+                  "(a collective runs on one)")
+      ->check(CLI::Range(1, 64));
   run->callback([options, &exit_status] { exit_status = run_sim(*options); });
 }
 

@@ -1,0 +1,148 @@
+// The window loop, on one thread or one thread per partition.
+#include "sim/partitioned_run.h"
+
+#include <algorithm>
+#include <atomic>
+#include <thread>
+
+#include "sim/transmitter.h"
+
+namespace uroce::sim {
+
+namespace {
+
+// The threads meet twice per window, thousands of times a run, usually
+// within microseconds of each other: a waiting thread spins a while before
+// it sleeps (std::barrier sleeps at once, and waking costs tens of
+// microseconds here). The last to arrive runs `last` before anyone leaves.
+class WindowBarrier {
+ public:
+  explicit WindowBarrier(std::uint32_t parties) : parties_(parties) {}
+
+  template <typename Last>
+  void arrive_and_wait(Last&& last) {
+    std::uint32_t phase = phase_.load(std::memory_order_acquire);
+    if (arrived_.fetch_add(1, std::memory_order_acq_rel) + 1 == parties_) {
+      last();
+      arrived_.store(0, std::memory_order_relaxed);
+      phase_.store(phase + 1, std::memory_order_release);
+      phase_.notify_all();
+      return;
+    }
+    for (int spin = 0; spin < kSpins; ++spin) {
+      if (phase_.load(std::memory_order_acquire) != phase) return;
+      __builtin_ia32_pause();
+    }
+    while (phase_.load(std::memory_order_acquire) == phase) phase_.wait(phase, std::memory_order_acquire);
+  }
+  void arrive_and_wait() {
+    arrive_and_wait([] {});
+  }
+
+ private:
+  static constexpr int kSpins = 1 << 14;  // about 0.1 to 0.2 ms
+  const std::uint32_t parties_;
+  std::atomic<std::uint32_t> arrived_{0};
+  std::atomic<std::uint32_t> phase_{0};
+};
+
+}  // namespace
+
+PartitionedRun::PartitionedRun(std::vector<SimWorld*> parts, SimWorld& global, SimTime window, SimTime time_limit)
+    : parts_(std::move(parts)), global_(global), window_(window), time_limit_(time_limit), errors_(parts_.size()) {}
+
+void PartitionedRun::run(const std::function<bool()>& keep_going, const std::function<void(SimTime)>& progress) {
+  keep_going_ = &keep_going;
+  progress_ = progress ? &progress : nullptr;
+  done_ = false;
+  plan_next_window();
+  auto parts = static_cast<std::uint32_t>(parts_.size());
+  if (parts == 1) {
+    while (!done_) {
+      run_partition(0);
+      plan_next_window();
+    }
+  } else {
+    WindowBarrier ran(parts);
+    WindowBarrier planned(parts);
+    auto work = [&](std::uint32_t part) {
+      while (!done_) {
+        run_partition(part);
+        ran.arrive_and_wait();
+        take_crossing_frames(part);
+        planned.arrive_and_wait([this] { plan_next_window(); });
+      }
+    };
+    std::vector<std::jthread> threads;
+    for (std::uint32_t part = 1; part < parts; ++part) threads.emplace_back(work, part);
+    work(0);
+  }
+  for (const std::exception_ptr& error : errors_) {
+    if (error) std::rethrow_exception(error);
+  }
+}
+
+void PartitionedRun::run_partition(std::uint32_t part) {
+  if (errors_[part]) return;
+  try {
+    parts_[part]->events.run_until(window_end_ - 1);
+  } catch (...) {
+    errors_[part] = std::current_exception();
+  }
+}
+
+void PartitionedRun::take_crossing_frames(std::uint32_t part) {
+  for (SimWorld* from : parts_) {
+    std::vector<CrossingFrame>& frames = from->outboxes[part];
+    for (const CrossingFrame& frame : frames) frame.link->land(frame.packet);
+    frames.clear();
+  }
+}
+
+bool PartitionedRun::failed() const {
+  return std::any_of(errors_.begin(), errors_.end(), [](const std::exception_ptr& e) { return e != nullptr; });
+}
+
+void PartitionedRun::plan_next_window() {
+  for (;;) {
+    if (failed() || !(*keep_going_)()) {
+      done_ = true;
+      return;
+    }
+    SimTime first = kSimNever;
+    for (SimWorld* part : parts_) first = std::min(first, part->events.next_time());
+    SimTime global = global_.events.next_time();
+    if (global != kSimNever && global <= first && global <= time_limit_) {
+      global_.counters = counters();
+      global_.events.run_until(global);
+      continue;
+    }
+    if (first == kSimNever || first > time_limit_) {
+      done_ = true;
+      return;
+    }
+    if (progress_ != nullptr) (*progress_)(first);
+    window_end_ = std::min({(first / window_ + 1) * window_, global, time_limit_ + 1});
+    return;
+  }
+}
+
+SimTime PartitionedRun::now() const {
+  SimTime latest = global_.events.now();
+  for (const SimWorld* part : parts_) latest = std::max(latest, part->events.now());
+  return latest;
+}
+
+std::uint64_t PartitionedRun::events_run() const {
+  std::uint64_t events = global_.events.events_run();
+  for (const SimWorld* part : parts_) events += part->events.events_run();
+  return events;
+}
+
+FabricCounters PartitionedRun::counters() const {
+  FabricCounters sum;
+  for (const SimWorld* part : parts_) sum += part->counters;
+  return sum;
+}
+
+}  // namespace uroce::sim

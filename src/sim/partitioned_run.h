@@ -1,0 +1,58 @@
+// Running a partitioned fabric window by window. Each partition's events
+// before the window's end run on a thread of their own; then every
+// partition puts the frames others sent it on its wires; then, on one
+// thread while the others wait, the next window is planned: events of the
+// global world (samplers, the deadlock check, failures: they see and may
+// change every partition) run when their time has come, before any
+// partition event of that picosecond, and the caller's keep_going decides
+// whether to stop. One partition runs the same loop on the caller's
+// thread, so a run stops after the same events whatever the partitions.
+//
+// A window starts at the earliest pending event and ends at the next
+// multiple of the window (the shortest link delay), at the next global
+// event, or past the time limit, whichever comes first.
+#pragma once
+
+#include <cstdint>
+#include <exception>
+#include <functional>
+#include <vector>
+
+#include "sim/world.h"
+
+namespace uroce::sim {
+
+class PartitionedRun {
+ public:
+  // global: its events plan the windows; its counters are the partitions'
+  // sum whenever one of its events runs.
+  PartitionedRun(std::vector<SimWorld*> parts, SimWorld& global, SimTime window, SimTime time_limit);
+
+  // Runs until keep_going says no after a window or a global event, or no
+  // event is left at or before the time limit. Rethrows what a partition's
+  // event threw.
+  void run(const std::function<bool()>& keep_going, const std::function<void(SimTime)>& progress = {});
+
+  // The time of the latest event run anywhere, and how many ran.
+  SimTime now() const;
+  std::uint64_t events_run() const;
+  FabricCounters counters() const;
+
+ private:
+  void run_partition(std::uint32_t part);
+  void take_crossing_frames(std::uint32_t part);
+  void plan_next_window();
+  bool failed() const;
+
+  std::vector<SimWorld*> parts_;
+  SimWorld& global_;
+  SimTime window_;
+  SimTime time_limit_;
+  const std::function<bool()>* keep_going_ = nullptr;
+  const std::function<void(SimTime)>* progress_ = nullptr;
+  SimTime window_end_ = 0;
+  bool done_ = false;
+  std::vector<std::exception_ptr> errors_;  // per partition
+};
+
+}  // namespace uroce::sim

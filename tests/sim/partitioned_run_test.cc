@@ -1,0 +1,119 @@
+// A fabric cut into partitions on several threads gives the results of one
+// thread bit for bit: every shipped example without a collective, run on
+// 1, 2 and 3 threads, writes the same summary.json (but its wall time),
+// flows.csv and time series. The partitioning keeps a fat-tree's pods
+// together.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <set>
+#include <string>
+
+#include "sim/partition.h"
+#include "sim/scenario_file.h"
+#include "sim/series_report.h"
+#include "sim/sim_report.h"
+#include "sim/simulation.h"
+
+namespace uroce::sim {
+namespace {
+
+Scenario example(const std::string& name) {
+  auto scenario = load_scenario(std::string(UROCE_EXAMPLES_DIR) + "/" + name);
+  if (!scenario) throw std::runtime_error(scenario.error());
+  return *scenario;
+}
+
+// Everything a run writes, but its wall time.
+std::vector<std::string> outputs(const Scenario& scenario, const SimResult& result) {
+  nlohmann::ordered_json summary = summary_json(scenario, result);
+  summary.erase("wall_s");
+  std::vector<std::string> out{summary.dump(1), flows_csv(result)};
+  for (const OutputFile& file : series_files(scenario, result)) out.push_back(file.name + "\n" + file.content);
+  return out;
+}
+
+class EveryExample : public testing::TestWithParam<std::string> {};
+
+TEST_P(EveryExample, GivesTheSameResultsOnOneTwoAndThreeThreads) {
+  Scenario scenario = example(GetParam());
+  ASSERT_FALSE(scenario.collective.has_value());
+  SimResult one = run_simulation(scenario);
+  EXPECT_EQ(one.partitions, 1u);
+  std::vector<std::string> expected = outputs(scenario, one);
+  for (std::uint32_t threads : {2u, 3u}) {
+    scenario.threads = threads;
+    SimResult many = run_simulation(scenario);
+    EXPECT_EQ(many.partitions, std::min(threads, scenario.topology.hosts));
+    EXPECT_EQ(many.events, one.events);
+    std::vector<std::string> got = outputs(scenario, many);
+    ASSERT_EQ(got.size(), expected.size());
+    for (std::size_t i = 0; i < got.size(); ++i) EXPECT_EQ(got[i], expected[i]) << threads << " threads, output " << i;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(PartitionedRun, EveryExample,
+                         testing::Values("incast.toml", "incast_trimming.toml", "link_failure.toml",
+                                         "lossy_recovery.toml", "parking_lot.toml", "permutation_spraying.toml",
+                                         "pfc_deadlock.toml", "victim_flow.toml", "web_search_load.toml"),
+                         [](const testing::TestParamInfo<std::string>& param) {
+                           std::string name = param.param.substr(0, param.param.find('.'));
+                           std::replace(name.begin(), name.end(), '-', '_');
+                           return name;
+                         });
+
+// The fat-tree benchmark's fabric with a permutation, PFC and DCQCN's
+// marks, on two threads: traffic crosses between the partitions both ways.
+TEST(PartitionedRun, AFatTreePermutationUnderPfcIsTheSameOnTwoThreads) {
+  Scenario scenario;
+  LinkSpec link;
+  scenario.topology = fat_tree(4, link);
+  scenario.switches.pfc = true;
+  scenario.engine.congestion.reaction_point = true;
+  for (std::uint32_t h = 0; h < scenario.topology.hosts; ++h) {
+    scenario.flows.push_back(FlowSpec{h, (h * 5 + 3) % scenario.topology.hosts, 1 << 20, 0});
+  }
+  SimResult one = run_simulation(scenario);
+  scenario.threads = 2;
+  SimResult two = run_simulation(scenario);
+  ASSERT_EQ(two.partitions, 2u);
+  EXPECT_GT(one.fabric.ecn_marked, 0u);
+  EXPECT_EQ(outputs(scenario, two), outputs(scenario, one));
+}
+
+TEST(PartitionedRun, ACollectiveRunsOnOneThread) {
+  Scenario scenario = example("collectives.toml");
+  scenario.threads = 2;
+  scenario.collective->iterations = 1;
+  SimResult result = run_simulation(scenario);
+  EXPECT_EQ(result.partitions, 1u);
+  EXPECT_EQ(result.collective_iterations.size(), 1u);
+}
+
+TEST(Partitioning, AFatTreeSplitsAlongItsPods) {
+  LinkSpec link;
+  link.propagation = 700'000;
+  Topology topology = fat_tree(4, link);  // 16 hosts, 4 pods of 4; 8 edge, 8 aggregation, 4 core switches
+  Partitioning parts = partition_fabric(topology, 2);
+  ASSERT_EQ(parts.parts, 2u);
+  EXPECT_EQ(parts.window, 700'000);
+  for (std::uint32_t h = 0; h < 16; ++h) EXPECT_EQ(parts.host_part[h], h / 8) << h;
+  // Every switch of a pod is in the partition of the pod's hosts: only the
+  // links to the cores cross.
+  std::uint32_t crossing = 0;
+  std::set<std::uint32_t> core_parts;
+  for (const TopologyEdge& edge : topology.edges) {
+    auto part = [&](const NodeRef& n) { return n.is_host ? parts.host_part[n.index] : parts.switch_part[n.index]; };
+    if (edge.a.is_host || edge.b.is_host) {
+      EXPECT_EQ(part(edge.a), part(edge.b));
+    }
+    crossing += part(edge.a) != part(edge.b) ? 1 : 0;
+  }
+  EXPECT_EQ(crossing, 8u);  // of the 16 pod-to-core links, each core's two to the other side
+  EXPECT_EQ(partition_fabric(topology, 64).parts, 16u);  // at most one per host
+  link.propagation = 0;
+  EXPECT_EQ(partition_fabric(fat_tree(4, link), 2).parts, 1u);  // no delay, no window
+}
+
+}  // namespace
+}  // namespace uroce::sim

@@ -29,9 +29,11 @@ class WindowBarrier {
       phase_.notify_all();
       return;
     }
-    for (int spin = 0; spin < kSpins; ++spin) {
+    for (int spin = 1; spin <= kSpins; ++spin) {
       if (phase_.load(std::memory_order_acquire) != phase) return;
       __builtin_ia32_pause();
+      // More threads than cores (or a busy machine): let the one we wait for run.
+      if (spin % kSpinsPerYield == 0) std::this_thread::yield();
     }
     while (phase_.load(std::memory_order_acquire) == phase) phase_.wait(phase, std::memory_order_acquire);
   }
@@ -41,6 +43,7 @@ class WindowBarrier {
 
  private:
   static constexpr int kSpins = 1 << 14;  // about 0.1 to 0.2 ms
+  static constexpr int kSpinsPerYield = 256;
   const std::uint32_t parties_;
   std::atomic<std::uint32_t> arrived_{0};
   std::atomic<std::uint32_t> phase_{0};

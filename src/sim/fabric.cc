@@ -16,7 +16,9 @@ Fabric::Fabric(SimWorld& world, const Topology& topology, const SwitchConfig& sw
 Fabric::Fabric(const std::vector<SimWorld*>& worlds, const Partitioning& partitioning, const Topology& topology,
                const SwitchConfig& switch_config, const EngineConfig& engine_config, std::uint64_t seed)
     : topology_(topology) {
-  for (SimWorld* world : worlds) world->outboxes.resize(worlds.size());
+  for (SimWorld* world : worlds) {
+    for (std::vector<Outbox>& outboxes : world->outboxes) outboxes.resize(worlds.size());
+  }
   auto world_of = [&](const NodeRef& node) -> SimWorld& {
     return *worlds[node.is_host ? partitioning.host_part[node.index] : partitioning.switch_part[node.index]];
   };
@@ -57,11 +59,13 @@ Fabric::Fabric(const std::vector<SimWorld*>& worlds, const Partitioning& partiti
     Node& b_node = edge.b.is_host ? static_cast<Node&>(*hosts_[edge.b.index]) : *switches_[edge.b.index];
     SimWorld& a_world = world_of(edge.a);
     SimWorld& b_world = world_of(edge.b);
-    bool crossing = &a_world != &b_world;
-    std::size_t a_index = std::find(worlds.begin(), worlds.end(), &a_world) - worlds.begin();
-    std::size_t b_index = std::find(worlds.begin(), worlds.end(), &b_world) - worlds.begin();
-    a_side->connect(b_node, b_port, &b_world, crossing ? &a_world.outboxes[b_index] : nullptr);
-    b_side->connect(a_node, a_port, &a_world, crossing ? &b_world.outboxes[a_index] : nullptr);
+    std::optional<std::uint32_t> a_part, b_part;  // set where the link crosses
+    if (&a_world != &b_world) {
+      a_part = static_cast<std::uint32_t>(std::find(worlds.begin(), worlds.end(), &a_world) - worlds.begin());
+      b_part = static_cast<std::uint32_t>(std::find(worlds.begin(), worlds.end(), &b_world) - worlds.begin());
+    }
+    a_side->connect(b_node, b_port, &b_world, b_part);
+    b_side->connect(a_node, a_port, &a_world, a_part);
     if (edge.link.loss > 0) {
       a_side->seed_losses(splitmix64(seeds));
       b_side->seed_losses(splitmix64(seeds));

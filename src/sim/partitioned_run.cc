@@ -66,13 +66,14 @@ void PartitionedRun::run(const std::function<bool()>& keep_going, const std::fun
       plan_next_window();
     }
   } else {
-    WindowBarrier ran(parts);
+    // One meeting per window: a partition lands the frames sent to it in
+    // the window before (each world sends into the other half of its
+    // outboxes meanwhile), runs its events, and waits for the plan.
     WindowBarrier planned(parts);
     auto work = [&](std::uint32_t part) {
       while (!done_) {
+        take_crossing_frames(part, 1 - parts_[part]->window_parity);
         run_partition(part);
-        ran.arrive_and_wait();
-        take_crossing_frames(part);
         planned.arrive_and_wait([this] { plan_next_window(); });
       }
     };
@@ -94,11 +95,12 @@ void PartitionedRun::run_partition(std::uint32_t part) {
   }
 }
 
-void PartitionedRun::take_crossing_frames(std::uint32_t part) {
+void PartitionedRun::take_crossing_frames(std::uint32_t part, std::uint32_t parity) {
   for (SimWorld* from : parts_) {
-    std::vector<CrossingFrame>& frames = from->outboxes[part];
-    for (const CrossingFrame& frame : frames) frame.link->land(frame.packet);
-    frames.clear();
+    Outbox& box = from->outboxes[parity][part];
+    for (const CrossingFrame& frame : box.frames) frame.link->land(frame.packet);
+    box.frames.clear();
+    box.earliest = kSimNever;
   }
 }
 
@@ -107,15 +109,22 @@ bool PartitionedRun::failed() const {
 }
 
 void PartitionedRun::plan_next_window() {
+  auto parts = static_cast<std::uint32_t>(parts_.size());
   for (;;) {
     if (failed() || !(*keep_going_)()) {
       done_ = true;
       return;
     }
+    // The frames of the window just run count as the events they will be.
     SimTime first = kSimNever;
-    for (SimWorld* part : parts_) first = std::min(first, part->events.next_time());
+    for (SimWorld* part : parts_) {
+      first = std::min(first, part->events.next_time());
+      for (const Outbox& box : part->outboxes[part->window_parity]) first = std::min(first, box.earliest);
+    }
     SimTime global = global_.events.next_time();
     if (global != kSimNever && global <= first && global <= time_limit_) {
+      // Global events may take a link down with what is on its wire.
+      for (std::uint32_t part = 0; part < parts; ++part) take_crossing_frames(part, parts_[part]->window_parity);
       global_.counters = counters();
       global_.events.run_until(global);
       continue;
@@ -126,6 +135,7 @@ void PartitionedRun::plan_next_window() {
     }
     if (progress_ != nullptr) (*progress_)(first);
     window_end_ = std::min({(first / window_ + 1) * window_, global, time_limit_ + 1});
+    for (SimWorld* part : parts_) part->window_parity ^= 1u;
     return;
   }
 }

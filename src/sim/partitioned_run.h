@@ -1,6 +1,6 @@
-// Running a partitioned fabric window by window. Each partition's events
-// before the window's end run on a thread of their own; then every
-// partition puts the frames others sent it on its wires; then, on one
+// Running a partitioned fabric window by window. Each partition puts the
+// frames others sent it in the window before on its wires, then runs its
+// events before the window's end, on a thread of its own; then, on one
 // thread while the others wait, the next window is planned: events of the
 // global world (samplers, the deadlock check, failures: they see and may
 // change every partition) run when their time has come, before any
@@ -40,7 +40,8 @@ class PartitionedRun {
 
  private:
   void run_partition(std::uint32_t part);
-  void take_crossing_frames(std::uint32_t part);
+  // Lands the frames the other partitions put in their outboxes[parity] for part.
+  void take_crossing_frames(std::uint32_t part, std::uint32_t parity);
   void plan_next_window();
   bool failed() const;
 

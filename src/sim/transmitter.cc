@@ -26,8 +26,8 @@ void Transmitter::kick(SimTime now) {
   }
   if (tap_ != nullptr) tap_->on_transmit(*packet, now);
   packet->arrives_at = busy_until_ + spec_.propagation;
-  if (outbox_ != nullptr) {
-    outbox_->push_back({this, packet});
+  if (crossing_) {
+    world_.outbox(far_part_).put(this, packet);
     return;
   }
   land(packet);

@@ -9,7 +9,7 @@
 #pragma once
 
 #include <cstdint>
-#include <vector>
+#include <optional>
 
 #include "sim/node.h"
 #include "sim/world.h"
@@ -34,13 +34,15 @@ class Transmitter final : public EventHandler {
   Transmitter(SimWorld& world, LinkSpec spec, Node& owner, std::uint16_t port)
       : port_(port), owner_(owner), world_(world), far_world_(&world), arrival_(*this), spec_(spec) {}
   // far_world: the far end's (its events, pool and counters take the
-  // arrivals); outbox: where frames go when that is another partition's.
+  // arrivals); far_part: its partition, when that is another one than the
+  // owner's (frames then go through the owner's outbox for it).
   void connect(Node& peer, std::uint16_t peer_port, SimWorld* far_world = nullptr,
-               std::vector<CrossingFrame>* outbox = nullptr) {
+               std::optional<std::uint32_t> far_part = std::nullopt) {
     peer_ = &peer;
     peer_port_ = peer_port;
     if (far_world != nullptr) far_world_ = far_world;
-    outbox_ = outbox;
+    crossing_ = far_part.has_value();
+    far_part_ = far_part.value_or(0);
   }
   // The far end's partition puts a frame from the outbox on its wire.
   void land(Packet* packet);
@@ -104,7 +106,8 @@ class Transmitter final : public EventHandler {
   Node* peer_ = nullptr;
   SimWorld& world_;
   SimWorld* far_world_;
-  std::vector<CrossingFrame>* outbox_ = nullptr;
+  bool crossing_ = false;
+  std::uint32_t far_part_ = 0;
   Arrival arrival_;
   PacketQueue on_wire_;    // serialized, not yet arrived; arrival times ascend (the far end's)
   PacketQueue control_;    // PFC frames waiting for the wire

@@ -46,11 +46,26 @@ struct CrossingFrame {
   Packet* packet;
 };
 
+// The frames one partition sent another during a window, and the earliest
+// of their arrivals.
+struct Outbox {
+  std::vector<CrossingFrame> frames;
+  SimTime earliest = kSimNever;
+  void put(Transmitter* link, Packet* packet) {
+    frames.push_back({link, packet});
+    if (packet->arrives_at < earliest) earliest = packet->arrives_at;
+  }
+};
+
 struct SimWorld {
   EventQueue events;
   PacketPool packets;
   FabricCounters counters;
-  std::vector<std::vector<CrossingFrame>> outboxes;  // by the partition the frames go to
+  // By the partition the frames go to, for the windows that alternate: the
+  // far partition lands one window's frames while this one runs the next.
+  std::vector<Outbox> outboxes[2];
+  std::uint32_t window_parity = 0;
+  Outbox& outbox(std::uint32_t to) { return outboxes[window_parity][to]; }
 };
 
 }  // namespace uroce::sim

@@ -8,19 +8,22 @@
 # recursive halving-doubling (2 log2 n steps, a QP per partner). Prints
 # NICs, switches, links, data packets, events, wall time and peak memory
 # per size: 512 and 4,096 NICs, and 32,768 with --large.
-# Usage: bench/sim_multi_plane.sh [--large] [--allreduce] [--build DIR]
+# --threads N runs the permutation on N threads (an all-reduce runs on one).
+# Usage: bench/sim_multi_plane.sh [--large] [--allreduce] [--threads N] [--build DIR]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 build=build/release
+threads=1
 leaves=(4 32)
 allreduce=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --large) leaves+=(256); shift ;;
     --allreduce) allreduce=1; shift ;;
+    --threads) threads="$2"; shift 2 ;;
     --build) build="$2"; shift 2 ;;
-    *) echo "usage: $0 [--large] [--allreduce] [--build DIR]" >&2; exit 2 ;;
+    *) echo "usage: $0 [--large] [--allreduce] [--threads N] [--build DIR]" >&2; exit 2 ;;
   esac
 done
 uroce="$build/tools/uroce"
@@ -61,7 +64,7 @@ multipath_evs = 128
 [[workloads]]
 $workload
 TOML
-  /usr/bin/time -f '%M' -o "$work/rss_$l" "$uroce" sim run "$work/planes_$l.toml" --out "$work/out_$l" --quiet >/dev/null
+  /usr/bin/time -f '%M' -o "$work/rss_$l" "$uroce" sim run "$work/planes_$l.toml" --out "$work/out_$l" --threads "$threads" --quiet >/dev/null
   python3 - "$work/out_$l/summary.json" "$work/rss_$l" "$l" <<'PY'
 import json, sys
 summary = json.load(open(sys.argv[1]))

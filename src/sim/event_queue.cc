@@ -4,7 +4,8 @@
 #include "sim/event_queue.h"
 
 #include <algorithm>
-#include <atomic>
+
+#include "sim/mix.h"
 
 namespace uroce::sim {
 
@@ -19,19 +20,23 @@ void prefetch_lines(const void* memory, int lines) {
 
 namespace {
 
-// Handlers are numbered in the order they are made, across every
-// simulation of the process: only the relative order matters.
-std::atomic<std::uint32_t> next_handler_id{0};
+// Handlers are numbered in the order a thread makes them; a run counts
+// from the number its first handler got (EventQueue::set_order_basis).
+thread_local std::uint32_t next_handler_id = 0;
 
 }  // namespace
 
-EventHandler::EventHandler(bool sequenced)
-    : id_(next_handler_id.fetch_add(1, std::memory_order_relaxed)), sequenced_(sequenced) {}
+EventHandler::EventHandler(bool sequenced) : id_(next_handler_id++), sequenced_(sequenced) {}
+
+std::uint32_t EventHandler::ids_made() { return next_handler_id; }
 
 EventQueue::EventQueue() : buckets_(kBuckets) {}
 
 void EventQueue::schedule(SimTime at, EventHandler* target, std::uint32_t tag) {
-  Entry entry{at < now_ ? now_ : at, target->next_order(), target, tag};
+  if (at < now_) at = now_;
+  std::uint32_t handler = target->id_ - first_id_;
+  auto hash = static_cast<std::uint32_t>(mix64(salt_ ^ (std::uint64_t{handler} << 40) ^ static_cast<std::uint64_t>(at)));
+  Entry entry{at, (std::uint64_t{hash} << 32) | target->next_sequence(), target, tag, handler};
   ++pending_;
   SimTime current_end = current_start_ + kBucketWidth;
   if (entry.at < current_end) {

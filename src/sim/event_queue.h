@@ -1,11 +1,17 @@
 // The discrete-event core: an event is "call this handler at time t with this
-// tag". Events run in (time, handler, handler's scheduling order): handlers
-// are numbered as they are made, and each counts the events scheduled onto
-// it. The order of two events at one picosecond thus depends on who they are
-// for, never on which of two unrelated nodes happened to schedule first, so
-// a fabric cut into partitions that run on several threads (each partition
-// scheduling only onto its own handlers) runs every partition's events in
-// the order one queue would: the results are bit for bit those of one core.
+// tag". Events at one picosecond run in an order drawn from what they are:
+// a hash of their handler's number (handlers are numbered as they are made)
+// with the time and a salt (the scenario's seed), then the handler's own
+// count of events scheduled onto it. Never from which of two unrelated
+// nodes happened to schedule first: a fabric cut into partitions that run
+// on several threads (each partition scheduling only onto its own handlers)
+// runs every partition's events in the order one queue would, and the
+// results are bit for bit those of one core. And never in a fixed order of
+// handlers either: two frames that reach a switch at one instant on two
+// ports are taken in an order that changes from instant to instant, as an
+// arbiter's would, so that no port always goes first (with per-packet
+// spraying, a fixed order sent every flow of a synchronized start down the
+// same spine each time).
 //
 // The queue is a calendar: a ring of buckets a fixed slice of time wide
 // covering the next few microseconds, where nearly every event of a fabric
@@ -32,6 +38,11 @@ class EventHandler {
   // (a wire's arrivals), so they are not counted; a handler whose events
   // are scheduled from another partition must be one.
   explicit EventHandler(bool sequenced = true);
+ public:
+  // How many handlers this thread has made so far.
+  static std::uint32_t ids_made();
+
+ protected:
   EventHandler(const EventHandler&) = delete;
   EventHandler& operator=(const EventHandler&) = delete;
   ~EventHandler() = default;
@@ -42,8 +53,8 @@ class EventHandler {
 
  private:
   friend class EventQueue;
-  // This handler's next event's place among those at one picosecond.
-  std::uint64_t next_order() { return (std::uint64_t{id_} << 32) | (sequenced_ ? scheduled_++ : 0u); }
+  // Counts this handler's next event (see the top of the file).
+  std::uint32_t next_sequence() { return sequenced_ ? scheduled_++ : 0u; }
 
   const void* next_read_ = nullptr;
   std::uint32_t id_;
@@ -56,6 +67,15 @@ class EventQueue {
   EventQueue();
 
   void schedule(SimTime at, EventHandler* target, std::uint32_t tag = 0);
+  // What the order of events at one picosecond is drawn from: a salt that
+  // varies it (the seed), and the number of the run's first handler
+  // (EventHandler::ids_made() before it made any), so that a run's order
+  // does not depend on what the thread made before. Every queue of a run
+  // must have the same basis.
+  void set_order_basis(std::uint64_t salt, std::uint32_t first_id) {
+    salt_ = salt;
+    first_id_ = first_id;
+  }
   bool empty() const { return pending_ == 0; }
   // The time of the earliest event (kSimNever when there is none).
   SimTime next_time();
@@ -69,10 +89,14 @@ class EventQueue {
  private:
   struct Entry {
     SimTime at;
-    std::uint64_t order;
+    std::uint64_t order;  // the handler's hash at `at`, then its sequence
     EventHandler* target;
     std::uint32_t tag;
-    bool before(const Entry& other) const { return at != other.at ? at < other.at : order < other.order; }
+    std::uint32_t handler;  // the handler's number: the last word between equal hashes
+    bool before(const Entry& other) const {
+      if (at != other.at) return at < other.at;
+      return order != other.order ? order < other.order : handler < other.handler;
+    }
   };
   struct Later {
     bool operator()(const Entry& a, const Entry& b) const { return b.before(a); }
@@ -102,6 +126,8 @@ class EventQueue {
   SimTime current_start_ = 0;                // the current bucket covers [start, start + width)
   std::size_t in_ring_ = 0;                  // events in buckets_
   std::size_t pending_ = 0;
+  std::uint64_t salt_ = 0;
+  std::uint32_t first_id_ = 0;
   std::uint64_t events_run_ = 0;
   SimTime now_ = 0;
 };

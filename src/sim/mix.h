@@ -1,5 +1,6 @@
-// Small deterministic mixers for the simulator: a 32-bit hash finalizer (ECMP)
-// and splitmix64 (switch and workload randomness from the scenario seed).
+// Small deterministic mixers for the simulator: 32- and 64-bit hash
+// finalizers (ECMP, the order of simultaneous events) and splitmix64
+// (switch and workload randomness from the scenario seed).
 #pragma once
 
 #include <cstdint>
@@ -13,6 +14,13 @@ inline std::uint32_t mix32(std::uint32_t x) {
   x *= 0xc2b2ae35u;
   x ^= x >> 16;
   return x;
+}
+
+// splitmix64's finalizer: a stateless 64-bit hash.
+inline std::uint64_t mix64(std::uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
 }
 
 inline std::uint64_t splitmix64(std::uint64_t& state) {

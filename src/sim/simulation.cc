@@ -160,6 +160,7 @@ SimResult run_simulation(const Scenario& scenario, const std::function<void(doub
   // A collective's schedule is one object every rank's completions step:
   // it runs in one partition.
   std::uint32_t wanted = scenario.collective ? 1 : std::max<std::uint32_t>(scenario.threads, 1);
+  std::uint32_t first_handler = EventHandler::ids_made();
   Partitioning partitioning = partition_fabric(scenario.topology, wanted);
   std::vector<std::unique_ptr<SimWorld>> part_worlds;
   std::vector<SimWorld*> parts;
@@ -168,6 +169,8 @@ SimResult run_simulation(const Scenario& scenario, const std::function<void(doub
     parts.push_back(part_worlds.back().get());
   }
   SimWorld global;  // samplers, deadlock checks and failures: they see every partition
+  global.events.set_order_basis(scenario.seed, first_handler);
+  for (SimWorld* part : parts) part->events.set_order_basis(scenario.seed, first_handler);
   Fabric fabric(parts, partitioning, scenario.topology, scenario.switches, scenario.engine, scenario.seed);
   std::vector<std::unique_ptr<LinkCapture>> captures;
   for (const auto& [from, to] : scenario.captures) {

@@ -1,10 +1,11 @@
-// The event queue runs events in time order, and events at the same time by
-// handler (in the order handlers were made), then in the order they were
+// The event queue runs events in time order; events at the same time in an
+// order drawn from their handlers, and one handler's in the order they were
 // scheduled, wherever they wait: in the calendar's current bucket, a later
 // one, or beyond its ring.
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <set>
 #include <tuple>
 #include <vector>
 
@@ -39,9 +40,11 @@ TEST(EventQueue, RunsByTimeThenBySchedulingOrder) {
   EXPECT_EQ(queue.events_run(), 10'000u);
 }
 
-// Which handler happened to schedule first does not decide the order of two
-// events at one instant: that is what lets partitions run apart.
-TEST(EventQueue, RunsEventsAtOneInstantInTheOrderTheirHandlersWereMade) {
+// Which handler happened to schedule first does not decide the order of
+// events at one instant (that is what lets partitions run apart), and no
+// handler always goes first either: the order is drawn anew at each
+// instant, from the handlers, the time and the salt.
+TEST(EventQueue, EventsAtOneInstantRunInAnOrderDrawnFromTheirHandlersNotFromSchedulingOrder) {
   struct Named final : EventHandler {
     std::vector<int>* log;
     int name;
@@ -52,14 +55,26 @@ TEST(EventQueue, RunsEventsAtOneInstantInTheOrderTheirHandlersWereMade) {
   Named first(&log, 1);
   Named second(&log, 2);
   Named third(&log, 3);
-  for (auto order : {std::vector<Named*>{&third, &first, &second}, std::vector<Named*>{&second, &third, &first}}) {
+  auto order_at = [&](SimTime at, std::uint64_t salt, const std::vector<Named*>& scheduling) {
     EventQueue queue;
-    for (Named* handler : order) queue.schedule(500, handler);
-    queue.schedule(100, &third);
-    queue.run_until(1000);
-    EXPECT_EQ(log, (std::vector<int>{3, 1, 2, 3}));
+    queue.set_order_basis(salt, 0);
+    for (Named* handler : scheduling) queue.schedule(at, handler);
+    queue.run_until(at);
+    std::vector<int> seen = log;
     log.clear();
+    return seen;
+  };
+  std::set<std::vector<int>> orders;
+  for (SimTime at = 1000; at < 1100; ++at) {
+    std::vector<int> one = order_at(at, 7, {&first, &second, &third});
+    EXPECT_EQ(order_at(at, 7, {&third, &first, &second}), one);
+    EXPECT_EQ(order_at(at, 7, {&second, &third, &first}), one);
+    orders.insert(one);
   }
+  EXPECT_EQ(orders.size(), 6u);  // every order of three, over 100 instants
+  std::set<std::vector<int>> salted;
+  for (std::uint64_t salt = 0; salt < 100; ++salt) salted.insert(order_at(5000, salt, {&first, &second, &third}));
+  EXPECT_EQ(salted.size(), 6u);
 }
 
 TEST(EventQueue, NeverRunsAnEventInThePast) {

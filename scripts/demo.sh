@@ -171,6 +171,16 @@ sim_variant perm_ecmp '' permutation_spraying.toml 'flows:'
 sim_variant perm_mrc 's/^mtu = 4096/mtu = 4096\nrecovery = "selective_repeat"\nmultipath_evs = 128/' permutation_spraying.toml 'flows:'
 sim_variant perm_source 's/^pfc = true/pfc = true\nforwarding = "source"/; s/^mtu = 4096/mtu = 4096\nrecovery = "selective_repeat"\nmultipath_evs = 128/' permutation_spraying.toml 'flows:'
 echo
+echo "== The ECMP permutation again, on 2 threads (--threads 2, two partitions of the fabric): the same results bit for bit"
+"$uroce" sim run examples/permutation_spraying.toml --out "$sim_out/perm_threads" --threads 2 --quiet | grep -E "flows:"
+python3 - "$sim_out/perm_ecmp/summary.json" "$sim_out/perm_threads/summary.json" <<'PY'
+import json, sys
+one, two = (json.load(open(p)) for p in sys.argv[1:3])
+wall = one.pop("wall_s"), two.pop("wall_s")
+print(f"summary.json identical but for wall_s: {one == two} (1 thread {wall[0]:.3f} s, 2 threads {wall[1]:.3f} s)")
+sys.exit(0 if one == two else 1)
+PY
+echo
 echo "== DCQCN against HPCC's ns-3 (ten runs of the peer, stored): slowdown by finishing rank"
 build/release/tests/uroce_sim_tests --gtest_filter='HpccDcqcnValidation.ConnectxDefaults*' | grep -E '^\||toml'
 rm -rf "$sim_out"

@@ -8,17 +8,11 @@
 
 #include "sim/collective_bandwidth.h"
 #include "sim/fairness.h"
-#include "sim/scenario_file.h"
 #include "sim/simulation.h"
+#include "tests/sim/example_scenario.h"
 
 namespace uroce::sim {
 namespace {
-
-Scenario example(const std::string& name) {
-  auto scenario = load_scenario(std::string(UROCE_EXAMPLES_DIR) + "/" + name);
-  if (!scenario) throw std::runtime_error(scenario.error());
-  return *scenario;
-}
 
 SimTime fct(const FlowResult& flow) { return flow.finish - flow.spec.start; }
 

@@ -10,19 +10,13 @@
 #include <string>
 
 #include "sim/partition.h"
-#include "sim/scenario_file.h"
 #include "sim/series_report.h"
 #include "sim/sim_report.h"
 #include "sim/simulation.h"
+#include "tests/sim/example_scenario.h"
 
 namespace uroce::sim {
 namespace {
-
-Scenario example(const std::string& name) {
-  auto scenario = load_scenario(std::string(UROCE_EXAMPLES_DIR) + "/" + name);
-  if (!scenario) throw std::runtime_error(scenario.error());
-  return *scenario;
-}
 
 // Everything a run writes, but its wall time.
 std::vector<std::string> outputs(const Scenario& scenario, const SimResult& result) {

@@ -81,6 +81,7 @@ void PartitionedRun::run(const std::function<bool()>& keep_going, const std::fun
     for (std::uint32_t part = 1; part < parts; ++part) threads.emplace_back(work, part);
     work(0);
   }
+  if (planning_error_) std::rethrow_exception(planning_error_);
   for (const std::exception_ptr& error : errors_) {
     if (error) std::rethrow_exception(error);
   }
@@ -109,6 +110,15 @@ bool PartitionedRun::failed() const {
 }
 
 void PartitionedRun::plan_next_window() {
+  try {
+    plan();
+  } catch (...) {  // a global event threw: stop every thread, rethrow from run()
+    planning_error_ = std::current_exception();
+    done_ = true;
+  }
+}
+
+void PartitionedRun::plan() {
   auto parts = static_cast<std::uint32_t>(parts_.size());
   for (;;) {
     if (failed() || !(*keep_going_)()) {

@@ -42,7 +42,10 @@ class PartitionedRun {
   void run_partition(std::uint32_t part);
   // Lands the frames the other partitions put in their outboxes[parity] for part.
   void take_crossing_frames(std::uint32_t part, std::uint32_t parity);
+  // Plans the next window (on one thread, the others waiting); an exception
+  // from a global event stops the run.
   void plan_next_window();
+  void plan();
   bool failed() const;
 
   std::vector<SimWorld*> parts_;
@@ -54,6 +57,7 @@ class PartitionedRun {
   SimTime window_end_ = 0;
   bool done_ = false;
   std::vector<std::exception_ptr> errors_;  // per partition
+  std::exception_ptr planning_error_;
 };
 
 }  // namespace uroce::sim

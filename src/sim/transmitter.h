@@ -32,7 +32,7 @@ class PacketTap {
 class Transmitter final : public EventHandler {
  public:
   Transmitter(SimWorld& world, LinkSpec spec, Node& owner, std::uint16_t port)
-      : port_(port), owner_(owner), world_(world), far_world_(&world), arrival_(*this), spec_(spec) {}
+      : port_(port), owner_(owner), arrival_(*this), far_world_(&world), spec_(spec), world_(world) {}
   // far_world: the far end's (its events, pool and counters take the
   // arrivals); far_part: its partition, when that is another one than the
   // owner's (frames then go through the owner's outbox for it).
@@ -93,27 +93,29 @@ class Transmitter final : public EventHandler {
   void wake_at(SimTime at);
   void arrive(SimTime now);
 
-  // What kick and an arrival read come first, in the first lines; a link
-  // is a cold object at scale, and each line touched is a miss.
+  // A link is a cold object at scale, and each line touched is a miss. The
+  // queue prefetches four lines from an event's handler: from the start for
+  // the owner's events (kick reads the first four lines), from arrival_ for
+  // the far end's, so everything an arrival reads lies after arrival_.
   bool choosing_ = false;
   bool down_ = false;
+  bool crossing_ = false;
   std::uint8_t paused_ = 0;
   std::uint16_t port_;
-  std::uint16_t peer_port_ = 0;
   SimTime busy_until_ = 0;     // the current frame's last bit leaves then
   SimTime wake_at_ = kSimNever;  // the kSerialized event that counts, if any
   Node& owner_;
-  Node* peer_ = nullptr;
-  SimWorld& world_;
-  SimWorld* far_world_;
-  bool crossing_ = false;
-  std::uint32_t far_part_ = 0;
   Arrival arrival_;
+  std::uint16_t peer_port_ = 0;
+  std::uint32_t far_part_ = 0;
+  Node* peer_ = nullptr;
+  SimWorld* far_world_;
   PacketQueue on_wire_;    // serialized, not yet arrived; arrival times ascend (the far end's)
-  PacketQueue control_;    // PFC frames waiting for the wire
-  LinkSpec spec_;
-  PacketTap* tap_ = nullptr;
   std::uint64_t loss_state_ = 0;
+  LinkSpec spec_;
+  SimWorld& world_;
+  PacketQueue control_;    // PFC frames waiting for the wire
+  PacketTap* tap_ = nullptr;
   SimTime paused_since_[kPriorities] = {};
 };
 

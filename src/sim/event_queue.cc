@@ -34,9 +34,10 @@ EventQueue::EventQueue() : buckets_(kBuckets) {}
 
 void EventQueue::schedule(SimTime at, EventHandler* target, std::uint32_t tag) {
   if (at < now_) at = now_;
-  std::uint32_t handler = target->id_ - first_id_;
-  auto hash = static_cast<std::uint32_t>(mix64(salt_ ^ (std::uint64_t{handler} << 40) ^ static_cast<std::uint64_t>(at)));
-  Entry entry{at, (std::uint64_t{hash} << 32) | target->next_sequence(), target, tag, handler};
+  // mix32 is one to one: two handlers never draw the same place at an instant.
+  auto instant = static_cast<std::uint32_t>(mix64(salt_ ^ static_cast<std::uint64_t>(at)));
+  std::uint32_t place = mix32((target->id_ - first_id_) ^ instant);
+  Entry entry{at, (std::uint64_t{target->group_} << 32) | place, target, tag, target->next_sequence()};
   ++pending_;
   SimTime current_end = current_start_ + kBucketWidth;
   if (entry.at < current_end) {

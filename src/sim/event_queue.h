@@ -1,25 +1,21 @@
 // The discrete-event core: an event is "call this handler at time t with this
-// tag". Events at one picosecond run in an order drawn from what they are:
-// a hash of their handler's number (handlers are numbered as they are made)
-// with the time and a salt (the scenario's seed), then the handler's own
-// count of events scheduled onto it. Never from which of two unrelated
-// nodes happened to schedule first: a fabric cut into partitions that run
-// on several threads (each partition scheduling only onto its own handlers)
-// runs every partition's events in the order one queue would, and the
-// results are bit for bit those of one core. And never in a fixed order of
+// tag". Events at one picosecond run by the group of their handler (the
+// node whose state it touches: a host, a switch; events of two nodes at one
+// instant do not touch each other's state, so their order changes nothing
+// but which memory is warm, and groups keep a node's events together), then
+// within a group in an order drawn anew at each instant from the handlers'
+// numbers (handlers are numbered as they are made), the time and a salt
+// (the scenario's seed), then by the handler's own count of events
+// scheduled onto it. Never by which of two unrelated nodes happened to
+// schedule first: a fabric cut into partitions that run on several threads
+// (each partition scheduling only onto its own handlers) runs every
+// partition's events in the order one queue would, and the results are bit
+// for bit those of one core. And never in a fixed order of a node's
 // handlers either: two frames that reach a switch at one instant on two
 // ports are taken in an order that changes from instant to instant, as an
-// arbiter's would, so that no port always goes first (with per-packet
-// spraying, a fixed order sent every flow of a synchronized start down the
-// same spine each time).
+// arbiter's would (with per-packet spraying, a fixed order sent every flow
+// of a synchronized start down the same spine each time).
 //
-// The queue is a calendar: a ring of buckets a fixed slice of time wide
-// covering the next few microseconds, where nearly every event of a fabric
-// lands (a frame's end, its arrival one hop later). Scheduling appends to a
-// bucket; a bucket is sorted once when time reaches it. Events beyond the
-// ring (timeouts) wait in a heap and join their bucket when it comes up.
-// At thousands of hosts this keeps the queue's work in cache, where a heap
-// of every pending event walked a working set of megabytes per event.
 #pragma once
 
 #include <cstdint>
@@ -59,7 +55,13 @@ class EventHandler {
   const void* next_read_ = nullptr;
   std::uint32_t id_;
   std::uint32_t scheduled_ = 0;
+  std::uint32_t group_ = kNoGroup;
   bool sequenced_;
+
+ public:
+  static constexpr std::uint32_t kNoGroup = UINT32_MAX;
+  // The node this handler's events act on (see the top of the file).
+  void set_event_group(std::uint32_t group) { group_ = group; }
 };
 
 class EventQueue {
@@ -89,13 +91,13 @@ class EventQueue {
  private:
   struct Entry {
     SimTime at;
-    std::uint64_t order;  // the handler's hash at `at`, then its sequence
+    std::uint64_t order;  // the handler's group, then its number scrambled for `at` (one to one)
     EventHandler* target;
     std::uint32_t tag;
-    std::uint32_t handler;  // the handler's number: the last word between equal hashes
+    std::uint32_t sequence;  // among the handler's own events
     bool before(const Entry& other) const {
       if (at != other.at) return at < other.at;
-      return order != other.order ? order < other.order : handler < other.handler;
+      return order != other.order ? order < other.order : sequence < other.sequence;
     }
   };
   struct Later {

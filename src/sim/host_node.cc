@@ -35,6 +35,7 @@ HostNode::HostNode(SimWorld& world, std::uint32_t id, const EngineConfig& engine
     : world_(world), id_(id), held_(links.size()), transmit_buffer_(kMaxDatagramLength),
       receive_buffer_(kMaxDatagramLength) {
   if (links.empty()) throw std::runtime_error("simulated host: no port");
+  set_event_group(event_group());
   for (std::size_t port = 0; port < links.size(); ++port) {
     transmitters_.push_back(std::make_unique<Transmitter>(world, links[port], *this, static_cast<std::uint16_t>(port)));
   }

@@ -50,6 +50,7 @@ class HostNode final : public Node, public EventHandler {
   Packet* next_to_send(std::uint16_t port, SimTime now) override;
   // The engine decides what it has only when asked: always perhaps.
   bool may_have_more(std::uint16_t) const override { return true; }
+  std::uint32_t event_group() const override { return id_; }
   void on_event(SimTime now, std::uint32_t tag) override;
 
  private:

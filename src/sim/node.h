@@ -20,6 +20,8 @@ class Node {
   // Whether port may have another packet when its wire frees: if not, the
   // transmitter schedules no event for that moment and waits to be kicked.
   virtual bool may_have_more(std::uint16_t port) const = 0;
+  // The group of the events that act on this node (EventHandler::set_event_group).
+  virtual std::uint32_t event_group() const = 0;
 };
 
 }  // namespace uroce::sim

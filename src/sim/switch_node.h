@@ -23,6 +23,8 @@ class SwitchNode final : public Node {
   std::uint16_t add_port(const LinkSpec& spec);
   Transmitter& transmitter(std::uint16_t port) { return *ports_[port].transmitter; }
   std::size_t port_count() const { return ports_.size(); }
+  std::uint32_t event_group() const override { return kSwitchGroups | id_; }
+  static constexpr std::uint32_t kSwitchGroups = 1u << 31;  // after every host's
   std::uint32_t id() const { return id_; }
 
   // Routing. Hosts sit under one switch each (switch_of_host, shared by all

@@ -32,7 +32,9 @@ class PacketTap {
 class Transmitter final : public EventHandler {
  public:
   Transmitter(SimWorld& world, LinkSpec spec, Node& owner, std::uint16_t port)
-      : port_(port), owner_(owner), arrival_(*this), far_world_(&world), spec_(spec), world_(world) {}
+      : port_(port), owner_(owner), arrival_(*this), far_world_(&world), spec_(spec), world_(world) {
+    set_event_group(owner.event_group());
+  }
   // far_world: the far end's (its events, pool and counters take the
   // arrivals); far_part: its partition, when that is another one than the
   // owner's (frames then go through the owner's outbox for it).
@@ -40,6 +42,7 @@ class Transmitter final : public EventHandler {
                std::optional<std::uint32_t> far_part = std::nullopt) {
     peer_ = &peer;
     peer_port_ = peer_port;
+    arrival_.set_event_group(peer.event_group());
     if (far_world != nullptr) far_world_ = far_world;
     crossing_ = far_part.has_value();
     far_part_ = far_part.value_or(0);

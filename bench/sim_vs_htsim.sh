@@ -41,14 +41,18 @@ fi
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-# timed OUT_PREFIX COMMAND...: runs it, leaves "wall_s peak_rss_kib" in OUT_PREFIX.
+# timed OUT COMMAND...: runs it, leaves "wall_s peak_rss_kib" in OUT. Timed
+# from just before the fork to the exit (no timer process around it).
 timed() {
-  local out="$1"; shift
-  local start end
-  start=$(date +%s.%N)
-  /usr/bin/time -f '%M' -o "$out.rss" "$@"
-  end=$(date +%s.%N)
-  echo "$(python3 -c "import sys; print(float(sys.argv[2]) - float(sys.argv[1]))" "$start" "$end") $(tail -1 "$out.rss")" > "$out"
+  python3 - "$@" <<'PY'
+import resource, subprocess, sys, time
+out, command = sys.argv[1], sys.argv[2:]
+start = time.perf_counter()
+subprocess.run(command, check=False)
+wall = time.perf_counter() - start
+with open(out, "w") as f:
+    f.write(f"{wall} {resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss}\n")
+PY
 }
 # median WALL_RSS_FILES...: "median_wall max_rss"
 median() {

@@ -141,6 +141,11 @@ struct EngineConfig {
   // access is checked against but never reads or writes, so they need no
   // memory behind them; atomics return 0 as the original value.
   bool carry_payload = true;
+  // false: poll_transmit leaves the ICRC zero, and whoever sends the
+  // datagram must seal it (wire::seal_roce_datagram) unless it goes where
+  // no ICRC is checked: a device whose port delivers to local devices seals
+  // only what goes on the wire.
+  bool seal_icrc = true;
   CongestionConfig congestion;
   // A controlled Q_Key (top bit set) may be given to a QP only by a privileged
   // consumer (IBTA 10.2.4; Linux asks for CAP_NET_RAW). modify_qp refuses one

@@ -143,9 +143,26 @@ std::size_t LocalPort::send(std::span<const ByteSpan> datagrams) {
     wire_run_from = all ? datagrams.size() : wire_run_from + taken;
     return all;
   };
+  // A lane lost in this call (its device closed, or stuck): the datagrams
+  // still to come for it were offered unsealed, as local ones. They are
+  // dropped, not sent on the wire without their ICRC; the engine resends
+  // them, sealed, wherever that address leads now.
+  lost_.clear();
+  auto lost = [&](ByteSpan datagram) {
+    PeerKey key;
+    return !lost_.empty() && destination_of(datagram, key) && std::find(lost_.begin(), lost_.end(), key) != lost_.end();
+  };
   for (std::size_t i = 0; i < datagrams.size(); ++i) {
     Peer* peer = local_peer(datagrams[i], now);
     if (peer == nullptr) {
+      if (lost(datagrams[i])) {
+        if (!send_wire_run(i)) {
+          ring_all();
+          return wire_run_from;
+        }
+        ++local_drops_;
+        continue;
+      }
       if (wire_run_from == datagrams.size()) wire_run_from = i;
       continue;
     }
@@ -162,8 +179,10 @@ std::size_t LocalPort::send(std::span<const ByteSpan> datagrams) {
       peer->outbox.reset();
       peer->unrung = false;
       peer->look_again_at = now() + kRetryLookupNs;
-      wire_run_from = i;
+      lost_.push_back(last_key_);
+      ++local_drops_;
     } else if (stuck(*peer, now)) {
+      lost_.push_back(last_key_);
       ++local_drops_;
     } else {
       ring_all();
@@ -173,6 +192,11 @@ std::size_t LocalPort::send(std::span<const ByteSpan> datagrams) {
   ring_all();
   if (!send_wire_run(datagrams.size())) return wire_run_from;
   return datagrams.size();
+}
+
+bool LocalPort::delivers_unchecked(ByteSpan datagram) {
+  LazyNow now;
+  return local_peer(datagram, now) != nullptr;
 }
 
 std::span<const ReceivedDatagram> LocalPort::receive(TimeNs now) {

@@ -54,6 +54,12 @@ class Port {
   // or keeps looking (false). A port whose senders must be asked to make the
   // fd readable (the intra-host path) asks them only while it sleeps.
   virtual void announce_sleep(bool /*sleeping*/) {}
+  // Whether send() may hand some datagrams to receivers that do not check
+  // their ICRC (local devices). Then the device's engine leaves ICRCs unset,
+  // and the device seals each datagram that delivers_unchecked refuses,
+  // right before offering it to send().
+  virtual bool may_deliver_unchecked() const { return false; }
+  virtual bool delivers_unchecked(ByteSpan /*datagram*/) { return false; }
 };
 
 }  // namespace uroce::port

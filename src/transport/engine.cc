@@ -214,7 +214,7 @@ wire::WireResult<wire::DatagramLayout> EngineState::begin_packet_to(const Addres
 }
 
 std::size_t EngineState::finish_packet(MutableByteSpan out, const wire::DatagramLayout& layout) {
-  if (config.carry_payload) wire::seal_roce_datagram(out, layout);
+  if (config.carry_payload && config.seal_icrc) wire::seal_roce_datagram(out, layout);
   ++counters.packets_sent;
   return layout.length;
 }

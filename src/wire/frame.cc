@@ -241,6 +241,13 @@ void seal_roce_datagram(MutableByteSpan out, const DatagramLayout& layout) {
   store_le32(&out[layout.length - kIcrcLength], compute_icrc(ip, udp_to_pad));
 }
 
+void seal_roce_datagram(MutableByteSpan datagram) {
+  if (datagram.empty()) return;
+  std::size_t ip_header_length = (datagram[0] >> 4) == 6 ? kIpv6HeaderLength : kIpv4HeaderLength;
+  if (datagram.size() < ip_header_length + kUdpHeaderLength + kIcrcLength) return;
+  seal_roce_datagram(datagram, DatagramLayout{ip_header_length, 0, datagram.size()});
+}
+
 WireResult<std::size_t> emit_roce_frame(const RoceFrameSpec& spec, MutableByteSpan out) {
   std::size_t l2_length = spec.ethernet.header_length();
   if (out.size() < l2_length) return fail(WireError::buffer_too_small);

@@ -107,6 +107,9 @@ struct DatagramLayout {
 WireResult<DatagramLayout> begin_roce_datagram(const RoceDatagramSpec& spec, std::size_t payload_length,
                                                MutableByteSpan out);
 void seal_roce_datagram(MutableByteSpan out, const DatagramLayout& layout);
+// The same for a whole datagram that begin_roce_datagram laid out (its IP
+// version gives the header's length).
+void seal_roce_datagram(MutableByteSpan datagram);
 
 struct RoceFrameSpec {
   EthernetRepr ethernet;

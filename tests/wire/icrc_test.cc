@@ -181,5 +181,20 @@ TEST(Icrc, Ipv4OptionsAreCovered) {
   EXPECT_FALSE(icrc_ok(frame));
 }
 
+// A device whose engine leaves the ICRC unset seals a datagram it sends
+// on the wire afterwards, from the datagram alone (the intra-host path).
+TEST(Icrc, SealingAWholeDatagramGivesTheReferenceIcrc) {
+  for (int ip_version : {4, 6}) {
+    std::vector<std::uint8_t> frame = sample_frame(ip_version);
+    std::uint32_t expected = reference_icrc(frame, kEthernetHeaderLength);
+    MutableByteSpan datagram = MutableByteSpan(frame).subspan(kEthernetHeaderLength);
+    std::fill_n(datagram.end() - kIcrcLength, kIcrcLength, 0);
+    EXPECT_FALSE(icrc_ok(frame));
+    seal_roce_datagram(datagram);
+    EXPECT_EQ(load_le32(&*(datagram.end() - kIcrcLength)), expected) << "IPv" << ip_version;
+    EXPECT_TRUE(icrc_ok(frame));
+  }
+}
+
 }  // namespace
 }  // namespace uroce::wire

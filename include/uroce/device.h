@@ -246,9 +246,6 @@ class Device {
   };
   void transmit(TimeNs now, AckRelease release);
   void keep_unsent(std::size_t taken);
-  // The engine leaves ICRCs unset (a port with local devices): seals the
-  // first count queued datagrams that are not for one.
-  void seal_for_the_wire(std::size_t count);
   void note_expired_hold(TimeNs now);
   void note_reply_posted(TimeNs now);
   void signal_completions_locked();
@@ -285,12 +282,11 @@ class Device {
   Gid gid_{};
   std::mutex mutex_;
   Engine engine_;
-  bool seals_icrc_;  // the engine seals every datagram (else seal_for_the_wire)
   std::unique_ptr<port::Port> port_;
   // Datagrams from the engine wait here for one batched send; those the port
   // refused (back-pressure) stay at the front and go first next time.
   std::vector<std::uint8_t> transmit_slots_;
-  std::vector<std::span<const std::uint8_t>> transmit_queue_;
+  std::vector<std::span<std::uint8_t>> transmit_queue_;  // views of transmit_slots_
   std::vector<std::uint8_t> keep_scratch_;
   ProgressCounters progress_counters_;  // under the lock, but for:
   std::atomic<std::uint64_t> thread_rests_{0};

@@ -143,8 +143,8 @@ struct EngineConfig {
   bool carry_payload = true;
   // false: poll_transmit leaves the ICRC zero, and whoever sends the
   // datagram must seal it (wire::seal_roce_datagram) unless it goes where
-  // no ICRC is checked: a device whose port delivers to local devices seals
-  // only what goes on the wire.
+  // no ICRC is checked: the port of a device with local peers seals only
+  // what it puts on the wire (Port::seals_icrc).
   bool seal_icrc = true;
   CongestionConfig congestion;
   // A controlled Q_Key (top bit set) may be given to a QP only by a privileged

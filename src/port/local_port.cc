@@ -10,6 +10,7 @@
 #include <random>
 
 #include "common/monotonic_clock.h"
+#include "wire/frame.h"
 #include "wire/ipv4.h"
 #include "wire/ipv6.h"
 #include "wire/udp.h"
@@ -133,36 +134,21 @@ void LocalPort::ring_all() {
 // In order: runs of datagrams for the wire go to the UDP port, local ones to
 // their peer's lane. The first that cannot go yet (back-pressure from either
 // path) ends the call, as the Port contract says.
-std::size_t LocalPort::send(std::span<const ByteSpan> datagrams) {
+std::size_t LocalPort::send(std::span<const MutableByteSpan> datagrams) {
   LazyNow now;
   std::size_t wire_run_from = datagrams.size();  // none pending
   auto send_wire_run = [&](std::size_t until) {
     if (wire_run_from >= until) return true;
-    std::size_t taken = wire_->send(datagrams.subspan(wire_run_from, until - wire_run_from));
+    std::span<const MutableByteSpan> run = datagrams.subspan(wire_run_from, until - wire_run_from);
+    for (MutableByteSpan datagram : run) wire::seal_roce_datagram(datagram);  // again, if offered again
+    std::size_t taken = wire_->send(run);
     bool all = taken == until - wire_run_from;
     wire_run_from = all ? datagrams.size() : wire_run_from + taken;
     return all;
   };
-  // A lane lost in this call (its device closed, or stuck): the datagrams
-  // still to come for it were offered unsealed, as local ones. They are
-  // dropped, not sent on the wire without their ICRC; the engine resends
-  // them, sealed, wherever that address leads now.
-  lost_.clear();
-  auto lost = [&](ByteSpan datagram) {
-    PeerKey key;
-    return !lost_.empty() && destination_of(datagram, key) && std::find(lost_.begin(), lost_.end(), key) != lost_.end();
-  };
   for (std::size_t i = 0; i < datagrams.size(); ++i) {
     Peer* peer = local_peer(datagrams[i], now);
     if (peer == nullptr) {
-      if (lost(datagrams[i])) {
-        if (!send_wire_run(i)) {
-          ring_all();
-          return wire_run_from;
-        }
-        ++local_drops_;
-        continue;
-      }
       if (wire_run_from == datagrams.size()) wire_run_from = i;
       continue;
     }
@@ -179,10 +165,8 @@ std::size_t LocalPort::send(std::span<const ByteSpan> datagrams) {
       peer->outbox.reset();
       peer->unrung = false;
       peer->look_again_at = now() + kRetryLookupNs;
-      lost_.push_back(last_key_);
-      ++local_drops_;
+      wire_run_from = i;
     } else if (stuck(*peer, now)) {
-      lost_.push_back(last_key_);
       ++local_drops_;
     } else {
       ring_all();
@@ -192,11 +176,6 @@ std::size_t LocalPort::send(std::span<const ByteSpan> datagrams) {
   ring_all();
   if (!send_wire_run(datagrams.size())) return wire_run_from;
   return datagrams.size();
-}
-
-bool LocalPort::delivers_unchecked(ByteSpan datagram) {
-  LazyNow now;
-  return local_peer(datagram, now) != nullptr;
 }
 
 std::span<const ReceivedDatagram> LocalPort::receive(TimeNs now) {

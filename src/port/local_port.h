@@ -2,9 +2,9 @@
 // device on this host (same user, same network namespace) to that device's
 // shared-memory inbox instead of the kernel, and takes what local devices put
 // into its own. The datagrams are the very bytes the wire would carry but
-// for the ICRC, which the sender leaves unset here (may_deliver_unchecked)
-// and the receiver does not check, and the receiving engine checks them as
-// it checks any arrival:
+// for the ICRC, which the sender's engine leaves unset (seals_icrc: this
+// port seals only what it gives the UDP port) and the receiver does not
+// check; the receiving engine checks them as it checks any arrival:
 // rkeys, access, bounds, PSNs and completion order are the engine's, as on
 // the wire. Peers that are not local devices get the UDP port as before.
 //
@@ -41,15 +41,15 @@ class LocalPort : public Port {
   const Gid& gid() const override { return wire_->gid(); }
   // Readable when the UDP socket is, or a local sender rang.
   int receive_fd() const override { return epoll_fd_; }
-  std::size_t send(std::span<const ByteSpan> datagrams) override;
+  std::size_t send(std::span<const MutableByteSpan> datagrams) override;
   std::span<const ReceivedDatagram> receive(TimeNs now) override;
   PortCounters counters() const override;
   std::size_t max_datagram_length() const override { return wire_->max_datagram_length(); }
   void announce_sleep(bool sleeping) override;
   // A datagram for a local device goes through its inbox, where the
-  // receiving engine does not check the ICRC: the device need not seal it.
-  bool may_deliver_unchecked() const override { return true; }
-  bool delivers_unchecked(ByteSpan datagram) override;
+  // receiving engine does not check the ICRC: only those for the wire are
+  // sealed, as they go to the UDP port.
+  bool seals_icrc() const override { return true; }
 
   static constexpr TimeNs kRetryLookupNs = 100'000'000;
   static constexpr TimeNs kStuckNs = 100'000'000;
@@ -84,7 +84,6 @@ class LocalPort : public Port {
   void ring_all();
 
   std::unique_ptr<Port> wire_;
-  std::vector<PeerKey> lost_;  // lanes lost during the current send()
   LocalInbox inbox_;
   int epoll_fd_ = -1;
   std::uint64_t token_;

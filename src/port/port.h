@@ -41,8 +41,10 @@ class Port {
   // Sends datagrams in order with as few system calls as it can. Returns how
   // many it took; fewer than given means back-pressure (EAGAIN/ENOBUFS):
   // offer the rest again soon. Datagrams that fail otherwise are counted and
-  // dropped, as a lossy link would.
-  virtual std::size_t send(std::span<const ByteSpan> datagrams) = 0;
+  // dropped, as a lossy link would. The bytes are the caller's and stay
+  // writable: a port that seals_icrc() writes the ICRC of those it puts on
+  // a wire.
+  virtual std::size_t send(std::span<const MutableByteSpan> datagrams) = 0;
   // What has arrived, without blocking. now: the device's clock this round
   // (for a port that paces its looks; saves it reading the clock again).
   virtual std::span<const ReceivedDatagram> receive(TimeNs now) = 0;
@@ -54,12 +56,10 @@ class Port {
   // or keeps looking (false). A port whose senders must be asked to make the
   // fd readable (the intra-host path) asks them only while it sleeps.
   virtual void announce_sleep(bool /*sleeping*/) {}
-  // Whether send() may hand some datagrams to receivers that do not check
-  // their ICRC (local devices). Then the device's engine leaves ICRCs unset,
-  // and the device seals each datagram that delivers_unchecked refuses,
-  // right before offering it to send().
-  virtual bool may_deliver_unchecked() const { return false; }
-  virtual bool delivers_unchecked(ByteSpan /*datagram*/) { return false; }
+  // Whether send() computes the ICRC of what it puts on a wire, because it
+  // hands other datagrams to receivers that do not check one (local
+  // devices). The device's engine then leaves ICRCs unset.
+  virtual bool seals_icrc() const { return false; }
 };
 
 }  // namespace uroce::port

@@ -186,10 +186,10 @@ void RawPort::on_arp(ByteSpan packet) {
   }
 }
 
-void RawPort::send_released(const std::vector<std::vector<std::uint8_t>>& datagrams) {
+void RawPort::send_released(std::vector<std::vector<std::uint8_t>> datagrams) {
   if (datagrams.empty()) return;
-  std::vector<ByteSpan> spans(datagrams.begin(), datagrams.end());
-  std::span<const ByteSpan> rest(spans);
+  std::vector<MutableByteSpan> spans(datagrams.begin(), datagrams.end());
+  std::span<const MutableByteSpan> rest(spans);
   // Back-pressure here has nobody to offer the rest to later: what the
   // socket refuses counts as lost, and the transport's timers resend it.
   while (!rest.empty()) {

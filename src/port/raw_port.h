@@ -46,7 +46,7 @@ class RawPort : public Port {
   // Prefixes each datagram with an Ethernet header and sends them with
   // sendmmsg; a datagram for a peer whose MAC address is not known yet waits
   // in the neighbour table while an ARP request goes out.
-  std::size_t send(std::span<const ByteSpan> datagrams) override;
+  std::size_t send(std::span<const MutableByteSpan> datagrams) override;
   // Frames for this port's address and UDP port, Ethernet header removed;
   // ARP is handled here and never reaches the caller.
   std::span<const ReceivedDatagram> receive(TimeNs now) override;
@@ -60,7 +60,7 @@ class RawPort : public Port {
   void on_arp(ByteSpan packet);
   void send_arp(wire::ArpOperation operation, const wire::MacAddress& to, Ipv4Address target_ip,
                 const wire::MacAddress& target_mac);
-  void send_released(const std::vector<std::vector<std::uint8_t>>& datagrams);
+  void send_released(std::vector<std::vector<std::uint8_t>> datagrams);
   std::size_t write_ethernet_header(std::uint8_t* out, const wire::MacAddress& to, std::uint16_t ethertype) const;
 
   Gid gid_{};

@@ -30,7 +30,7 @@ std::optional<Ipv4Address> ipv4_destination(ByteSpan datagram) {
 
 }  // namespace
 
-std::size_t RawPort::send(std::span<const ByteSpan> datagrams) {
+std::size_t RawPort::send(std::span<const MutableByteSpan> datagrams) {
   Io& io = *io_;
   std::size_t taken = 0;
   while (taken < datagrams.size()) {

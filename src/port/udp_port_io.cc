@@ -48,7 +48,7 @@ bool is_back_pressure(int error) { return error == EAGAIN || error == EWOULDBLOC
 
 }  // namespace
 
-std::size_t UdpPort::send(std::span<const ByteSpan> datagrams) {
+std::size_t UdpPort::send(std::span<const MutableByteSpan> datagrams) {
   Io& io = *io_;
   std::size_t taken = 0;
   while (taken < datagrams.size()) {

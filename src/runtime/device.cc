@@ -19,7 +19,6 @@
 #include "port/local_port.h"
 #include "port/raw_port.h"
 #include "port/udp_port.h"
-#include "wire/frame.h"
 #include "wire/ipv4.h"
 #include "wire/ipv6.h"
 #include "wire/opcode.h"
@@ -86,9 +85,9 @@ Expected<std::unique_ptr<Device>, std::string> Device::open(const DeviceConfig& 
   DeviceConfig resolved = config;
   resolved.engine.gid = (*port)->gid();
   resolved.engine.port_mtu = std::min(config.engine.port_mtu, largest_path_mtu(**port));
-  // Datagrams for local devices skip the ICRC (nobody checks it there):
-  // transmit seals the others.
-  resolved.engine.seal_icrc = !(*port)->may_deliver_unchecked();
+  // Datagrams for local devices skip the ICRC (nobody checks it there): the
+  // port seals those it puts on the wire.
+  resolved.engine.seal_icrc = !(*port)->seals_icrc();
   // Keys and QPNs derive from the seed: on a real network they must be
   // unpredictable, so every device draws its own.
   if (!config.fixed_seed) resolved.engine.seed ^= (std::uint64_t{std::random_device{}()} << 32) | std::random_device{}();
@@ -104,7 +103,6 @@ Expected<std::unique_ptr<Device>, std::string> Device::open(const DeviceConfig& 
 Device::Device(const DeviceConfig& config)
     : gid_(config.engine.gid),
       engine_(config.engine),
-      seals_icrc_(config.engine.seal_icrc),
       transmit_slots_(kTransmitBatch * kMaxDatagramLength),
       keep_scratch_(kTransmitBatch * kMaxDatagramLength),
       progress_mode_(config.progress_thread ? config.progress_mode : ProgressMode::thread),
@@ -124,10 +122,7 @@ Device::~Device() {
   // Held ACKs leave, so that the peer does not resend what was received.
   // Only what is already built: the engine may hold WQEs whose buffers the
   // application has freed by now, and must not be asked for new packets.
-  if (port_ && !transmit_queue_.empty()) {
-    if (!seals_icrc_) seal_for_the_wire(transmit_queue_.size());
-    port_->send(transmit_queue_);
-  }
+  if (port_ && !transmit_queue_.empty()) port_->send(transmit_queue_);
   if (wake_fd_ >= 0) ::close(wake_fd_);
   if (completion_fd_ >= 0) ::close(completion_fd_);
 }
@@ -277,7 +272,6 @@ void Device::transmit(TimeNs now, AckRelease release) {
       if (release == AckRelease::after_hold && young) sendable = requests;
       if (release == AckRelease::behind_a_request && requests == 0) sendable = 0;
     }
-    if (!seals_icrc_) seal_for_the_wire(sendable);
     std::size_t taken = sendable == 0 ? 0 : port_->send(std::span(transmit_queue_.data(), sendable));
     sent_requests_ |= std::min(taken, requests) > 0;
     if (acks_held_since_ != kNever && taken == transmit_queue_.size()) {
@@ -318,18 +312,6 @@ void Device::note_reply_posted(TimeNs now) {
 
 // Moves the datagrams the port did not take to the first slots, in order
 // (through scratch space: after the ACK partition their slots are in any order).
-// Each queued datagram is a view of one of the device's own slots (in any
-// order: bare ACKs were moved last), sealed there in place. One offered
-// again after back-pressure is looked at again: its peer may have gone.
-void Device::seal_for_the_wire(std::size_t count) {
-  for (std::size_t i = 0; i < count; ++i) {
-    ByteSpan datagram = transmit_queue_[i];
-    if (port_->delivers_unchecked(datagram)) continue;
-    std::uint8_t* slot = transmit_slots_.data() + (datagram.data() - transmit_slots_.data());
-    wire::seal_roce_datagram(MutableByteSpan(slot, datagram.size()));
-  }
-}
-
 void Device::keep_unsent(std::size_t taken) {
   std::size_t kept = transmit_queue_.size() - taken;
   for (std::size_t i = 0; i < kept; ++i) {
@@ -340,7 +322,7 @@ void Device::keep_unsent(std::size_t taken) {
     std::size_t length = transmit_queue_[taken + i].size();
     std::uint8_t* slot = transmit_slots_.data() + i * kMaxDatagramLength;
     std::memcpy(slot, keep_scratch_.data() + i * kMaxDatagramLength, length);
-    transmit_queue_[i] = ByteSpan(slot, length);
+    transmit_queue_[i] = MutableByteSpan(slot, length);
   }
   transmit_queue_.resize(kept);
 }

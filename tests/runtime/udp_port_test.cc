@@ -73,11 +73,11 @@ void send_and_check(const std::string& from_address, const std::string& to_addre
   UdpPort sender = open_port(from_address, static_cast<std::uint16_t>(port + 1), gso);
   UdpPort receiver = open_port(to_address, port, gso);
   std::vector<std::vector<std::uint8_t>> datagrams;
-  std::vector<ByteSpan> views;
+  std::vector<MutableByteSpan> views;
   for (std::size_t i = 0; i < plan.size(); ++i) {
     datagrams.push_back(datagram(sender.gid(), receiver.gid(), 0xC123, port, plan[i], i));
   }
-  for (const auto& d : datagrams) views.emplace_back(d);
+  for (auto& d : datagrams) views.emplace_back(d);
   ASSERT_EQ(sender.send(views), views.size());
 
   std::size_t arrived = 0;
@@ -133,7 +133,7 @@ TEST(UdpPort, BatchedRunsOverIpv6) {
 TEST(UdpPort, MalformedDatagramsFromTheEngineAreCountedNotSent) {
   UdpPort sender = open_port("127.0.1.34", 19206, UdpGsoPolicy::always);
   std::vector<std::uint8_t> too_short(10);
-  std::vector<ByteSpan> views{too_short};
+  std::vector<MutableByteSpan> views{too_short};
   EXPECT_EQ(sender.send(views), 1u);
   EXPECT_EQ(sender.counters().send_errors, 1u);
 }

@@ -16,10 +16,6 @@ void prefetch_lines(const void* memory, int lines) {
   for (int line = 0; line < lines; ++line) __builtin_prefetch(bytes + line * 64);
 }
 
-}  // namespace
-
-namespace {
-
 // Handlers are numbered in the order a thread makes them; a run counts
 // from the number its first handler got (EventQueue::set_order_basis).
 thread_local std::uint32_t next_handler_id = 0;

@@ -16,6 +16,13 @@
 // arbiter's would (with per-packet spraying, a fixed order sent every flow
 // of a synchronized start down the same spine each time).
 //
+// The queue is a calendar: a ring of buckets a fixed slice of time wide
+// covering the next few microseconds, where nearly every event of a fabric
+// lands (a frame's end, its arrival one hop later). Scheduling appends to a
+// bucket; a bucket is sorted once when time reaches it. Events beyond the
+// ring (timeouts) wait in a heap and join their bucket when it comes up.
+// At thousands of hosts this keeps the queue's work in cache, where a heap
+// of every pending event walked a working set of megabytes per event.
 #pragma once
 
 #include <cstdint>
@@ -27,18 +34,19 @@ namespace uroce::sim {
 
 class EventHandler {
  public:
+  static constexpr std::uint32_t kNoGroup = UINT32_MAX;
+
   virtual void on_event(SimTime now, std::uint32_t tag) = 0;
+  // How many handlers this thread has made so far.
+  static std::uint32_t ids_made();
+  // The node this handler's events act on (see the top of the file).
+  void set_event_group(std::uint32_t group) { group_ = group; }
 
  protected:
   // sequenced = false: the handler's events at one picosecond are all alike
   // (a wire's arrivals), so they are not counted; a handler whose events
   // are scheduled from another partition must be one.
   explicit EventHandler(bool sequenced = true);
- public:
-  // How many handlers this thread has made so far.
-  static std::uint32_t ids_made();
-
- protected:
   EventHandler(const EventHandler&) = delete;
   EventHandler& operator=(const EventHandler&) = delete;
   ~EventHandler() = default;
@@ -57,11 +65,6 @@ class EventHandler {
   std::uint32_t scheduled_ = 0;
   std::uint32_t group_ = kNoGroup;
   bool sequenced_;
-
- public:
-  static constexpr std::uint32_t kNoGroup = UINT32_MAX;
-  // The node this handler's events act on (see the top of the file).
-  void set_event_group(std::uint32_t group) { group_ = group; }
 };
 
 class EventQueue {

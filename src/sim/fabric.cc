@@ -19,9 +19,10 @@ Fabric::Fabric(const std::vector<SimWorld*>& worlds, const Partitioning& partiti
   for (SimWorld* world : worlds) {
     for (std::vector<Outbox>& outboxes : world->outboxes) outboxes.resize(worlds.size());
   }
-  auto world_of = [&](const NodeRef& node) -> SimWorld& {
-    return *worlds[node.is_host ? partitioning.host_part[node.index] : partitioning.switch_part[node.index]];
+  auto part_of = [&](const NodeRef& node) {
+    return node.is_host ? partitioning.host_part[node.index] : partitioning.switch_part[node.index];
   };
+  auto world_of = [&](const NodeRef& node) -> SimWorld& { return *worlds[part_of(node)]; };
   std::uint64_t seeds = seed;
   for (std::uint32_t s = 0; s < topology.switches; ++s) {
     switches_.push_back(std::make_unique<SwitchNode>(world_of(NodeRef{false, s}), switch_config, s, splitmix64(seeds)));
@@ -57,15 +58,11 @@ Fabric::Fabric(const std::vector<SimWorld*>& worlds, const Partitioning& partiti
     auto [b_side, b_port] = port_of(edge.b, edge.a);
     Node& a_node = edge.a.is_host ? static_cast<Node&>(*hosts_[edge.a.index]) : *switches_[edge.a.index];
     Node& b_node = edge.b.is_host ? static_cast<Node&>(*hosts_[edge.b.index]) : *switches_[edge.b.index];
-    SimWorld& a_world = world_of(edge.a);
-    SimWorld& b_world = world_of(edge.b);
-    std::optional<std::uint32_t> a_part, b_part;  // set where the link crosses
-    if (&a_world != &b_world) {
-      a_part = static_cast<std::uint32_t>(std::find(worlds.begin(), worlds.end(), &a_world) - worlds.begin());
-      b_part = static_cast<std::uint32_t>(std::find(worlds.begin(), worlds.end(), &b_world) - worlds.begin());
-    }
-    a_side->connect(b_node, b_port, &b_world, b_part);
-    b_side->connect(a_node, a_port, &a_world, a_part);
+    std::uint32_t a_part = part_of(edge.a);
+    std::uint32_t b_part = part_of(edge.b);
+    bool crossing = a_part != b_part;  // then each side sends through its outbox for the other
+    a_side->connect(b_node, b_port, worlds[b_part], crossing ? std::optional(b_part) : std::nullopt);
+    b_side->connect(a_node, a_port, worlds[a_part], crossing ? std::optional(a_part) : std::nullopt);
     if (edge.link.loss > 0) {
       a_side->seed_losses(splitmix64(seeds));
       b_side->seed_losses(splitmix64(seeds));

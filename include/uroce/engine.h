@@ -349,6 +349,7 @@ class Engine {
   Expected<std::uint32_t, std::errc> create_qp(const QpInitAttr& init);
   std::errc modify_qp(std::uint32_t qpn, const QpAttr& attr, std::uint32_t mask);
   Expected<QpAttr, std::errc> query_qp(std::uint32_t qpn) const;
+  // Also drops the QP's completions still in its CQs, as mlx4 and mlx5 do.
   std::errc destroy_qp(std::uint32_t qpn);
   // Shared receive queues: receives posted once, consumed by any QP created
   // with QpInitAttr::srq (same PD).

@@ -255,7 +255,14 @@ std::errc Engine::arm_srq_limit(std::uint32_t srq, std::uint32_t limit) {
 }
 
 std::errc Engine::destroy_qp(std::uint32_t qpn) {
-  return state_->erase_qp(qpn) ? std::errc{} : std::errc::invalid_argument;
+  auto it = state_->qps.find(qpn);
+  if (it == state_->qps.end()) return std::errc::invalid_argument;
+  for (std::uint32_t cq : {it->second.send_cq, it->second.recv_cq}) {
+    auto found = state_->cqs.find(cq);
+    if (found != state_->cqs.end()) found->second.discard_qp(qpn);
+  }
+  state_->erase_qp(qpn);
+  return std::errc{};
 }
 
 

@@ -38,4 +38,15 @@ std::size_t CompletionQueue::poll(std::span<WorkCompletion> out) {
   return taken;
 }
 
+std::size_t CompletionQueue::discard_qp(std::uint32_t qp_num) {
+  std::size_t kept = 0;
+  for (std::size_t i = 0; i < count_; ++i) {
+    const WorkCompletion& completion = ring_[(head_ + i) % ring_.size()];
+    if (completion.qp_num != qp_num) ring_[(head_ + kept++) % ring_.size()] = completion;
+  }
+  std::size_t dropped = count_ - kept;
+  count_ = kept;
+  return dropped;
+}
+
 }  // namespace uroce::verbs

@@ -23,6 +23,11 @@ class CompletionQueue {
   bool push(const WorkCompletion& completion);
   // Moves up to out.size() completions, oldest first; returns how many.
   std::size_t poll(std::span<WorkCompletion> out);
+  // Drops the completions of one QP, keeping the others' order; how many.
+  // A destroyed QP's completions must not surface: their wr_ids point to
+  // contexts the application freed with it (mlx4 and mlx5 clean the CQ the
+  // same way, and libfabric's rxm relies on it).
+  std::size_t discard_qp(std::uint32_t qp_num);
 
   std::size_t size() const { return count_; }
   std::size_t capacity() const { return capacity_; }

@@ -265,6 +265,19 @@ TEST_F(RcErrors, ReceiveBufferTooSmall) {
   EXPECT_EQ(at_b[0].status, WcStatus::loc_len_err);
 }
 
+// A destroyed QP's completions never surface: their wr_ids name contexts
+// the application freed with the QP (libfabric's rxm reposts a receive
+// buffer it finds in a completion to the endpoint it came from).
+TEST_F(RcErrors, DestroyingAQpDropsItsCompletionsFromTheCq) {
+  ASSERT_EQ(a_.engine->post_send(a_.qpn, rdma(WrOpcode::rdma_write, remote_addr(0), remote_keys_.rkey, 8)), std::errc{});
+  network_->idle_until(network_->now() + kSecond);
+  ASSERT_EQ(drain(a_).size(), 1u);  // one second is enough for a completion to wait in the CQ
+  ASSERT_EQ(a_.engine->post_send(a_.qpn, rdma(WrOpcode::rdma_write, remote_addr(8), remote_keys_.rkey, 8)), std::errc{});
+  network_->idle_until(network_->now() + kSecond);
+  EXPECT_EQ(a_.engine->destroy_qp(a_.qpn), std::errc{});
+  EXPECT_TRUE(drain(a_).empty());
+}
+
 TEST_F(RcErrors, DeallocatingBusyObjectsIsRefused) {
   EXPECT_EQ(a_.engine->dealloc_pd(a_.pd), std::errc::device_or_resource_busy);
   EXPECT_EQ(a_.engine->destroy_cq(a_.cq), std::errc::device_or_resource_busy);

@@ -1,4 +1,5 @@
-// Completion queue ring: order, wrap-around and loud overflow.
+// Completion queue ring: order, wrap-around, loud overflow and dropping a
+// destroyed QP's completions.
 #include <gtest/gtest.h>
 
 #include <array>
@@ -29,6 +30,25 @@ TEST(CompletionQueue, OverflowIsRefusedAndRemembered) {
   EXPECT_FALSE(cq.push({}));
   EXPECT_TRUE(cq.overflowed());
   EXPECT_EQ(cq.size(), 2u);
+}
+
+TEST(CompletionQueue, DiscardingAQpKeepsTheOthersInOrderAcrossWrapAround) {
+  CompletionQueue cq(6);
+  std::array<WorkCompletion, 6> out;
+  for (int i = 0; i < 4; ++i) ASSERT_TRUE(cq.push(WorkCompletion{.wr_id = 100}));
+  ASSERT_EQ(cq.poll(std::span(out).first(4)), 4u);  // the ring's head is now past its start
+  for (std::uint64_t i = 0; i < 6; ++i) {
+    ASSERT_TRUE(cq.push(WorkCompletion{.wr_id = i, .qp_num = static_cast<std::uint32_t>(i % 2 == 0 ? 7 : 9)}));
+  }
+  EXPECT_EQ(cq.discard_qp(7), 3u);
+  EXPECT_EQ(cq.discard_qp(8), 0u);
+  ASSERT_EQ(cq.size(), 3u);
+  ASSERT_TRUE(cq.push(WorkCompletion{.wr_id = 6, .qp_num = 9}));
+  ASSERT_EQ(cq.poll(out), 4u);
+  EXPECT_EQ(out[0].wr_id, 1u);
+  EXPECT_EQ(out[1].wr_id, 3u);
+  EXPECT_EQ(out[2].wr_id, 5u);
+  EXPECT_EQ(out[3].wr_id, 6u);
 }
 
 }  // namespace

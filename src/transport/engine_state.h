@@ -193,6 +193,8 @@ class EngineState {
                                     const transport::SendPlacement& send) const;
   // The requester's half: whether a WRITE about to start may be placed ahead of a gap.
   bool may_place_early(const transport::QueuePair& qp, const transport::SendWqe& wqe) const;
+  // Removes the queued response streams of one READ (its PSN range).
+  void drop_queued_responses(transport::QueuePair& qp, std::uint32_t first_psn, std::uint32_t last_psn);
   void queue_read_response(transport::QueuePair& qp, std::uint32_t psn, const wire::RethRepr& reth,
                            std::uint32_t msn);
   void queue_atomic_ack(transport::QueuePair& qp, std::uint32_t psn, std::uint64_t original, std::uint32_t msn);

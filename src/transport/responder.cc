@@ -474,6 +474,19 @@ bool EngineState::on_atomic(QueuePair& qp, const wire::RocePacket& packet) {
 
 // A request the responder has already executed: acknowledge it again, replay
 // a READ from memory, or return an atomic's saved result. Never execute twice.
+// A READ asked again supersedes what is still queued of its earlier
+// responses: the requester wants the stream from the duplicate's PSN, once.
+// Without this, a responder paced low by DCQCN answered every go-back-N
+// rewind with another copy of every READ in the window, its queue outgrew
+// the requester's timeout, and each timeout queued more: the requester ran
+// out of retries (RcSoak.DcqcnPacingUnderLossAndEcnMarks, seed 2210511476).
+void EngineState::drop_queued_responses(QueuePair& qp, std::uint32_t first_psn, std::uint32_t last_psn) {
+  std::erase_if(qp.outputs, [&](const ResponderOutput& output) {
+    return output.kind == ResponderOutput::Kind::read_response && psn_at_or_before(first_psn, output.psn) &&
+           psn_at_or_before(output.psn, last_psn);
+  });
+}
+
 void EngineState::on_duplicate(QueuePair& qp, const wire::RocePacket& packet) {
   std::uint32_t psn = packet.headers.bth.psn;
   switch (packet.op->kind) {
@@ -488,6 +501,7 @@ void EngineState::on_duplicate(QueuePair& qp, const wire::RocePacket& packet) {
         if (reth.rkey != record.rkey || reth.va != record.va + skipped || reth.dma_length != record.length - skipped) {
           return;
         }
+        drop_queued_responses(qp, record.first_psn, last);
         return queue_read_response(qp, psn, reth, record.msn);
       }
       return;

@@ -7,6 +7,7 @@
 
 #include <cstdlib>
 #include <iostream>
+#include <optional>
 #include <random>
 #include <string>
 
@@ -28,10 +29,11 @@ struct SoakSetup {
   CongestionConfig congestion;
   MultipathConfig multipath;
   std::uint64_t default_wrs = 4000;
+  std::optional<std::uint64_t> seed;  // a seed that once failed; else random (or UROCE_SOAK_SEED)
 };
 
 void run_soak(const SoakSetup& setup) {
-  std::uint64_t seed = env_or("UROCE_SOAK_SEED", std::random_device{}());
+  std::uint64_t seed = setup.seed ? *setup.seed : env_or("UROCE_SOAK_SEED", std::random_device{}());
   std::uint64_t wrs = env_or("UROCE_SOAK_WRS", setup.default_wrs);
   SCOPED_TRACE("reproduce with UROCE_SOAK_SEED=" + std::to_string(seed) + " UROCE_SOAK_WRS=" + std::to_string(wrs));
   std::cout << "soak seed " << seed << " starts" << std::endl;
@@ -100,6 +102,21 @@ TEST(RcSoak, DcqcnPacingUnderLossAndEcnMarks) {
   setup.congestion.reaction_point = true;
   setup.congestion.dcqcn.line_rate_bps = 25e9;
   run_soak(setup);
+}
+
+// Two seeds at which the responder, paced low by DCQCN, answered each
+// go-back-N rewind with another copy of every READ in the window until the
+// requester ran out of retries: a READ asked again now replaces what is
+// still queued of its earlier responses.
+TEST(RcSoak, DcqcnPacedReadResponsesDoNotPileUpUnderRewinds) {
+  for (std::uint64_t seed : {2210511476u, 4188611076u}) {
+    SoakSetup setup = lossy_setup(LossRecovery::go_back_n, 4000);
+    setup.faults.ecn_mark = 0.2;
+    setup.congestion.reaction_point = true;
+    setup.congestion.dcqcn.line_rate_bps = 25e9;
+    setup.seed = seed;
+    run_soak(setup);
+  }
 }
 
 // Multipath: every WR type sprayed over 32 EVs whose paths differ in delay

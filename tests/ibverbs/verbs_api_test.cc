@@ -3,7 +3,8 @@
 // RC QPs joined by their RoCE v2 GIDs, WRITE / READ / fetch-and-add through
 // ibv_post_send and through the ibv_wr_* builders, completions through a
 // completion channel, asynchronous events (port active, a refused remote
-// access), and the errors a program gets for what it may not do.
+// access), a destroyed QP's completions leaving its CQ, and the errors a
+// program gets for what it may not do.
 #include <gtest/gtest.h>
 
 #include <fcntl.h>
@@ -29,6 +30,7 @@ const char* addresses_for(const std::string& test) {
   if (test.rfind("WriteRead", 0) == 0) return "127.0.4.7,127.0.4.8";
   if (test.rfind("WrBuilders", 0) == 0) return "127.0.4.9,127.0.4.10";
   if (test.rfind("AsyncEvents", 0) == 0) return "127.0.4.11,127.0.4.12";
+  if (test.rfind("ADestroyedQp", 0) == 0) return "127.0.4.30,127.0.4.31";
   return "127.0.4.13,127.0.4.14";
 }
 
@@ -213,6 +215,27 @@ TEST_F(VerbsApi, WriteReadAndFetchAddCompleteThroughTheChannel) {
   EXPECT_EQ(counter, 40u);
   std::memcpy(&counter, b_.buffer.data() + 2048, 8);
   EXPECT_EQ(counter, 42u);
+}
+
+// As on mlx4 and mlx5, a QP destroyed with completions still in its CQ takes
+// them along: their wr_ids name buffers the program freed with the QP
+// (libfabric's rxm reposts such a receive buffer to the endpoint it closed).
+TEST_F(VerbsApi, ADestroyedQpsCompletionsLeaveItsCq) {
+  ibv_sge sge{reinterpret_cast<std::uintptr_t>(a_.buffer.data()), 8, a_.mr->lkey};
+  ibv_send_wr write = remote(IBV_WR_RDMA_WRITE, sge, 0, b_.mr->rkey);
+  ibv_send_wr* bad = nullptr;
+  ASSERT_EQ(ibv_req_notify_cq(a_.cq, 0), 0);
+  ASSERT_EQ(ibv_post_send(a_.qp, &write, &bad), 0);
+  // The event says the completion is in the CQ; nothing takes it.
+  ASSERT_TRUE(wait_readable(a_.channel->fd, 5000)) << "no completion event";
+  ibv_cq* cq = nullptr;
+  void* cq_context = nullptr;
+  ASSERT_EQ(ibv_get_cq_event(a_.channel, &cq, &cq_context), 0);
+  ibv_ack_cq_events(cq, 1);
+  ASSERT_EQ(ibv_destroy_qp(a_.qp), 0);
+  a_.qp = nullptr;
+  ibv_wc wc{};
+  EXPECT_EQ(ibv_poll_cq(a_.cq, 1, &wc), 0) << "a completion of the destroyed QP, wr_id " << wc.wr_id;
 }
 
 TEST_F(VerbsApi, WrBuildersPostInlineWritesAsABatch) {

@@ -56,7 +56,8 @@ done
 
 # The socket floor under the wire path: bench/udp_pingpong with one datagram
 # per ping (sockperf's test) and with two (a WRITE and the peer's ACK, what
-# uroce perf write_lat moves each way), against uroce perf write_lat.
+# uroce perf write_lat moves each way), answered when both arrived or on the
+# first (as uroce perf answers on the WRITE), against uroce perf write_lat.
 PINGPONG=build/release/bench/udp_pingpong
 if [[ -x $PINGPONG ]]; then
   echo
@@ -64,18 +65,21 @@ if [[ -x $PINGPONG ]]; then
   echo
   echo "| path | median / 99% |"
   echo "|---|---:|"
-  for datagrams in 1 2; do
+  for variant in "1" "2" "2 --answer-first"; do
+    read -r datagrams answer <<<"$variant"
     : >"$OUT/u"
     for _ in $(seq "$REPEAT"); do
       port=$((port + 1))
-      "$PINGPONG" --serve 127.0.3.12 --port "$port" --datagrams "$datagrams" --size 36 -n 20000 &
+      "$PINGPONG" --serve 127.0.3.12 --port "$port" --datagrams "$datagrams" --size 36 -n 20000 ${answer:-} &
       server=$!
       sleep 0.3
-      "$PINGPONG" --to 127.0.3.12 --from 127.0.3.13 --port "$port" --datagrams "$datagrams" --size 36 -n 20000 |
+      "$PINGPONG" --to 127.0.3.12 --from 127.0.3.13 --port "$port" --datagrams "$datagrams" --size 36 -n 20000 ${answer:-} |
         awk '{ print $(NF - 7), $(NF - 1) }' >>"$OUT/u" || true
       wait "$server" || true
     done
-    echo "| UDP, $datagrams datagram(s) of 36 B each way | $(median "$OUT/u" 1) / $(median "$OUT/u" 2) |"
+    label="UDP, $datagrams datagram(s) of 36 B each way"
+    [[ -n ${answer:-} ]] && label="$label, answered on the first"
+    echo "| $label | $(median "$OUT/u" 1) / $(median "$OUT/u" 2) |"
   done
 fi
 

@@ -3,10 +3,14 @@
 // pong is a batch of D datagrams sent with one sendmmsg. With D = 1 it is
 // sockperf's test; with D = 2 it moves what `uroce perf write_lat` moves per
 // half round trip (a WRITE and the ACK of the peer's WRITE), so the two
-// figures split uroce's cost into the kernel's and the engine's.
+// figures split uroce's cost into the kernel's and the engine's. With
+// --answer-first each side answers on the first datagram of the peer's batch
+// (as `uroce perf` answers on the WRITE, its ACK still on the way); every
+// datagram then carries its round's number, and the rest of a batch is
+// skipped when it arrives.
 //
-//   udp_pingpong --serve 127.0.3.12 --port 19900 --datagrams 2 &
-//   udp_pingpong --to 127.0.3.12 --from 127.0.3.13 --port 19900 --datagrams 2 --size 70 -n 20000
+//   udp_pingpong --serve 127.0.3.12 --port 19900 --datagrams 2 [--answer-first] &
+//   udp_pingpong --to 127.0.3.12 --from 127.0.3.13 --port 19900 --datagrams 2 --size 70 -n 20000 [--answer-first]
 //
 // The client prints the median, average and 99th percentile half round trip.
 #include <arpa/inet.h>
@@ -37,6 +41,7 @@ struct Options {
   int datagrams = 1;
   int size = 16;
   int iterations = 20000;
+  bool answer_first = false;
 };
 
 int bound_socket(const std::string& address, int port) {
@@ -52,14 +57,21 @@ int bound_socket(const std::string& address, int port) {
   return fd;
 }
 
-// Spins until `count` datagrams have arrived; returns the sender. A peer
-// silent for 5 s ends the program.
-sockaddr_in receive_batch(int fd, int count, std::vector<std::uint8_t>& buffer) {
+// Spins until `count` datagrams of this round have arrived (with
+// answer_first: one; datagrams of earlier rounds are skipped); returns the
+// sender. A peer silent for 5 s ends the program.
+sockaddr_in receive_batch(int fd, int count, std::uint32_t round, bool answer_first, std::vector<std::uint8_t>& buffer) {
   sockaddr_in from{};
   auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-  for (int got = 0, spins = 0; got < count; ++spins) {
+  int wanted = answer_first ? 1 : count;
+  for (int got = 0, spins = 0; got < wanted; ++spins) {
     socklen_t length = sizeof from;
-    if (::recvfrom(fd, buffer.data(), buffer.size(), 0, reinterpret_cast<sockaddr*>(&from), &length) >= 0) ++got;
+    ssize_t size = ::recvfrom(fd, buffer.data(), buffer.size(), 0, reinterpret_cast<sockaddr*>(&from), &length);
+    if (size >= 0) {
+      std::uint32_t of_round = 0;
+      if (size >= static_cast<ssize_t>(sizeof of_round)) std::memcpy(&of_round, buffer.data(), sizeof of_round);
+      if (!answer_first || of_round == round) ++got;
+    }
     if (spins % 4096 == 4095 && std::chrono::steady_clock::now() > give_up) {
       std::fprintf(stderr, "udp_pingpong: the peer fell silent\n");
       std::exit(1);
@@ -68,7 +80,8 @@ sockaddr_in receive_batch(int fd, int count, std::vector<std::uint8_t>& buffer) 
   return from;
 }
 
-void send_batch(int fd, const sockaddr_in& to, int count, std::vector<std::uint8_t>& payload) {
+void send_batch(int fd, const sockaddr_in& to, int count, std::uint32_t round, std::vector<std::uint8_t>& payload) {
+  if (payload.size() >= sizeof round) std::memcpy(payload.data(), &round, sizeof round);
   std::array<iovec, kMostDatagrams> iovs{};
   std::array<mmsghdr, kMostDatagrams> messages{};
   for (int i = 0; i < count; ++i) {
@@ -88,8 +101,9 @@ int serve(const Options& options) {
   int fd = bound_socket(options.serve, options.port);
   std::vector<std::uint8_t> buffer(65536), payload(static_cast<std::size_t>(options.size), 0x42);
   for (int i = 0; i < options.iterations + 100; ++i) {
-    sockaddr_in peer = receive_batch(fd, options.datagrams, buffer);
-    send_batch(fd, peer, options.datagrams, payload);
+    auto round = static_cast<std::uint32_t>(i + 1);
+    sockaddr_in peer = receive_batch(fd, options.datagrams, round, options.answer_first, buffer);
+    send_batch(fd, peer, options.datagrams, round, payload);
   }
   return 0;
 }
@@ -108,8 +122,9 @@ int ping(const Options& options) {
   half_trips.reserve(static_cast<std::size_t>(options.iterations));
   for (int i = 0; i < options.iterations + 100; ++i) {  // the first 100 warm up
     auto start = std::chrono::steady_clock::now();
-    send_batch(fd, server, options.datagrams, payload);
-    receive_batch(fd, options.datagrams, buffer);
+    auto round = static_cast<std::uint32_t>(i + 1);
+    send_batch(fd, server, options.datagrams, round, payload);
+    receive_batch(fd, options.datagrams, round, options.answer_first, buffer);
     std::chrono::duration<double, std::micro> trip = std::chrono::steady_clock::now() - start;
     if (i >= 100) half_trips.push_back(trip.count() / 2);
   }
@@ -135,6 +150,8 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, static_cast<int>(kMostDatagrams)));
   app.add_option("--size", options.size, "UDP payload bytes")->check(CLI::Range(1, 65000));
   app.add_option("-n,--iterations", options.iterations, "Round trips measured")->check(CLI::Range(1, 100'000'000));
+  app.add_flag("--answer-first", options.answer_first,
+               "Answer on the first datagram of the peer's batch (both ends must say so)");
   CLI11_PARSE(app, argc, argv);
   if (options.serve.empty() == options.to.empty()) {
     std::fprintf(stderr, "udp_pingpong: give --serve ADDRESS or --to ADDRESS\n");

@@ -22,29 +22,22 @@ OUT=$(mktemp -d)
 trap 'rm -rf "$OUT"' EXIT
 port=20100
 
-# typical_and_99 FILE: perftest's and uroce perf's row for 2 bytes.
-typical_and_99() { awk '$1 == "2" { print $5 " / " $8 }' "$1"; }
+source bench/perftest_run.sh
 
-# pair SERVER CLIENT: runs both (the client's output in $OUT/client).
-pair() {
-  port=$((port + 1))
-  eval "$1" >"$OUT/server" 2>&1 &
-  local pid=$!
-  for _ in $(seq 100); do ss -ltn | grep -q ":$port " && break; sleep 0.1; done
-  eval "$2" >"$OUT/client" 2>&1 || true
-  wait "$pid" || true
-}
+# typical_and_99 FILE: the 2-byte row's typical and 99% figures (perftest's
+# table and uroce perf's have the same columns).
+typical_and_99() { lat_of "$1" | awk '{ print $1 " / " $2 }'; }
 
 native() {  # ROOT
   local uroce=$1/build/release/tools/uroce
-  pair "$uroce perf write_lat --bind 127.0.3.22 -p \$port -n $ITERATIONS" \
+  pair "$OUT/client" "$uroce perf write_lat --bind 127.0.3.22 -p \$port -n $ITERATIONS" \
     "$uroce perf write_lat --bind 127.0.3.23 -p \$port -n $ITERATIONS 127.0.3.22"
   typical_and_99 "$OUT/client"
 }
 
 library() {  # ROOT TEST
   local uroce=$1/build/release/tools/uroce
-  pair "$uroce run --wire --address 127.0.3.22 -- ib_$2 -p \$port -n $ITERATIONS" \
+  pair "$OUT/client" "$uroce run --wire --address 127.0.3.22 -- ib_$2 -p \$port -n $ITERATIONS" \
     "$uroce run --wire --address 127.0.3.23 -- ib_$2 -p \$port -n $ITERATIONS 127.0.0.1"
   typical_and_99 "$OUT/client"
 }

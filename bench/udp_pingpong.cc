@@ -153,6 +153,10 @@ int main(int argc, char** argv) {
   app.add_flag("--answer-first", options.answer_first,
                "Answer on the first datagram of the peer's batch (both ends must say so)");
   CLI11_PARSE(app, argc, argv);
+  if (options.answer_first && options.size < static_cast<int>(sizeof(std::uint32_t))) {
+    std::fprintf(stderr, "udp_pingpong: --answer-first needs --size 4 or more (each datagram carries its round)\n");
+    return 2;
+  }
   if (options.serve.empty() == options.to.empty()) {
     std::fprintf(stderr, "udp_pingpong: give --serve ADDRESS or --to ADDRESS\n");
     return 2;

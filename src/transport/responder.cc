@@ -472,8 +472,6 @@ bool EngineState::on_atomic(QueuePair& qp, const wire::RocePacket& packet) {
   return true;
 }
 
-// A request the responder has already executed: acknowledge it again, replay
-// a READ from memory, or return an atomic's saved result. Never execute twice.
 // A READ asked again supersedes what is still queued of its earlier
 // responses: the requester wants the stream from the duplicate's PSN, once.
 // Without this, a responder paced low by DCQCN answered every go-back-N
@@ -487,6 +485,8 @@ void EngineState::drop_queued_responses(QueuePair& qp, std::uint32_t first_psn, 
   });
 }
 
+// A request the responder has already executed: acknowledge it again, replay
+// a READ from memory, or return an atomic's saved result. Never execute twice.
 void EngineState::on_duplicate(QueuePair& qp, const wire::RocePacket& packet) {
   std::uint32_t psn = packet.headers.bth.psn;
   switch (packet.op->kind) {

@@ -192,6 +192,13 @@ class Device {
   // instead of after the handoff time.
   void hand_progress_to_thread();
 
+  // Sends the bare ACKs held for a reply now. Before a QP leaves RTS (to
+  // ERR, or destroyed) the peer must have every ACK for what was executed:
+  // rdma_disconnect posts its DREQ right after, and an ACK held behind that
+  // DREQ could reach the peer after its QP went to ERR, flushing a WR the
+  // peer would have seen complete (a hardware RNIC's ACK leaves on receipt).
+  void release_held_acks();
+
   // Called under the device lock after every verbs call and progress round,
   // before the completion fd is signalled: a layer with its own completion
   // channels and event queues (the libibverbs library) takes the engine's CQ

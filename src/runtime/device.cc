@@ -148,6 +148,12 @@ void Device::hand_progress_to_thread() {
   wake_resting();
 }
 
+void Device::release_held_acks() {
+  std::lock_guard lock(mutex_);
+  transmit(monotonic_now(), AckRelease::now);
+  if (back_pressured_) wake();
+}
+
 void Device::signal_completions_locked() {
   if (event_listener_) event_listener_(engine_);
   if (completion_signalled_ || completion_fd_ < 0 || !engine_.cq_event_pending()) return;

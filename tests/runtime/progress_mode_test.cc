@@ -1,6 +1,7 @@
 // The adaptive progress mode on real devices over loopback UDP: a polling
 // application moves its own packets while the progress thread rests; held
-// ACKs leave behind the application's reply, or alone when none comes; the
+// ACKs leave behind the application's reply, or alone when none comes, or
+// at once when a QP is about to leave RTS; the
 // thread takes the port when the application stops polling, and at once when
 // it arms a CQ to sleep. Addresses are in 127.0.6.0/24, one pair per test.
 #include <gtest/gtest.h>
@@ -153,6 +154,37 @@ TEST(AdaptiveProgress, HeldAckLeavesAloneWhenNoReplyComes) {
   EXPECT_EQ(target, source);
   EXPECT_GE(pair.b->progress_counters().acks_expired, 20u);
   EXPECT_EQ(pair.b->progress_counters().thread_receives, 0u);
+}
+
+// A QP about to leave RTS sends the ACKs it holds first (ibv_modify_qp to
+// ERR and ibv_destroy_qp call release_held_acks): with a hold of ten
+// seconds, the peer's WRITE stays unacknowledged until the receiver
+// releases its ACK, then completes at once.
+TEST(AdaptiveProgress, ReleasingHeldAcksSendsThemAtOnce) {
+  DeviceConfig config;
+  config.progress_mode = ProgressMode::adaptive;
+  config.handoff_ns = kHour;
+  config.address = "127.0.6.10";
+  auto a = Device::open(config);
+  config.address = "127.0.6.11";
+  config.ack_hold_ns = 10'000'000'000;
+  auto b = Device::open(config);
+  ASSERT_TRUE(a && b) << (a ? "" : a.error()) << (b ? "" : b.error());
+  auto [x, y] = (*a)->call([&](Engine& ea) { return (*b)->call([&](Engine& eb) { return connect_rc(ea, eb); }); });
+  std::vector<std::uint8_t> source(64, 0x5A), target(64, 0);
+  MrKeys source_keys = (*a)->call([&](Engine& e) { return *e.reg_mr(x.pd, source.data(), 64, kAll); });
+  MrKeys target_keys = (*b)->call([&](Engine& e) { return *e.reg_mr(y.pd, target.data(), 64, kAll); });
+  Sge sge{reinterpret_cast<std::uintptr_t>(source.data()), 64, source_keys.lkey};
+  SendWr wr = write_of(sge, reinterpret_cast<std::uintptr_t>(target.data()), target_keys.rkey, 1);
+  ASSERT_EQ((*a)->post([&](Engine& e) { return e.post_send(x.qpn, wr); }), std::errc{});
+  auto give_up = std::chrono::steady_clock::now() + 5s;
+  while (target != source && std::chrono::steady_clock::now() < give_up) poll_one(**b, y, 1ms);
+  ASSERT_EQ(target, source) << "the WRITE never arrived";
+  EXPECT_FALSE(poll_one(**a, x, 50ms)) << "the ACK was not held";
+  (*b)->release_held_acks();
+  auto completion = poll_one(**a, x, 1'000ms);
+  ASSERT_TRUE(completion) << "the released ACK did not arrive";
+  EXPECT_EQ(completion->status, WcStatus::success);
 }
 
 // The receiver polls for a while and then stops (it sleeps, or computes): its

@@ -170,7 +170,9 @@ TEST(AdaptiveProgress, ReleasingHeldAcksSendsThemAtOnce) {
   config.ack_hold_ns = 10'000'000'000;
   auto b = Device::open(config);
   ASSERT_TRUE(a && b) << (a ? "" : a.error()) << (b ? "" : b.error());
-  auto [x, y] = (*a)->call([&](Engine& ea) { return (*b)->call([&](Engine& eb) { return connect_rc(ea, eb); }); });
+  const auto ends = (*a)->call([&](Engine& ea) { return (*b)->call([&](Engine& eb) { return connect_rc(ea, eb); }); });
+  const auto& x = ends.first;
+  const auto& y = ends.second;
   std::vector<std::uint8_t> source(64, 0x5A), target(64, 0);
   MrKeys source_keys = (*a)->call([&](Engine& e) { return *e.reg_mr(x.pd, source.data(), 64, kAll); });
   MrKeys target_keys = (*b)->call([&](Engine& e) { return *e.reg_mr(y.pd, target.data(), 64, kAll); });

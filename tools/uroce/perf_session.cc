@@ -186,7 +186,11 @@ void PerfSession::progress() {
 }
 
 void PerfSession::post_send(PerfQp& qp, const SendWr& wr) {
-  must(device_->call([&](Engine& engine) { return engine.post_send(qp.qpn, wr); }), "post_send");
+  auto post = [&](Engine& engine) { return engine.post_send(qp.qpn, wr); };
+  // Latency: as the library's ibv_post_send, the WQE leaves from this thread
+  // at once, with any ACK the device holds for a reply behind it. Bandwidth:
+  // the next progress round sends what a window of posts queued, together.
+  must(options_.latency() ? device_->post(post) : device_->call(post), "post_send");
   ++qp.posted;
   ++qp.outstanding;
 }
@@ -200,7 +204,7 @@ void PerfSession::post_receive(PerfQp& qp) {
 }
 
 std::size_t PerfSession::poll(std::span<WorkCompletion> out) {
-  std::size_t n = must(device_->call([&](Engine& engine) { return engine.poll_cq(cq_, out); }), "poll_cq");
+  std::size_t n = must(device_->inspect([&](Engine& engine) { return engine.poll_cq(cq_, out); }), "poll_cq");
   for (std::size_t i = 0; i < n; ++i) {
     if (out[i].status != WcStatus::success) {
       throw PerfError(fmt::format("a work request on QP {:#x} failed: {}", out[i].qp_num, to_string(out[i].status)));

@@ -48,6 +48,7 @@ class SegmentMapping {
   LocalSegment& segment() const { return *static_cast<LocalSegment*>(base_); }
   ByteSpan bytes() const { return ByteSpan(static_cast<const std::uint8_t*>(base_), length_); }
   std::uint8_t* slot(std::uint32_t lane, std::uint64_t index) const;
+  std::uint8_t* base() const { return static_cast<std::uint8_t*>(base_); }
 
  private:
   void* base_ = nullptr;
@@ -87,6 +88,7 @@ class LocalInbox {
   std::array<std::uint64_t, kLocalLanes> tails_{};  // ours: the shared copy is only for the senders
   std::array<std::uint32_t, kLocalLanes> taken_{};  // per lane, by the last take()
   std::uint64_t lanes_taken_ = 0;                    // a bit per lane with taken_ above 0
+  std::uint64_t populated_lanes_ = 0;                // a bit per lane whose slots this mapping holds
   bool announced_ = false;                           // a sleep was announced and not taken back
 };
 

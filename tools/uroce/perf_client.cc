@@ -3,6 +3,8 @@
 // every QP for bandwidth, one ping-pong at a time for latency), the optional
 // verification, and the table row, which the server prints too.
 #include <algorithm>
+#include <array>
+#include <span>
 #include <vector>
 
 #include <fmt/format.h>
@@ -173,7 +175,7 @@ class Client {
   // The pong of a WRITE or SEND ping-pong, or the completion of a READ or atomic.
   void wait_for_answer(PerfQp& qp, std::uint32_t size, std::uint8_t byte, std::uint64_t iteration) {
     std::uint8_t* target = session_.receive_half(qp);
-    WorkCompletion completions[8];
+    std::span<WorkCompletion> completions = answer_completions_;
     auto give_up = PerfClock::now() + session_.timeout();
     if (options_.verb() == PerfVerb::write) {  // the ping has left: take the earlier pings' completions
       qp.outstanding -= session_.poll(completions);
@@ -241,6 +243,7 @@ class Client {
   }
 
   PerfSession& session_;
+  std::array<WorkCompletion, 8> answer_completions_{};  // a member: not zeroed for every ping
   const PerfOptions& options_;
   std::uint64_t completed_ = 0;  // messages (bandwidth) or iterations (latency) of the last phase
 };

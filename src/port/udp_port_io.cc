@@ -39,9 +39,28 @@ Outgoing describe(ByteSpan datagram, bool ipv4) {
   return out;
 }
 
+bool is_loopback(const std::uint8_t* address, bool ipv4) {
+  static constexpr std::uint8_t kIpv6Loopback[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
+  return ipv4 ? address[0] == 127 : std::memcmp(address, kIpv6Loopback, 16) == 0;
+}
+
+// Whether b may ride in a's GSO run, which leaves with a's TOS. Towards a
+// loopback address a Not-ECT datagram may ride in an ECT(0) run: nothing on
+// loopback marks, the ICRC does not cover the ECN bits, and the only Not-ECT
+// datagrams uroce sends are ACKs and CNPs, whose ECN bits no receiver reads.
+// So a request and the bare ACK posted behind it (a ping-pong's pong) reach
+// the peer in one receive: its ibv_poll_cq finds the send completion with the
+// WRITE, instead of taking the WRITE and polling on while the kernel delivers
+// the ACK a datagram later. Every other difference (DSCP, CE, ECT(1)) ends the run.
 bool same_flow(const Outgoing& a, const Outgoing& b, bool ipv4) {
-  return a.source_port == b.source_port && a.destination_port == b.destination_port && a.tos == b.tos &&
-         std::memcmp(a.destination, b.destination, ipv4 ? 4 : 16) == 0;
+  if (a.source_port != b.source_port || a.destination_port != b.destination_port ||
+      std::memcmp(a.destination, b.destination, ipv4 ? 4 : 16) != 0) {
+    return false;
+  }
+  if (a.tos == b.tos) return true;
+  constexpr int kEcnBits = 3, kNotEct = 0, kEct0 = 2;
+  bool ack_behind_request = (a.tos & kEcnBits) == kEct0 && (b.tos & kEcnBits) == kNotEct;
+  return ack_behind_request && (a.tos >> 2) == (b.tos >> 2) && is_loopback(a.destination, ipv4);
 }
 
 bool is_back_pressure(int error) { return error == EAGAIN || error == EWOULDBLOCK || error == ENOBUFS; }

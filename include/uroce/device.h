@@ -192,12 +192,16 @@ class Device {
   // instead of after the handoff time.
   void hand_progress_to_thread();
 
-  // Sends the bare ACKs held for a reply now. Before a QP leaves RTS (to
-  // ERR, or destroyed) the peer must have every ACK for what was executed:
-  // rdma_disconnect posts its DREQ right after, and an ACK held behind that
-  // DREQ could reach the peer after its QP went to ERR, flushing a WR the
-  // peer would have seen complete (a hardware RNIC's ACK leaves on receipt).
-  void release_held_acks();
+  // Before a QP leaves RTS (to ERR, or destroyed) the peer must have an ACK
+  // for everything that reached this device, as from a hardware RNIC, whose
+  // ACK leaves on receipt. So this takes what has arrived (a program that
+  // stopped polling leaves arrivals to the progress thread, which may not
+  // have looked yet: a peer's last SENDs would then time out against a
+  // destroyed QP), then sends every ACK, the ones held for a reply too
+  // (rdma_disconnect posts its DREQ right after, and an ACK held behind it
+  // could reach the peer after its QP went to ERR, flushing a WR the peer
+  // would have seen complete).
+  void acknowledge_arrivals();
 
   // Called under the device lock after every verbs call and progress round,
   // before the completion fd is signalled: a layer with its own completion

@@ -172,7 +172,7 @@ int UROCE_V11(ibv_modify_qp)(ibv_qp* ibv, ibv_qp_attr* attr, int mask) {
     int error = to_address_vector(qp.runtime->ibv_device(), attr->ah_attr, converted.ah_attr);
     if (error != 0) return error;
   }
-  if ((mask & IBV_QP_STATE) && attr->qp_state == IBV_QPS_ERR) qp.runtime->device().release_held_acks();
+  if ((mask & IBV_QP_STATE) && attr->qp_state == IBV_QPS_ERR) qp.runtime->device().acknowledge_arrivals();
   std::errc result = qp.runtime->device().call([&](uroce::Engine& engine) {
     return engine.modify_qp(ibv->qp_num, converted, static_cast<std::uint32_t>(mask));
   });
@@ -218,7 +218,7 @@ UROCE_BIND_V11(ibv_query_qp);
 int UROCE_V11(ibv_destroy_qp)(ibv_qp* ibv) {
   UroceQp& qp = qp_of(ibv);
   DeviceRuntime& runtime = *qp.runtime;
-  runtime.device().release_held_acks();
+  runtime.device().acknowledge_arrivals();
   std::errc result = runtime.device().call([&](uroce::Engine& engine) {
     std::errc destroyed = engine.destroy_qp(ibv->qp_num);
     if (destroyed == std::errc{}) runtime.qps.erase(ibv->qp_num);

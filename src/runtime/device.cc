@@ -148,9 +148,13 @@ void Device::hand_progress_to_thread() {
   wake_resting();
 }
 
-void Device::release_held_acks() {
+void Device::acknowledge_arrivals() {
   std::lock_guard lock(mutex_);
-  transmit(monotonic_now(), AckRelease::now);
+  TimeNs now = monotonic_now();
+  // A few rounds at most: a peer that keeps sending must not hold the caller here.
+  for (int round = 0; round < 8 && progress_locked(now, /*answer_now=*/true); ++round) {
+  }
+  transmit(now, AckRelease::now);
   if (back_pressured_) wake();
 }
 

@@ -157,7 +157,7 @@ TEST(AdaptiveProgress, HeldAckLeavesAloneWhenNoReplyComes) {
 }
 
 // A QP about to leave RTS sends the ACKs it holds first (ibv_modify_qp to
-// ERR and ibv_destroy_qp call release_held_acks): with a hold of ten
+// ERR and ibv_destroy_qp call acknowledge_arrivals): with a hold of ten
 // seconds, the peer's WRITE stays unacknowledged until the receiver
 // releases its ACK, then completes at once.
 TEST(AdaptiveProgress, ReleasingHeldAcksSendsThemAtOnce) {
@@ -183,9 +183,42 @@ TEST(AdaptiveProgress, ReleasingHeldAcksSendsThemAtOnce) {
   while (target != source && std::chrono::steady_clock::now() < give_up) poll_one(**b, y, 1ms);
   ASSERT_EQ(target, source) << "the WRITE never arrived";
   EXPECT_FALSE(poll_one(**a, x, 50ms)) << "the ACK was not held";
-  (*b)->release_held_acks();
+  (*b)->acknowledge_arrivals();
   auto completion = poll_one(**a, x, 1'000ms);
   ASSERT_TRUE(completion) << "the released ACK did not arrive";
+  EXPECT_EQ(completion->status, WcStatus::success);
+}
+
+// What reached a device whose program stopped polling is acknowledged before
+// a QP leaves RTS (ibv_destroy_qp and ibv_modify_qp to ERR call
+// acknowledge_arrivals), as a hardware RNIC acknowledges on receipt: the
+// receiver's thread rests for an hour, so the peer's WRITE waits unread
+// until then, and is placed and acknowledged at that call.
+TEST(AdaptiveProgress, ArrivalsAreAcknowledgedBeforeAQpLeavesRts) {
+  DeviceConfig config;
+  config.progress_mode = ProgressMode::adaptive;
+  config.handoff_ns = kHour;
+  config.address = "127.0.6.12";
+  auto a = Device::open(config);
+  config.address = "127.0.6.13";
+  auto b = Device::open(config);
+  ASSERT_TRUE(a && b) << (a ? "" : a.error()) << (b ? "" : b.error());
+  const auto ends = (*a)->call([&](Engine& ea) { return (*b)->call([&](Engine& eb) { return connect_rc(ea, eb); }); });
+  const auto& x = ends.first;
+  const auto& y = ends.second;
+  std::vector<std::uint8_t> source(64, 0x3C), target(64, 0);
+  MrKeys source_keys = (*a)->call([&](Engine& e) { return *e.reg_mr(x.pd, source.data(), 64, kAll); });
+  MrKeys target_keys = (*b)->call([&](Engine& e) { return *e.reg_mr(y.pd, target.data(), 64, kAll); });
+  EXPECT_FALSE(poll_one(**b, y, 1ms));  // b's program polled: its thread rests from now on
+  Sge sge{reinterpret_cast<std::uintptr_t>(source.data()), 64, source_keys.lkey};
+  SendWr wr = write_of(sge, reinterpret_cast<std::uintptr_t>(target.data()), target_keys.rkey, 1);
+  ASSERT_EQ((*a)->post([&](Engine& e) { return e.post_send(x.qpn, wr); }), std::errc{});
+  EXPECT_FALSE(poll_one(**a, x, 100ms)) << "b's device acknowledged with nobody driving it";
+  EXPECT_NE(static_cast<volatile std::uint8_t*>(target.data())[63], 0x3C) << "placed with nobody driving b";
+  (*b)->acknowledge_arrivals();
+  EXPECT_EQ(target, source);
+  auto completion = poll_one(**a, x, 1'000ms);
+  ASSERT_TRUE(completion) << "the WRITE that had arrived was not acknowledged";
   EXPECT_EQ(completion->status, WcStatus::success);
 }
 

@@ -4,8 +4,8 @@
 // only progress), checks what arrived when asked, and prints the client's rows.
 #include <algorithm>
 #include <array>
-#include <span>
 #include <cstring>
+#include <span>
 #include <string>
 
 #include <fmt/format.h>

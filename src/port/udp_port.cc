@@ -163,7 +163,7 @@ bool UdpPort::may_segment(const std::uint8_t* destination) const {
   switch (options_.gso) {
     case UdpGsoPolicy::never: return false;
     case UdpGsoPolicy::always: return true;
-    case UdpGsoPolicy::where_bytes_unchanged: return !ipv4_ || destination[0] == 127;
+    case UdpGsoPolicy::where_bytes_unchanged: return !ipv4_ || is_loopback(destination, /*ipv4=*/true);
   }
   return false;
 }

@@ -39,11 +39,6 @@ Outgoing describe(ByteSpan datagram, bool ipv4) {
   return out;
 }
 
-bool is_loopback(const std::uint8_t* address, bool ipv4) {
-  static constexpr std::uint8_t kIpv6Loopback[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
-  return ipv4 ? address[0] == 127 : std::memcmp(address, kIpv6Loopback, 16) == 0;
-}
-
 // Whether b may ride in a's GSO run, which leaves with a's TOS. Towards a
 // loopback address a Not-ECT datagram may ride in an ECT(0) run: nothing on
 // loopback marks, the ICRC does not cover the ECN bits, and the only Not-ECT
@@ -66,6 +61,11 @@ bool same_flow(const Outgoing& a, const Outgoing& b, bool ipv4) {
 bool is_back_pressure(int error) { return error == EAGAIN || error == EWOULDBLOCK || error == ENOBUFS; }
 
 }  // namespace
+
+bool is_loopback(const std::uint8_t* address, bool ipv4) {
+  static constexpr std::uint8_t kIpv6Loopback[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
+  return ipv4 ? address[0] == 127 : std::memcmp(address, kIpv6Loopback, 16) == 0;
+}
 
 std::size_t UdpPort::send(std::span<const MutableByteSpan> datagrams) {
   Io& io = *io_;

@@ -31,6 +31,8 @@ struct SocketAddress {
   socklen_t length = 0;
 };
 SocketAddress make_address(bool ipv4, const std::uint8_t* ip, std::uint16_t port);
+// Whether an IPv4 (4-byte) or IPv6 (16-byte) address is loopback's: 127.0.0.0/8 or ::1.
+bool is_loopback(const std::uint8_t* address, bool ipv4);
 
 struct UdpPort::Io {
   // Sending.

@@ -26,11 +26,13 @@ using namespace std::chrono_literals;
 constexpr std::uint32_t kAll = kAccessLocalWrite | kAccessRemoteWrite | kAccessRemoteRead;
 constexpr TimeNs kHour = 3'600'000'000'000;
 
-std::unique_ptr<Device> open_adaptive(const std::string& address, TimeNs handoff_ns = 200'000) {
+std::unique_ptr<Device> open_adaptive(const std::string& address, TimeNs handoff_ns = 200'000,
+                                      TimeNs ack_hold_ns = DeviceConfig{}.ack_hold_ns) {
   DeviceConfig config;
   config.address = address;
   config.progress_mode = ProgressMode::adaptive;
   config.handoff_ns = handoff_ns;
+  config.ack_hold_ns = ack_hold_ns;
   auto device = Device::open(config);
   if (!device) ADD_FAILURE() << device.error();
   return device ? std::move(*device) : nullptr;
@@ -57,8 +59,9 @@ struct Pair {
   Endpoint x, y;
 };
 
-Pair connected(const char* a_address, const char* b_address, TimeNs a_handoff, TimeNs b_handoff) {
-  Pair pair{open_adaptive(a_address, a_handoff), open_adaptive(b_address, b_handoff), {}, {}};
+Pair connected(const char* a_address, const char* b_address, TimeNs a_handoff, TimeNs b_handoff,
+               TimeNs b_ack_hold = DeviceConfig{}.ack_hold_ns) {
+  Pair pair{open_adaptive(a_address, a_handoff), open_adaptive(b_address, b_handoff, b_ack_hold), {}, {}};
   if (!pair.a || !pair.b) return pair;
   std::tie(pair.x, pair.y) =
       pair.a->call([&](Engine& ea) { return pair.b->call([&](Engine& eb) { return connect_rc(ea, eb); }); });
@@ -73,6 +76,15 @@ SendWr write_of(Sge& sge, std::uint64_t address, std::uint32_t rkey, std::uint64
   wr.sg_list = {&sge, 1};
   wr.rdma = {address, rkey};
   return wr;
+}
+
+// Registers source on a and target on b; returns a WRITE of all of source
+// into target, whose one element is sge.
+SendWr write_across(Pair& pair, std::vector<std::uint8_t>& source, std::vector<std::uint8_t>& target, Sge& sge) {
+  MrKeys source_keys = pair.a->call([&](Engine& e) { return *e.reg_mr(pair.x.pd, source.data(), source.size(), kAll); });
+  MrKeys target_keys = pair.b->call([&](Engine& e) { return *e.reg_mr(pair.y.pd, target.data(), target.size(), kAll); });
+  sge = Sge{reinterpret_cast<std::uintptr_t>(source.data()), static_cast<std::uint32_t>(source.size()), source_keys.lkey};
+  return write_of(sge, reinterpret_cast<std::uintptr_t>(target.data()), target_keys.rkey, 1);
 }
 
 // ib_write_lat's loop on both sides: write the counter into the peer, wait
@@ -161,30 +173,18 @@ TEST(AdaptiveProgress, HeldAckLeavesAloneWhenNoReplyComes) {
 // seconds, the peer's WRITE stays unacknowledged until the receiver
 // releases its ACK, then completes at once.
 TEST(AdaptiveProgress, ReleasingHeldAcksSendsThemAtOnce) {
-  DeviceConfig config;
-  config.progress_mode = ProgressMode::adaptive;
-  config.handoff_ns = kHour;
-  config.address = "127.0.6.10";
-  auto a = Device::open(config);
-  config.address = "127.0.6.11";
-  config.ack_hold_ns = 10'000'000'000;
-  auto b = Device::open(config);
-  ASSERT_TRUE(a && b) << (a ? "" : a.error()) << (b ? "" : b.error());
-  const auto ends = (*a)->call([&](Engine& ea) { return (*b)->call([&](Engine& eb) { return connect_rc(ea, eb); }); });
-  const auto& x = ends.first;
-  const auto& y = ends.second;
+  Pair pair = connected("127.0.6.10", "127.0.6.11", kHour, kHour, /*b_ack_hold=*/10'000'000'000);
+  ASSERT_TRUE(pair.a && pair.b);
   std::vector<std::uint8_t> source(64, 0x5A), target(64, 0);
-  MrKeys source_keys = (*a)->call([&](Engine& e) { return *e.reg_mr(x.pd, source.data(), 64, kAll); });
-  MrKeys target_keys = (*b)->call([&](Engine& e) { return *e.reg_mr(y.pd, target.data(), 64, kAll); });
-  Sge sge{reinterpret_cast<std::uintptr_t>(source.data()), 64, source_keys.lkey};
-  SendWr wr = write_of(sge, reinterpret_cast<std::uintptr_t>(target.data()), target_keys.rkey, 1);
-  ASSERT_EQ((*a)->post([&](Engine& e) { return e.post_send(x.qpn, wr); }), std::errc{});
+  Sge sge;
+  SendWr wr = write_across(pair, source, target, sge);
+  ASSERT_EQ(pair.a->post([&](Engine& e) { return e.post_send(pair.x.qpn, wr); }), std::errc{});
   auto give_up = std::chrono::steady_clock::now() + 5s;
-  while (target != source && std::chrono::steady_clock::now() < give_up) poll_one(**b, y, 1ms);
+  while (target != source && std::chrono::steady_clock::now() < give_up) poll_one(*pair.b, pair.y, 1ms);
   ASSERT_EQ(target, source) << "the WRITE never arrived";
-  EXPECT_FALSE(poll_one(**a, x, 50ms)) << "the ACK was not held";
-  (*b)->acknowledge_arrivals();
-  auto completion = poll_one(**a, x, 1'000ms);
+  EXPECT_FALSE(poll_one(*pair.a, pair.x, 50ms)) << "the ACK was not held";
+  pair.b->acknowledge_arrivals();
+  auto completion = poll_one(*pair.a, pair.x, 1'000ms);
   ASSERT_TRUE(completion) << "the released ACK did not arrive";
   EXPECT_EQ(completion->status, WcStatus::success);
 }
@@ -195,29 +195,18 @@ TEST(AdaptiveProgress, ReleasingHeldAcksSendsThemAtOnce) {
 // receiver's thread rests for an hour, so the peer's WRITE waits unread
 // until then, and is placed and acknowledged at that call.
 TEST(AdaptiveProgress, ArrivalsAreAcknowledgedBeforeAQpLeavesRts) {
-  DeviceConfig config;
-  config.progress_mode = ProgressMode::adaptive;
-  config.handoff_ns = kHour;
-  config.address = "127.0.6.12";
-  auto a = Device::open(config);
-  config.address = "127.0.6.13";
-  auto b = Device::open(config);
-  ASSERT_TRUE(a && b) << (a ? "" : a.error()) << (b ? "" : b.error());
-  const auto ends = (*a)->call([&](Engine& ea) { return (*b)->call([&](Engine& eb) { return connect_rc(ea, eb); }); });
-  const auto& x = ends.first;
-  const auto& y = ends.second;
+  Pair pair = connected("127.0.6.12", "127.0.6.13", kHour, kHour);
+  ASSERT_TRUE(pair.a && pair.b);
   std::vector<std::uint8_t> source(64, 0x3C), target(64, 0);
-  MrKeys source_keys = (*a)->call([&](Engine& e) { return *e.reg_mr(x.pd, source.data(), 64, kAll); });
-  MrKeys target_keys = (*b)->call([&](Engine& e) { return *e.reg_mr(y.pd, target.data(), 64, kAll); });
-  EXPECT_FALSE(poll_one(**b, y, 1ms));  // b's program polled: its thread rests from now on
-  Sge sge{reinterpret_cast<std::uintptr_t>(source.data()), 64, source_keys.lkey};
-  SendWr wr = write_of(sge, reinterpret_cast<std::uintptr_t>(target.data()), target_keys.rkey, 1);
-  ASSERT_EQ((*a)->post([&](Engine& e) { return e.post_send(x.qpn, wr); }), std::errc{});
-  EXPECT_FALSE(poll_one(**a, x, 100ms)) << "b's device acknowledged with nobody driving it";
+  Sge sge;
+  SendWr wr = write_across(pair, source, target, sge);
+  EXPECT_FALSE(poll_one(*pair.b, pair.y, 1ms));  // b's program polled: its thread rests from now on
+  ASSERT_EQ(pair.a->post([&](Engine& e) { return e.post_send(pair.x.qpn, wr); }), std::errc{});
+  EXPECT_FALSE(poll_one(*pair.a, pair.x, 100ms)) << "b's device acknowledged with nobody driving it";
   EXPECT_NE(static_cast<volatile std::uint8_t*>(target.data())[63], 0x3C) << "placed with nobody driving b";
-  (*b)->acknowledge_arrivals();
+  pair.b->acknowledge_arrivals();
   EXPECT_EQ(target, source);
-  auto completion = poll_one(**a, x, 1'000ms);
+  auto completion = poll_one(*pair.a, pair.x, 1'000ms);
   ASSERT_TRUE(completion) << "the WRITE that had arrived was not acknowledged";
   EXPECT_EQ(completion->status, WcStatus::success);
 }

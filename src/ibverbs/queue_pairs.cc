@@ -146,6 +146,14 @@ ibv_qp* uroce_create_gsi_qp(ibv_pd* pd, ibv_qp_init_attr* attr) {
   return qp;
 }
 
+// For uroce's librdmacm: a peer's DREQ is reported once the program has
+// polled the completions that came before it (cm_service.h).
+int uroce_qp_has_completions_waiting(ibv_qp* ibv) {
+  UroceQp& qp = qp_of(ibv);
+  std::uint32_t qpn = ibv->qp_num;
+  return qp.runtime->device().inspect([&](uroce::Engine& engine) { return engine.completions_waiting(qpn); }) > 0;
+}
+
 int UROCE_V11(ibv_modify_qp)(ibv_qp* ibv, ibv_qp_attr* attr, int mask) {
   if ((mask & ~kServedAttributes) != 0) return EOPNOTSUPP;
   UroceQp& qp = qp_of(ibv);

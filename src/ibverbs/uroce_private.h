@@ -9,4 +9,6 @@ extern "C" {
 // manager's MADs, one per device. EINVAL unless attr asks for UD; EBUSY when
 // the device has one already.
 ibv_qp* uroce_create_gsi_qp(ibv_pd* pd, ibv_qp_init_attr* attr);
+// Whether any completion of the QP waits in its CQs, not yet polled.
+int uroce_qp_has_completions_waiting(ibv_qp* qp);
 }

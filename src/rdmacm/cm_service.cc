@@ -358,6 +358,7 @@ void CmService::run() {
     }
     TimeNs now = monotonic_now();
     int timeout_ms = deadline == kNever ? 1000 : static_cast<int>(std::clamp<TimeNs>((deadline - now) / 1'000'000 + 1, 0, 1000));
+    if (!deferred_disconnects_.empty()) timeout_ms = std::min(timeout_ms, 1);  // looks for the polls each millisecond
     std::array<pollfd, 2> fds{pollfd{completions_->fd, POLLIN, 0}, pollfd{wake_fd_, POLLIN, 0}};
     ::poll(fds.data(), fds.size(), timeout_ms);
     if (stop_.load()) return;
@@ -378,7 +379,24 @@ void CmService::run() {
     manager_.on_timer(monotonic_now());
     while (auto event = manager_.poll_event()) dispatch(*event);
     while (auto outgoing = manager_.poll_outgoing()) send(*outgoing);
+    deliver_deferred_disconnects(monotonic_now());
   }
+}
+
+void CmService::defer_disconnect(std::uint32_t comm_id) {
+  deferred_disconnects_.emplace_back(comm_id, monotonic_now() + kDisconnectWait);
+}
+
+void CmService::deliver_deferred_disconnects(TimeNs now) {
+  std::erase_if(deferred_disconnects_, [&](const std::pair<std::uint32_t, TimeNs>& deferred) {
+    auto id = ids.find(deferred.first);
+    if (id == ids.end()) return true;  // destroyed: no event
+    CmId& waiting = *id->second;
+    bool polled = waiting.id.qp == nullptr || !uroce_qp_has_completions_waiting(waiting.id.qp);
+    if (!polled && now < deferred.second) return false;
+    queue_event(waiting, RDMA_CM_EVENT_DISCONNECTED, 0);
+    return true;
+  });
 }
 
 }  // namespace uroce::rdmacm

@@ -49,6 +49,16 @@ class CmService {
   // thread recompute its sleep.
   void flush();
 
+  // A peer's DREQ arrived while completions of the ID's QP wait unpolled:
+  // its RDMA_CM_EVENT_DISCONNECTED waits until the program has polled them,
+  // at most kDisconnectWait. An RNIC writes a completion the moment its ACK
+  // or message lands, long before the kernel's CM has read the DREQ behind
+  // it; a program (libfabric's rxm) that takes the event before polling
+  // would otherwise close the connection over completions it never saw.
+  // Under cm_lock(), from the service's thread.
+  void defer_disconnect(std::uint32_t comm_id);
+  static constexpr TimeNs kDisconnectWait = 200'000'000;
+
   // The connection's ID, for events; listeners by service ID.
   std::map<std::uint32_t, CmId*> ids;
   std::map<std::uint64_t, CmId*> listeners;
@@ -65,6 +75,9 @@ class CmService {
   void send_waiting();
   ibv_ah* address_handle(const Gid& destination);
   void dispatch(const cm::CmEvent& event);
+  // Queues the deferred disconnects whose completions were polled, whose
+  // QP went, or whose wait is over.
+  void deliver_deferred_disconnects(TimeNs now);
 
   ibv_context* context_ = nullptr;
   ibv_pd* pd_ = nullptr;
@@ -75,6 +88,7 @@ class CmService {
   std::vector<std::uint8_t> buffers_;  // receive slots, then send slots
   std::vector<bool> send_slot_busy_;
   std::deque<cm::Outgoing> waiting_to_send_;  // for a free send slot
+  std::vector<std::pair<std::uint32_t, TimeNs>> deferred_disconnects_;  // comm_id, when the wait ends
   std::map<Gid, ibv_ah*> address_handles_;
   Gid gid_{};
   ibv_mtu active_mtu_ = IBV_MTU_1024;

@@ -13,6 +13,7 @@
 
 #include "cm/cma_header.h"
 #include "common/monotonic_clock.h"
+#include "ibverbs/uroce_private.h"
 #include "rdmacm/cm_service.h"
 #include "rdmacm/ud_services.h"
 
@@ -268,7 +269,11 @@ void on_connection_event(CmId& id, const cm::CmEvent& event) {
       return;
     case cm::CmEventKind::disconnected:  // the program's rdma_disconnect moves its QP, as with rdma-core
       id.state = IdState::disconnected;
-      queue_event(id, RDMA_CM_EVENT_DISCONNECTED, 0);
+      if (id.id.qp != nullptr && uroce_qp_has_completions_waiting(id.id.qp)) {
+        id.service->defer_disconnect(id.comm_id);  // after the program polled what came before the DREQ
+      } else {
+        queue_event(id, RDMA_CM_EVENT_DISCONNECTED, 0);
+      }
       return;
     case cm::CmEventKind::resolved:
       on_resolution_reply(id, std::get<cm::SidrReply>(*event.message));

@@ -33,7 +33,8 @@ RunResult run_with_uroce(const std::string& environment, const std::string& comm
                    " 2>&1");
 }
 
-// Besides, at version UROCE_PRIVATE_1, what uroce's librdmacm needs (QP 1).
+// Besides, at version UROCE_PRIVATE_1, what uroce's librdmacm needs (QP 1, and
+// whether a QP has completions waiting).
 TEST(IbverbsLibrary, ExportsRdmaCoresSymbolsWithTheirVersions) {
   if (run_shell("test -e " + kRdmaCore).exit_code != 0) GTEST_SKIP() << "rdma-core's libibverbs is not installed";
   std::string list = " | grep -v ' U \\| w ' | awk '{ print $3 }' | sort";
@@ -45,7 +46,9 @@ TEST(IbverbsLibrary, ExportsRdmaCoresSymbolsWithTheirVersions) {
   EXPECT_EQ(ours.output, theirs.output);
   RunResult ours_private = run_shell("nm -D --with-symbol-versions " + kLibraryDir + "/libibverbs.so.1" + list +
                                      " | grep UROCE_PRIVATE_1");
-  EXPECT_EQ(ours_private.output, "UROCE_PRIVATE_1\nuroce_create_gsi_qp@@UROCE_PRIVATE_1\n");
+  EXPECT_EQ(ours_private.output,
+            "UROCE_PRIVATE_1\nuroce_create_gsi_qp@@UROCE_PRIVATE_1\n"
+            "uroce_qp_has_completions_waiting@@UROCE_PRIVATE_1\n");
 }
 
 TEST(IbverbsLibrary, EveryProgramLoadsWithEverySymbolBound) {

@@ -8,7 +8,8 @@
 // not the wildcard), and an accept without parameters grants READs. As
 // libfabric's verbs provider needs it: "localhost" binds to the first
 // device, as Linux binds a loopback address, and rdma_getaddrinfo with
-// only hints gives their addresses back.
+// only hints gives their addresses back. A peer's disconnect reaches the
+// program after the completions that came before it were polled.
 #include <gtest/gtest.h>
 
 #include <arpa/inet.h>
@@ -38,6 +39,7 @@ const char* address_for(const std::string& test) {
   if (test.find("Accept") != std::string::npos) return "127.0.9.106,127.0.9.107";
   if (test.find("Localhost") != std::string::npos) return "127.0.9.108";
   if (test.find("Destroyed") != std::string::npos) return "127.0.9.109";
+  if (test.find("Disconnect") != std::string::npos) return "127.0.9.110,127.0.9.111";
   return "127.0.9.105";
 }
 
@@ -183,6 +185,104 @@ TEST_F(RdmaCmApi, AResolvedIdHasTheDeviceAddressAndAnAcceptWithoutParametersGran
   rdma_destroy_id(child);
   rdma_destroy_id(listener);
   rdma_destroy_event_channel(listening);
+}
+
+// Two devices in this process (127.0.9.110 and .111): the server sends
+// one message to the client, whose receive completion waits unpolled, and
+// disconnects. The client's channel gets RDMA_CM_EVENT_DISCONNECTED only
+// once the completion from before the DREQ was polled (cm_service.h), or
+// when the wait is over if the program never polls it.
+TEST_F(RdmaCmApi, APeersDisconnectIsReportedAfterTheCompletionsBeforeItWerePolled) {
+  for (bool client_polls : {true, false}) {
+    SCOPED_TRACE(client_polls ? "the client polls" : "the client never polls");
+    rdma_event_channel* listening = rdma_create_event_channel();
+    ASSERT_NE(listening, nullptr);
+    rdma_cm_id* listener = nullptr;
+    ASSERT_EQ(rdma_create_id(listening, &listener, nullptr, RDMA_PS_TCP), 0);
+    sockaddr_in served = ipv4("127.0.9.111", client_polls ? 7320 : 7321);
+    ASSERT_EQ(rdma_bind_addr(listener, reinterpret_cast<sockaddr*>(&served)), 0);
+    ASSERT_EQ(rdma_listen(listener, 1), 0);
+    ASSERT_EQ(rdma_resolve_addr(id_, nullptr, reinterpret_cast<sockaddr*>(&served), 1000), 0);
+    ASSERT_EQ(next_event(), RDMA_CM_EVENT_ADDR_RESOLVED);
+    ASSERT_EQ(rdma_resolve_route(id_, 1000), 0);
+    ASSERT_EQ(next_event(), RDMA_CM_EVENT_ROUTE_RESOLVED);
+    ibv_qp_init_attr init{};
+    init.cap = ibv_qp_cap{4, 4, 1, 1, 0};
+    init.qp_type = IBV_QPT_RC;
+    ibv_qp_init_attr child_init = init;
+    ASSERT_EQ(rdma_create_qp(id_, nullptr, &init), 0);
+    char landing[64] = {};
+    ibv_mr* landing_mr = ibv_reg_mr(id_->pd, landing, sizeof landing, IBV_ACCESS_LOCAL_WRITE);
+    ASSERT_NE(landing_mr, nullptr);
+    ibv_sge landing_sge{reinterpret_cast<std::uintptr_t>(landing), sizeof landing, landing_mr->lkey};
+    ibv_recv_wr receive{};
+    receive.wr_id = 7;
+    receive.sg_list = &landing_sge;
+    receive.num_sge = 1;
+    ibv_recv_wr* bad_receive = nullptr;
+    ASSERT_EQ(ibv_post_recv(id_->qp, &receive, &bad_receive), 0);
+    rdma_conn_param asked{};
+    ASSERT_EQ(rdma_connect(id_, &asked), 0);
+
+    rdma_cm_event* request = nullptr;
+    ASSERT_EQ(rdma_get_cm_event(listening, &request), 0);
+    ASSERT_EQ(request->event, RDMA_CM_EVENT_CONNECT_REQUEST);
+    rdma_cm_id* child = request->id;
+    rdma_ack_cm_event(request);
+    ASSERT_EQ(rdma_create_qp(child, nullptr, &child_init), 0);
+    ASSERT_EQ(rdma_accept(child, nullptr), 0);
+    ASSERT_EQ(next_event(), RDMA_CM_EVENT_ESTABLISHED);
+    rdma_cm_event* established = nullptr;
+    ASSERT_EQ(rdma_get_cm_event(listening, &established), 0);
+    EXPECT_EQ(established->event, RDMA_CM_EVENT_ESTABLISHED);
+    rdma_ack_cm_event(established);
+
+    char message[16] = "the last one";
+    ibv_mr* message_mr = ibv_reg_mr(child->pd, message, sizeof message, 0);
+    ASSERT_NE(message_mr, nullptr);
+    ibv_sge message_sge{reinterpret_cast<std::uintptr_t>(message), sizeof message, message_mr->lkey};
+    ibv_send_wr send{};
+    send.wr_id = 9;
+    send.sg_list = &message_sge;
+    send.num_sge = 1;
+    send.opcode = IBV_WR_SEND;
+    send.send_flags = IBV_SEND_SIGNALED;
+    ibv_send_wr* bad_send = nullptr;
+    ASSERT_EQ(ibv_post_send(child->qp, &send, &bad_send), 0);
+    ibv_wc sent{};
+    while (ibv_poll_cq(child->send_cq, 1, &sent) == 0) {
+    }
+    ASSERT_EQ(sent.status, IBV_WC_SUCCESS);  // acknowledged: the client's device holds the message
+
+    ASSERT_EQ(rdma_disconnect(child), 0);
+    rdma_cm_event* disconnected = nullptr;
+    ASSERT_EQ(rdma_get_cm_event(listening, &disconnected), 0);  // the client's DREP: its DREQ was read
+    EXPECT_EQ(disconnected->event, RDMA_CM_EVENT_DISCONNECTED);
+    rdma_ack_cm_event(disconnected);
+
+    int flags = ::fcntl(channel_->fd, F_GETFL);
+    ASSERT_EQ(::fcntl(channel_->fd, F_SETFL, flags | O_NONBLOCK), 0);
+    EXPECT_EQ(next_event(), -EAGAIN);  // the receive completion still waits
+    ASSERT_EQ(::fcntl(channel_->fd, F_SETFL, flags), 0);
+    if (client_polls) {
+      ibv_wc received{};
+      ASSERT_EQ(ibv_poll_cq(id_->recv_cq, 1, &received), 1);
+      EXPECT_EQ(received.wr_id, 7u);
+      EXPECT_EQ(received.status, IBV_WC_SUCCESS);
+      EXPECT_STREQ(landing, "the last one");
+    }
+    EXPECT_EQ(next_event(), RDMA_CM_EVENT_DISCONNECTED);  // blocking: after the poll, or after the wait
+
+    rdma_destroy_qp(id_);
+    ibv_dereg_mr(landing_mr);
+    rdma_destroy_id(id_);
+    ASSERT_EQ(rdma_create_id(channel_, &id_, nullptr, RDMA_PS_TCP), 0);
+    rdma_destroy_qp(child);
+    ibv_dereg_mr(message_mr);
+    rdma_destroy_id(child);
+    rdma_destroy_id(listener);
+    rdma_destroy_event_channel(listening);
+  }
 }
 
 TEST_F(RdmaCmApi, LocalhostBindsToTheFirstDeviceAtItsAddress) {

@@ -31,6 +31,12 @@ sockaddr_in ipv4(const char* address, std::uint16_t port) {
   return out;
 }
 
+// A registered buffer as one scatter-gather entry (*mr null on failure).
+ibv_sge registered(ibv_pd* pd, void* buffer, std::uint32_t length, int access, ibv_mr** mr) {
+  *mr = ibv_reg_mr(pd, buffer, length, access);
+  return ibv_sge{reinterpret_cast<std::uintptr_t>(buffer), length, *mr != nullptr ? (*mr)->lkey : 0};
+}
+
 // Each test its own device address (ctest runs them side by side, each in
 // a process; a process reads UROCE_ADDRESS once, at its first device use).
 const char* address_for(const std::string& test) {
@@ -212,9 +218,9 @@ TEST_F(RdmaCmApi, APeersDisconnectIsReportedAfterTheCompletionsBeforeItWerePolle
     ibv_qp_init_attr child_init = init;
     ASSERT_EQ(rdma_create_qp(id_, nullptr, &init), 0);
     char landing[64] = {};
-    ibv_mr* landing_mr = ibv_reg_mr(id_->pd, landing, sizeof landing, IBV_ACCESS_LOCAL_WRITE);
+    ibv_mr* landing_mr = nullptr;
+    ibv_sge landing_sge = registered(id_->pd, landing, sizeof landing, IBV_ACCESS_LOCAL_WRITE, &landing_mr);
     ASSERT_NE(landing_mr, nullptr);
-    ibv_sge landing_sge{reinterpret_cast<std::uintptr_t>(landing), sizeof landing, landing_mr->lkey};
     ibv_recv_wr receive{};
     receive.wr_id = 7;
     receive.sg_list = &landing_sge;
@@ -238,9 +244,9 @@ TEST_F(RdmaCmApi, APeersDisconnectIsReportedAfterTheCompletionsBeforeItWerePolle
     rdma_ack_cm_event(established);
 
     char message[16] = "the last one";
-    ibv_mr* message_mr = ibv_reg_mr(child->pd, message, sizeof message, 0);
+    ibv_mr* message_mr = nullptr;
+    ibv_sge message_sge = registered(child->pd, message, sizeof message, 0, &message_mr);
     ASSERT_NE(message_mr, nullptr);
-    ibv_sge message_sge{reinterpret_cast<std::uintptr_t>(message), sizeof message, message_mr->lkey};
     ibv_send_wr send{};
     send.wr_id = 9;
     send.sg_list = &message_sge;

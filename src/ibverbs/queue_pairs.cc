@@ -147,11 +147,12 @@ ibv_qp* uroce_create_gsi_qp(ibv_pd* pd, ibv_qp_init_attr* attr) {
 }
 
 // For uroce's librdmacm: a peer's DREQ is reported once the program has
-// polled the completions that came before it (cm_service.h).
-int uroce_qp_has_completions_waiting(ibv_qp* ibv) {
-  UroceQp& qp = qp_of(ibv);
-  std::uint32_t qpn = ibv->qp_num;
-  return qp.runtime->device().inspect([&](uroce::Engine& engine) { return engine.completions_waiting(qpn); }) > 0;
+// polled the completions that came before it (cm_service.h). By number: a
+// program may destroy the QP (ibv_destroy_qp) without telling its ID.
+int uroce_qp_has_completions_waiting(ibv_context* context, std::uint32_t qp_num) {
+  DeviceRuntime* runtime = runtime_for(context);
+  if (runtime == nullptr) return 0;
+  return runtime->device().inspect([&](uroce::Engine& engine) { return engine.completions_waiting(qp_num); }) > 0;
 }
 
 int UROCE_V11(ibv_modify_qp)(ibv_qp* ibv, ibv_qp_attr* attr, int mask) {

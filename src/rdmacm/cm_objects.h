@@ -60,6 +60,7 @@ struct CmId {
   std::uint32_t own_psn = 0;
   cm::ConnectRequest request;    // the REQ sent (active) or received (passive)
   rdma_conn_param param{};       // what the program asked for at connect or accept
+  std::uint32_t local_qpn = 0;   // the QP this ID connected (0: the program moves its own)
   std::uint32_t remote_qpn = 0;  // the peer's QP, its announced PSN and the RNR retries it asks for
   std::uint32_t remote_psn = 0;
   std::uint8_t remote_rnr_retry = 0;

@@ -392,7 +392,7 @@ void CmService::deliver_deferred_disconnects(TimeNs now) {
     auto id = ids.find(deferred.first);
     if (id == ids.end()) return true;  // destroyed: no event
     CmId& waiting = *id->second;
-    bool polled = waiting.id.qp == nullptr || !uroce_qp_has_completions_waiting(waiting.id.qp);
+    bool polled = !uroce_qp_has_completions_waiting(context_, waiting.local_qpn);
     if (!polled && now < deferred.second) return false;
     queue_event(waiting, RDMA_CM_EVENT_DISCONNECTED, 0);
     return true;

@@ -70,6 +70,7 @@ int connect_qp(CmId& id, std::uint32_t remote_qpn, ibv_mtu mtu, std::uint8_t des
                std::uint8_t rd_atomic, std::uint8_t retry, std::uint8_t rnr_retry) {
   ibv_qp* qp = id.id.qp;
   if (qp == nullptr) return 0;  // the program moves its own QP (rdma_init_qp_attr)
+  id.local_qpn = qp->qp_num;
   ibv_qp_attr attr{};
   attr.qp_state = IBV_QPS_RTR;
   attr.path_mtu = mtu;
@@ -269,7 +270,7 @@ void on_connection_event(CmId& id, const cm::CmEvent& event) {
       return;
     case cm::CmEventKind::disconnected:  // the program's rdma_disconnect moves its QP, as with rdma-core
       id.state = IdState::disconnected;
-      if (id.id.qp != nullptr && uroce_qp_has_completions_waiting(id.id.qp)) {
+      if (id.local_qpn != 0 && uroce_qp_has_completions_waiting(id.service->context(), id.local_qpn)) {
         id.service->defer_disconnect(id.comm_id);  // after the program polled what came before the DREQ
       } else {
         queue_event(id, RDMA_CM_EVENT_DISCONNECTED, 0);

@@ -17,6 +17,8 @@ busy_loops=${2:-3}
 uroce=build/${BUILD:-release}/tools/uroce
 command -v fi_pingpong >/dev/null || { echo "fi_pingpong is not installed (libfabric-bin)" >&2; exit 2; }
 [[ -x $uroce ]] || { echo "$uroce is not built (scripts/build.sh ${BUILD:-release})" >&2; exit 2; }
+sanitizer=()  # the programs are not built with ASan: its runtime goes first, for them only
+[[ ${BUILD:-release} == asan ]] && sanitizer=(env "LD_PRELOAD=$(gcc -print-file-name=libasan.so)" ASAN_OPTIONS=detect_leaks=0)
 kept=${TMPDIR:-/tmp}/uroce-stress-teardown
 mkdir -p "$kept"
 
@@ -33,11 +35,11 @@ done
 
 pair() {  # one run on port $1; its two exit codes, "server client"
   local port=$1 server
-  "$uroce" run --address 127.0.9.240 --wire -- timeout 120 \
+  "${sanitizer[@]}" "$uroce" run --address 127.0.9.240 --wire -- timeout 120 \
     fi_pingpong -p "verbs;ofi_rxm" -e rdm -I 100 -c -B "$port" >"$kept/server.log" 2>&1 &
   server=$!
   sleep 0.3
-  until "$uroce" run --address 127.0.9.241 --wire -- timeout 120 \
+  until "${sanitizer[@]}" "$uroce" run --address 127.0.9.241 --wire -- timeout 120 \
       fi_pingpong -p "verbs;ofi_rxm" -e rdm -I 100 -c -P "$port" 127.0.9.240 >"$kept/client.log" 2>&1; do
     local client=$?
     grep -q "Connection refused" "$kept/client.log" || { wait "$server"; echo "$? $client"; return; }

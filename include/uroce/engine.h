@@ -351,8 +351,8 @@ class Engine {
   Expected<QpAttr, std::errc> query_qp(std::uint32_t qpn) const;
   // Also drops the QP's completions still in its CQs, as mlx4 and mlx5 do.
   std::errc destroy_qp(std::uint32_t qpn);
-  // How many of the QP's completions wait in its CQs, not yet polled.
-  std::size_t completions_waiting(std::uint32_t qpn) const;
+  // Whether any of the QP's completions waits in its CQs, not yet polled.
+  bool has_completions_waiting(std::uint32_t qpn) const;
   // Shared receive queues: receives posted once, consumed by any QP created
   // with QpInitAttr::srq (same PD).
   Expected<std::uint32_t, std::errc> create_srq(std::uint32_t pd, std::uint32_t max_wr, std::uint32_t max_sge);

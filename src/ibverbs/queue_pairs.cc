@@ -152,7 +152,7 @@ ibv_qp* uroce_create_gsi_qp(ibv_pd* pd, ibv_qp_init_attr* attr) {
 int uroce_qp_has_completions_waiting(ibv_context* context, std::uint32_t qp_num) {
   DeviceRuntime* runtime = runtime_for(context);
   if (runtime == nullptr) return 0;
-  return runtime->device().inspect([&](uroce::Engine& engine) { return engine.completions_waiting(qp_num); }) > 0;
+  return runtime->device().inspect([&](uroce::Engine& engine) { return engine.has_completions_waiting(qp_num); });
 }
 
 int UROCE_V11(ibv_modify_qp)(ibv_qp* ibv, ibv_qp_attr* attr, int mask) {

@@ -265,16 +265,14 @@ std::errc Engine::destroy_qp(std::uint32_t qpn) {
   return std::errc{};
 }
 
-std::size_t Engine::completions_waiting(std::uint32_t qpn) const {
+bool Engine::has_completions_waiting(std::uint32_t qpn) const {
   auto it = state_->qps.find(qpn);
-  if (it == state_->qps.end()) return 0;
-  std::size_t waiting = 0;
+  if (it == state_->qps.end()) return false;
   for (std::uint32_t cq : {it->second.send_cq, it->second.recv_cq}) {
     auto found = state_->cqs.find(cq);
-    if (found != state_->cqs.end()) waiting += found->second.count_of(qpn);
-    if (it->second.send_cq == it->second.recv_cq) break;
+    if (found != state_->cqs.end() && found->second.holds(qpn)) return true;
   }
-  return waiting;
+  return false;
 }
 
 

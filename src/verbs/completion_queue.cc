@@ -49,10 +49,11 @@ std::size_t CompletionQueue::discard_qp(std::uint32_t qp_num) {
   return dropped;
 }
 
-std::size_t CompletionQueue::count_of(std::uint32_t qp_num) const {
-  std::size_t found = 0;
-  for (std::size_t i = 0; i < count_; ++i) found += ring_[(head_ + i) % ring_.size()].qp_num == qp_num;
-  return found;
+bool CompletionQueue::holds(std::uint32_t qp_num) const {
+  for (std::size_t i = 0; i < count_; ++i) {
+    if (ring_[(head_ + i) % ring_.size()].qp_num == qp_num) return true;
+  }
+  return false;
 }
 
 }  // namespace uroce::verbs

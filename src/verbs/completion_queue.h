@@ -28,8 +28,8 @@ class CompletionQueue {
   // contexts the application freed with it (mlx4 and mlx5 clean the CQ the
   // same way, and libfabric's rxm relies on it).
   std::size_t discard_qp(std::uint32_t qp_num);
-  // How many of the waiting completions are one QP's.
-  std::size_t count_of(std::uint32_t qp_num) const;
+  // Whether any waiting completion is this QP's.
+  bool holds(std::uint32_t qp_num) const;
 
   std::size_t size() const { return count_; }
   std::size_t capacity() const { return capacity_; }

@@ -283,6 +283,40 @@ struct MrKeys {
   std::uint32_t rkey = 0;
 };
 
+// Payloads by reference on the intra-host path (UROCE_SHARED_MR=1). A
+// region whose bytes live in a sealed memfd of their own (runtime::SharedRegions)
+// can be read by a local peer straight from that file: a requester sends a
+// SEND or WRITE of more than one MTU from such a region to a peer whose
+// packets reach it through shared memory as one packet of its own kind
+// (BTH extent_payload, see wire/bth.h) whose payload names the bytes
+// (transport/payload_extent.h), and consumes one PSN for it. The responder's port
+// maps the file read-only (port::ExtentMappings) and the engine checks and
+// places the message as it would any ONLY packet: one copy in all, no
+// packet per MTU. Such packets are dropped when they come from a wire.
+struct RegionBacking {
+  std::uint32_t pid = 0;      // the process holding the file
+  std::int32_t fd = -1;       // its descriptor there
+  std::uint64_t id = 0;       // the file's name is "uroce-mr-<id>"
+  std::uint64_t offset = 0;   // where the region's first byte is in the file
+};
+
+struct PayloadExtent {
+  std::uint32_t pid = 0;
+  std::int32_t fd = -1;
+  std::uint64_t id = 0;
+  std::uint64_t offset = 0;  // of the payload's first byte in the file
+};
+
+// Reads another local process's region bytes, for a packet that arrived
+// through shared memory. Returns the bytes [extent.offset, + length) as
+// this process maps them, valid until the next call, or nothing when they
+// cannot be read (no such file, not sealed, out of its bounds).
+class ExtentSource {
+ public:
+  virtual ~ExtentSource() = default;
+  virtual std::optional<std::span<const std::uint8_t>> resolve(const PayloadExtent& extent, std::uint64_t length) = 0;
+};
+
 struct EngineCounters {
   std::uint64_t packets_sent = 0;
   std::uint64_t packets_received = 0;
@@ -314,6 +348,11 @@ struct EngineCounters {
   std::uint64_t qkey_mismatches = 0;       // UD: the DETH Q_Key is not the QP's
   std::uint64_t wrong_source_packets = 0;  // RC/UC: the source address is not the QP's peer
   std::uint64_t cnps_rejected = 0;         // a CNP from neither the QP's peer nor a known UD destination
+  // Payloads by reference (RegionBacking):
+  std::uint64_t extent_packets_sent = 0;
+  std::uint64_t extent_packets_received = 0;
+  std::uint64_t extents_unreadable = 0;  // named bytes the port could not read: NAKed (remote operational error)
+  std::uint64_t extents_from_wire = 0;   // extent packets that came from a wire: dropped
 };
 
 class EngineState;
@@ -332,7 +371,9 @@ class Engine {
   // Verbs. Errors are the errno ibv_* would return.
   Expected<std::uint32_t, std::errc> alloc_pd();
   std::errc dealloc_pd(std::uint32_t pd);
-  Expected<MrKeys, std::errc> reg_mr(std::uint32_t pd, void* addr, std::uint64_t length, std::uint32_t access);
+  // backing: where a local peer can read the region's bytes (RegionBacking).
+  Expected<MrKeys, std::errc> reg_mr(std::uint32_t pd, void* addr, std::uint64_t length, std::uint32_t access,
+                                     const std::optional<RegionBacking>& backing = std::nullopt);
   std::errc dereg_mr(std::uint32_t lkey);
   Expected<std::uint32_t, std::errc> create_cq(std::uint32_t cqe);
   std::errc destroy_cq(std::uint32_t cq);
@@ -371,7 +412,11 @@ class Engine {
   // verify_icrc false: the driver cannot know every byte the ICRC covers (a
   // UDP socket never sees the IPv4 Identification) and its policy is to
   // accept the packet unchecked; counted in icrc_unchecked.
-  void on_datagram(std::span<const std::uint8_t> datagram, TimeNs now, bool verify_icrc = true);
+  // extents: set for a datagram that came from a local device's shared
+  // memory; its packets may then carry payloads by reference, and its QP's
+  // later SENDs and WRITEs may too (RegionBacking).
+  void on_datagram(std::span<const std::uint8_t> datagram, TimeNs now, bool verify_icrc = true,
+                   ExtentSource* extents = nullptr);
   // A switch trimmed this datagram: its payload was cut off on the way and
   // only its headers arrived (the lengths in them are the original's). For
   // an RC request at or beyond the expected PSN the responder NAKs at once

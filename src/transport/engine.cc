@@ -266,11 +266,12 @@ std::errc Engine::dealloc_pd(std::uint32_t pd) {
   return std::errc{};
 }
 
-Expected<MrKeys, std::errc> Engine::reg_mr(std::uint32_t pd, void* addr, std::uint64_t length, std::uint32_t access) {
+Expected<MrKeys, std::errc> Engine::reg_mr(std::uint32_t pd, void* addr, std::uint64_t length, std::uint32_t access,
+                                           const std::optional<RegionBacking>& backing) {
   if (!state_->pds.contains(pd)) return unexpected(std::errc::invalid_argument);
   if (length > attributes().max_mr_size) return unexpected(std::errc::invalid_argument);
   if (state_->memory_regions.size() >= attributes().max_mr) return unexpected(std::errc::not_enough_memory);
-  auto region = state_->memory_regions.register_region(pd, addr, length, access);
+  auto region = state_->memory_regions.register_region(pd, addr, length, access, backing);
   if (!region) return unexpected(region.error());
   return MrKeys{(*region)->lkey, (*region)->rkey};
 }
@@ -338,7 +339,7 @@ std::errc Engine::destroy_ah(std::uint32_t ah) {
   return state_->address_handles.erase(ah) == 1 ? std::errc{} : std::errc::invalid_argument;
 }
 
-void Engine::on_datagram(std::span<const std::uint8_t> bytes, TimeNs now, bool verify_icrc) {
+void Engine::on_datagram(std::span<const std::uint8_t> bytes, TimeNs now, bool verify_icrc, ExtentSource* extents) {
   EngineState& s = *state_;
   ++s.counters.packets_received;
   auto datagram = wire::parse_roce_datagram(bytes, verify_icrc ? wire::IcrcCheck::verify : wire::IcrcCheck::skip);
@@ -352,7 +353,11 @@ void Engine::on_datagram(std::span<const std::uint8_t> bytes, TimeNs now, bool v
     ++s.counters.icrc_errors;
     return;
   }
-  const wire::RocePacket& packet = datagram->packet;
+  wire::RocePacket& packet = datagram->packet;
+  if (packet.headers.bth.extent_payload && extents == nullptr) {
+    ++s.counters.extents_from_wire;  // names memory of a process on another host: nothing to read
+    return;
+  }
   s.arrival_port = datagram->udp.src_port;
   if (transport::drop_if_rejected(s.counters, transport::check_pkey(packet))) return;
   if (packet.op->transport == wire::Transport::cnp) {
@@ -390,6 +395,8 @@ void Engine::on_datagram(std::span<const std::uint8_t> bytes, TimeNs now, bool v
   }
   QueuePair& qp = *found;
   if (transport::drop_if_rejected(s.counters, transport::check_sender(qp, *datagram))) return;
+  qp.peer_local = extents != nullptr;
+  if (packet.headers.bth.extent_payload && !s.take_extent_payload(qp, packet, *extents)) return;
   if (qp.state == QpState::rtr && type != QpType::ud && !qp.communication_established) {
     qp.communication_established = true;
     s.raise(AsyncEventType::comm_est, qp.qpn);

@@ -146,6 +146,10 @@ class EngineState {
   void responder_on_request(transport::QueuePair& qp, const wire::RocePacket& packet, ByteSpan bytes);
   void responder_on_trimmed(transport::QueuePair& qp, std::uint32_t psn);
   void ud_on_datagram(transport::QueuePair& qp, const wire::RocePacket& packet, ByteSpan ip_header);
+  // An extent packet's payload replaced by the bytes it names (extent_packets.cc);
+  // false (and the packet dropped or NAKed) when it is not a lone SEND or
+  // WRITE of an RC QP or its bytes cannot be read.
+  bool take_extent_payload(transport::QueuePair& qp, wire::RocePacket& packet, ExtentSource& extents);
   std::size_t responder_transmit(transport::QueuePair& qp, MutableByteSpan out, TimeNs now);
 
  private:
@@ -199,6 +203,7 @@ class EngineState {
                            std::uint32_t msn);
   void queue_atomic_ack(transport::QueuePair& qp, std::uint32_t psn, std::uint64_t original, std::uint32_t msn);
   void fail_responder(transport::QueuePair& qp, std::uint32_t psn, wire::NakCode code);
+
   bool on_send(transport::QueuePair& qp, const wire::RocePacket& packet, bool placed = false,
                const std::optional<transport::SendPlacement>& send = std::nullopt);
   bool on_write(transport::QueuePair& qp, const wire::RocePacket& packet, bool placed = false);

@@ -60,6 +60,8 @@ struct SendWqe {
   std::uint64_t read_received = 0;  // READ: response bytes placed so far
   bool place_early = false;         // multipath: the responder may place its packets ahead of a gap
   std::uint32_t receive_message = 0;  // SEND / WRITE with immediate: its number among those taking a receive WQE
+  std::optional<PayloadExtent> extent;  // its bytes as a local peer can read them (RegionBacking)
+  bool by_extent = false;               // sent as one packet naming them
 
   bool takes_receive() const {
     return opcode == WrOpcode::send || opcode == WrOpcode::send_with_imm || opcode == WrOpcode::send_with_inv ||
@@ -129,6 +131,7 @@ struct QueuePair {
   QpCap cap;
   QpAttr attr;  // the attributes modify_qp set
   std::uint16_t udp_source_port = 0;
+  bool peer_local = false;  // the peer's last packet came through shared memory (RegionBacking)
 
   // Requester.
   std::deque<SendWqe> send_queue;  // completed WQEs are popped from the front

@@ -16,6 +16,17 @@ using transport::QueuePair;
 
 namespace {
 
+// Where a local peer can read a SEND's or WRITE's bytes: one element, in a
+// region with a RegionBacking.
+std::optional<PayloadExtent> shared_extent(const verbs::MemoryRegionTable& regions, std::span<const Sge> sges) {
+  if (sges.size() != 1) return std::nullopt;
+  const verbs::MemoryRegion* region = regions.find_local(sges[0].lkey);
+  if (region == nullptr || !region->backing) return std::nullopt;
+  const RegionBacking& backing = *region->backing;
+  std::uint64_t into_region = sges[0].addr - reinterpret_cast<std::uintptr_t>(region->addr);
+  return PayloadExtent{backing.pid, backing.fd, backing.id, backing.offset + into_region};
+}
+
 // Resolves a WR's scatter/gather list; the first bad element decides the status.
 WcStatus resolve_segments(const verbs::MemoryRegionTable& regions, std::uint32_t pd, std::span<const Sge> sges,
                           bool needs_write, std::vector<transport::Segment>& out, std::uint64_t& total) {
@@ -349,6 +360,9 @@ std::errc Engine::post_send(std::uint32_t qpn, const SendWr& wr) {
   }
   if (total > attributes().max_msg_size) return std::errc::invalid_argument;
   wqe.length = static_cast<std::uint32_t>(total);
+  if (qp.type == QpType::rc && !inline_data && !rc_only && wqe.local_error == WcStatus::success) {
+    wqe.extent = shared_extent(state_->memory_regions, wr.sg_list);
+  }
 
   qp.send_queue.push_back(std::move(wqe));
   if (qp.state == QpState::err) {

@@ -6,6 +6,7 @@
 
 #include "transport/direct_placement.h"
 #include "transport/engine_state.h"
+#include "transport/payload_extent.h"
 #include "transport/psn.h"
 
 namespace uroce {
@@ -136,7 +137,9 @@ std::size_t EngineState::requester_transmit(QueuePair& qp, MutableByteSpan out, 
     wqe.place_early = may_place_early(qp, wqe);
     if (wqe.takes_receive()) wqe.receive_message = qp.receive_messages_started++;
     bool atomic = wqe.opcode == WrOpcode::atomic_cmp_and_swp || wqe.opcode == WrOpcode::atomic_fetch_and_add;
-    wqe.packet_count = atomic ? 1 : std::max<std::uint32_t>(1, (wqe.length + mtu(qp) - 1) / mtu(qp));
+    // A local peer reads a long message's bytes itself: one packet names them.
+    wqe.by_extent = wqe.extent && qp.peer_local && wqe.length > mtu(qp) && !qp.paths && !qp.sacks;
+    wqe.packet_count = atomic || wqe.by_extent ? 1 : std::max<std::uint32_t>(1, (wqe.length + mtu(qp) - 1) / mtu(qp));
     qp.next_psn = psn_add(qp.next_psn, wqe.packet_count);
     if (wqe.is_read_or_atomic()) ++qp.outstanding_read_atomic;
   } else {
@@ -248,6 +251,10 @@ std::size_t EngineState::send_request_packet(QueuePair& qp, SendWqe& wqe, std::u
       }
       payload_offset = std::uint64_t{index} * mtu(qp);
       payload_length = static_cast<std::uint32_t>(std::min<std::uint64_t>(mtu(qp), wqe.length - payload_offset));
+      if (wqe.by_extent) {
+        payload_length = transport::kExtentPayloadLength;
+        headers.bth.extent_payload = true;
+      }
       headers.bth.solicited_event = last_packet && wqe.solicited;
       const wire::OpcodeInfo* op = wire::find_opcode(headers.bth.opcode);
       if (op->has(wire::kExtReth)) headers.reth = wire::RethRepr{wqe.remote_addr, wqe.rkey, wqe.length};
@@ -287,7 +294,10 @@ std::size_t EngineState::send_request_packet(QueuePair& qp, SendWqe& wqe, std::u
     transport::emit_send_placement({wqe.receive_message, static_cast<std::uint32_t>(payload_offset)}, payload);
   }
   payload += placement_header;
-  if (!config.carry_payload) {
+  if (wqe.by_extent) {
+    transport::emit_extent_payload({*wqe.extent, wqe.length}, payload);
+    ++counters.extent_packets_sent;
+  } else if (!config.carry_payload) {
     // lengths only
   } else if (!wqe.inline_data.empty()) {
     std::memcpy(payload, wqe.inline_data.data() + payload_offset, payload_length);

@@ -114,7 +114,7 @@ bool EngineState::payload_length_ok(const QueuePair& qp, const wire::RocePacket&
     case wire::Position::first:
     case wire::Position::middle: return length == mtu(qp);
     case wire::Position::last: return length >= 1 && length <= mtu(qp);
-    case wire::Position::only: return length <= mtu(qp);
+    case wire::Position::only: return length <= mtu(qp) || packet.headers.bth.extent_payload;
   }
   return false;
 }

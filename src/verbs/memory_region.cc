@@ -20,7 +20,8 @@ std::uint32_t MemoryRegionTable::fresh_key() {
 
 Expected<const MemoryRegion*, std::errc> MemoryRegionTable::register_region(std::uint32_t pd, void* addr,
                                                                             std::uint64_t length,
-                                                                            std::uint32_t access) {
+                                                                            std::uint32_t access,
+                                                                            const std::optional<RegionBacking>& backing) {
   constexpr std::uint32_t kKnown = kAccessLocalWrite | kAccessRemoteWrite | kAccessRemoteRead | kAccessRemoteAtomic;
   if ((access & ~kKnown) != 0) return unexpected(std::errc::invalid_argument);
   if ((access & (kAccessRemoteWrite | kAccessRemoteAtomic)) != 0 && (access & kAccessLocalWrite) == 0) {
@@ -38,10 +39,16 @@ Expected<const MemoryRegion*, std::errc> MemoryRegionTable::register_region(std:
   region->addr = static_cast<std::uint8_t*>(addr);
   region->length = length;
   region->access = access;
+  region->backing = backing;
   MemoryRegion* raw = region.get();
   by_rkey_[raw->rkey] = raw;
   by_lkey_[raw->lkey] = std::move(region);
   return raw;
+}
+
+const MemoryRegion* MemoryRegionTable::find_local(std::uint32_t lkey) const {
+  auto found = by_lkey_.find(lkey);
+  return found == by_lkey_.end() ? nullptr : found->second.get();
 }
 
 std::errc MemoryRegionTable::deregister(std::uint32_t lkey) {

@@ -6,11 +6,13 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <system_error>
 #include <unordered_map>
 #include <vector>
 
 #include "common/expected.h"
+#include "uroce/engine.h"
 
 namespace uroce::verbs {
 
@@ -21,6 +23,7 @@ struct MemoryRegion {
   std::uint8_t* addr = nullptr;  // the registered bytes
   std::uint64_t length = 0;
   std::uint32_t access = 0;  // AccessFlags
+  std::optional<RegionBacking> backing;  // where local peers can read its bytes
 };
 
 enum class AccessError {
@@ -39,7 +42,8 @@ class MemoryRegionTable {
   // ibv_reg_mr rules: REMOTE_WRITE and REMOTE_ATOMIC need LOCAL_WRITE; the
   // range must not wrap. Address 0 with length 0 is allowed.
   Expected<const MemoryRegion*, std::errc> register_region(std::uint32_t pd, void* addr, std::uint64_t length,
-                                                           std::uint32_t access);
+                                                           std::uint32_t access,
+                                                           const std::optional<RegionBacking>& backing = std::nullopt);
   // Invalidates both keys; the bytes are untouched.
   std::errc deregister(std::uint32_t lkey);
   // SEND_WITH_INV: invalidates a remote key (the region stays registered locally).
@@ -53,6 +57,10 @@ class MemoryRegionTable {
   // or atomic results.
   Expected<std::uint8_t*, AccessError> resolve_local(std::uint32_t lkey, std::uint32_t pd, std::uint64_t addr,
                                                      std::uint64_t length, bool needs_write) const;
+
+  // The region an lkey names, unchecked (nullptr when none): for what a
+  // resolved local access needs to know beyond its bytes.
+  const MemoryRegion* find_local(std::uint32_t lkey) const;
 
   std::size_t size() const { return by_lkey_.size(); }
   // True if any region of pd is still registered (ibv_dealloc_pd must fail).

@@ -21,6 +21,7 @@ WireResult<BthRepr> BthRepr::parse(const BthView& view) {
   repr.dest_qp = view.dest_qp();
   repr.ack_req = view.ack_req();
   repr.place_early = view.place_early();
+  repr.extent_payload = view.extent_payload();
   repr.psn = view.psn();
   return repr;
 }
@@ -32,7 +33,8 @@ void BthRepr::emit(MutableByteSpan out) const {
   store_be16(&out[bth_field::pkey], pkey);
   out[bth_field::fecn_becn] = static_cast<std::uint8_t>((fecn ? 0x80 : 0) | (becn ? 0x40 : 0));
   store_be24(&out[bth_field::dest_qp], dest_qp);
-  out[bth_field::ack_req] = static_cast<std::uint8_t>((ack_req ? 0x80 : 0) | (place_early ? 0x40 : 0));
+  out[bth_field::ack_req] = static_cast<std::uint8_t>((ack_req ? 0x80 : 0) | (place_early ? 0x40 : 0) |
+                                                     (extent_payload ? 0x20 : 0));
   store_be24(&out[bth_field::psn], psn);
 }
 

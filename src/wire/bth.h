@@ -17,7 +17,7 @@ inline constexpr std::size_t flags = 1;  // SE(1) MigReq(1) PadCnt(2) TVer(4)
 inline constexpr std::size_t pkey = 2;
 inline constexpr std::size_t fecn_becn = 4;  // FECN(1) BECN(1) reserved(6); masked in the ICRC
 inline constexpr std::size_t dest_qp = 5;
-inline constexpr std::size_t ack_req = 8;  // AckReq(1) reserved(7); uroce's multipath uses the first reserved bit
+inline constexpr std::size_t ack_req = 8;  // AckReq(1) reserved(7); uroce uses the first two reserved bits
 inline constexpr std::size_t psn = 9;
 }  // namespace bth_field
 
@@ -36,6 +36,7 @@ class BthView {
   std::uint32_t dest_qp() const { return load_be24(&bytes_[bth_field::dest_qp]); }
   bool ack_req() const { return (bytes_[bth_field::ack_req] & 0x80) != 0; }
   bool place_early() const { return (bytes_[bth_field::ack_req] & 0x40) != 0; }
+  bool extent_payload() const { return (bytes_[bth_field::ack_req] & 0x20) != 0; }
   std::uint32_t psn() const { return load_be24(&bytes_[bth_field::psn]); }
 
  private:
@@ -58,6 +59,10 @@ struct BthRepr {
   // the responder may place this WRITE packet's payload before the PSNs
   // ahead of it arrive. Peers that do not negotiate multipath never see it set.
   bool place_early = false;
+  // uroce's intra-host path (not IBA: the next reserved bit): the payload is
+  // a PayloadExtent naming the message's bytes in the sender's shared
+  // region (uroce/engine.h, RegionBacking). Never sent on a wire.
+  bool extent_payload = false;
 
   // TVer must be 0 (RoCEv2 / IBA transport version 0).
   static WireResult<BthRepr> parse(const BthView& view);

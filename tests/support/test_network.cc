@@ -105,7 +105,7 @@ bool TestNetwork::run_until(const std::function<bool()>& done, TimeNs limit) {
       if (packet.trimmed) {
         engines_[packet.to]->on_trimmed(packet.bytes, now_);
       } else {
-        engines_[packet.to]->on_datagram(packet.bytes, now_);
+        engines_[packet.to]->on_datagram(packet.bytes, now_, true, extents_);
       }
     }
     for (const auto& engine : engines_) {

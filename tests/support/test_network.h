@@ -48,6 +48,9 @@ class TestNetwork {
   TimeNs now() const { return now_; }
   const NetworkStats& stats() const { return stats_; }
   ChannelFaults& faults() { return faults_; }
+  // Delivers every datagram as one from a local device's shared memory,
+  // whose extent packets this reads (nullptr: as from a wire, the default).
+  void set_extent_source(ExtentSource* extents) { extents_ = extents; }
 
   // Moves datagrams and fires timers until done() holds or virtual time passes
   // limit; returns done(). done() is checked after every step.
@@ -79,6 +82,7 @@ class TestNetwork {
   std::uint64_t sequence_ = 0;
   TimeNs now_ = 0;
   NetworkStats stats_;
+  ExtentSource* extents_ = nullptr;
 };
 
 // A connected RC QP pair's options.

@@ -1,0 +1,239 @@
+// Payloads by reference (uroce/engine.h, RegionBacking) between two engines
+// whose datagrams the test network delivers as from a local device's shared
+// memory: a long SEND or WRITE from a region with a backing goes as one
+// extent packet once the peer is known to be local, arrives intact, and
+// meets every check a packet-per-MTU message meets; an extent packet from a
+// wire or naming unreadable bytes touches no memory.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "tests/support/test_network.h"
+
+namespace uroce::testing {
+namespace {
+
+constexpr TimeNs kSecond = 1'000'000'000;
+constexpr std::uint64_t kFileId = 0x5eed;
+constexpr std::uint64_t kFileOffset = 4096;  // the region starts this far into its file
+
+// What a port's ExtentMappings does, over one buffer of this process that
+// stands for the sender's file.
+class BufferExtents : public ExtentSource {
+ public:
+  std::optional<std::span<const std::uint8_t>> resolve(const PayloadExtent& extent, std::uint64_t length) override {
+    ++calls;
+    if (unreadable || extent.id != kFileId || extent.pid != 77 || extent.fd != 5) return std::nullopt;
+    if (extent.offset < kFileOffset || length > file_bytes.size() ||
+        extent.offset - kFileOffset > file_bytes.size() - length) {
+      return std::nullopt;
+    }
+    return std::span<const std::uint8_t>(file_bytes.data() + (extent.offset - kFileOffset), length);
+  }
+  std::span<const std::uint8_t> file_bytes;
+  bool unreadable = false;
+  int calls = 0;
+};
+
+struct Buffer {
+  std::vector<std::uint8_t> bytes;
+  MrKeys keys;
+  std::uint64_t addr(std::size_t offset = 0) const { return reinterpret_cast<std::uintptr_t>(bytes.data()) + offset; }
+  Sge sge(std::size_t offset, std::uint32_t length) const { return Sge{addr(offset), length, keys.lkey}; }
+};
+
+class ExtentPayloads : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    engine_a_ = &network_.add_engine();
+    engine_b_ = &network_.add_engine();
+    std::tie(a_, b_) = connect_rc(*engine_a_, *engine_b_, RcOptions{});  // MTU 1024
+    network_.set_extent_source(&extents_);
+
+    source_.bytes.resize(kLength + 64);
+    for (std::size_t i = 0; i < source_.bytes.size(); ++i) source_.bytes[i] = static_cast<std::uint8_t>(i * 13 + (i >> 8));
+    source_.keys = *engine_a_->reg_mr(a_.pd, source_.bytes.data(), source_.bytes.size(), kAccessLocalWrite,
+                                      RegionBacking{77, 5, kFileId, kFileOffset});
+    extents_.file_bytes = source_.bytes;
+    target_.bytes.assign(kLength + 64, 0);
+    target_.keys = *engine_b_->reg_mr(b_.pd, target_.bytes.data(), target_.bytes.size(),
+                                      kAccessLocalWrite | kAccessRemoteWrite);
+  }
+
+  std::vector<WorkCompletion> run_until_completions(const Endpoint& end, std::size_t count,
+                                                    std::vector<WorkCompletion>* other = nullptr,
+                                                    const Endpoint* other_end = nullptr) {
+    std::vector<WorkCompletion> found;
+    network_.run_until(
+        [&] {
+          auto more = drain(end);
+          found.insert(found.end(), more.begin(), more.end());
+          if (other != nullptr) {
+            auto theirs = drain(*other_end);
+            other->insert(other->end(), theirs.begin(), theirs.end());
+          }
+          return found.size() >= count;
+        },
+        network_.now() + 10 * kSecond);
+    return found;
+  }
+
+  // A WRITE of `length` bytes from source_ at `offset` to target_ at the same offset.
+  void post_write(std::uint64_t wr_id, std::size_t offset, std::uint32_t length, std::uint32_t rkey = 0) {
+    Sge sge = source_.sge(offset, length);
+    SendWr wr;
+    wr.wr_id = wr_id;
+    wr.opcode = WrOpcode::rdma_write;
+    wr.send_flags = kSendSignaled;
+    wr.sg_list = {&sge, 1};
+    wr.rdma.remote_addr = target_.addr(offset);
+    wr.rdma.rkey = rkey != 0 ? rkey : target_.keys.rkey;
+    ASSERT_EQ(engine_a_->post_send(a_.qpn, wr), std::errc{});
+  }
+
+  // One small WRITE and its ACK: a learns that b is local.
+  void meet() {
+    post_write(1, 0, 64);
+    auto done = run_until_completions(a_, 1);
+    ASSERT_EQ(done.size(), 1u);
+    ASSERT_EQ(done[0].status, WcStatus::success);
+  }
+
+  static constexpr std::uint32_t kLength = 64 * 1024 + 100;
+  TestNetwork network_{11, ChannelFaults{}};
+  BufferExtents extents_;
+  Engine* engine_a_ = nullptr;
+  Engine* engine_b_ = nullptr;
+  Endpoint a_, b_;
+  Buffer source_, target_;
+};
+
+TEST_F(ExtentPayloads, ALongWriteToALocalPeerIsOnePacketAndArrivesIntact) {
+  meet();
+  std::uint64_t sent_before = engine_a_->counters().packets_sent;
+  post_write(2, 32, kLength);
+  auto done = run_until_completions(a_, 1);
+  ASSERT_EQ(done.size(), 1u);
+  EXPECT_EQ(done[0].status, WcStatus::success);
+  EXPECT_EQ(engine_a_->counters().packets_sent - sent_before, 1u);  // 65 packets at MTU 1024 otherwise
+  EXPECT_EQ(engine_a_->counters().extent_packets_sent, 1u);
+  EXPECT_EQ(engine_b_->counters().extent_packets_received, 1u);
+  EXPECT_EQ(std::memcmp(target_.bytes.data() + 32, source_.bytes.data() + 32, kLength), 0);
+  EXPECT_EQ(target_.bytes[32 + kLength], 0);
+}
+
+TEST_F(ExtentPayloads, TheFirstWriteBeforeThePeerIsKnownLocalGoesPacketByPacket) {
+  post_write(2, 0, kLength);
+  auto done = run_until_completions(a_, 1);
+  ASSERT_EQ(done.size(), 1u);
+  EXPECT_EQ(done[0].status, WcStatus::success);
+  EXPECT_EQ(engine_a_->counters().extent_packets_sent, 0u);
+  EXPECT_EQ(std::memcmp(target_.bytes.data(), source_.bytes.data(), kLength), 0);
+}
+
+TEST_F(ExtentPayloads, ALongSendWithImmediateFillsTheReceiveAndReportsItsLength) {
+  meet();
+  Sge recv_sge = target_.sge(0, kLength + 64);
+  ASSERT_EQ(engine_b_->post_recv(b_.qpn, RecvWr{9, {&recv_sge, 1}}), std::errc{});
+  Sge sge = source_.sge(16, kLength);
+  SendWr wr;
+  wr.wr_id = 3;
+  wr.opcode = WrOpcode::send_with_imm;
+  wr.send_flags = kSendSignaled;
+  wr.sg_list = {&sge, 1};
+  wr.imm_data = 0x01020304;
+  ASSERT_EQ(engine_a_->post_send(a_.qpn, wr), std::errc{});
+  std::vector<WorkCompletion> at_b;
+  auto at_a = run_until_completions(a_, 1, &at_b, &b_);
+  network_.run_until([&] { auto more = drain(b_); at_b.insert(at_b.end(), more.begin(), more.end()); return !at_b.empty(); },
+                     network_.now() + kSecond);
+  ASSERT_EQ(at_a.size(), 1u);
+  EXPECT_EQ(at_a[0].status, WcStatus::success);
+  ASSERT_EQ(at_b.size(), 1u);
+  EXPECT_EQ(at_b[0].status, WcStatus::success);
+  EXPECT_EQ(at_b[0].byte_len, kLength);
+  EXPECT_EQ(at_b[0].imm_data, 0x01020304u);
+  EXPECT_EQ(engine_b_->counters().extent_packets_received, 1u);
+  EXPECT_EQ(std::memcmp(target_.bytes.data(), source_.bytes.data() + 16, kLength), 0);
+}
+
+TEST_F(ExtentPayloads, AReceiveTooShortForTheNamedBytesFailsBothEnds) {
+  meet();
+  Sge recv_sge = target_.sge(0, 4096);
+  ASSERT_EQ(engine_b_->post_recv(b_.qpn, RecvWr{9, {&recv_sge, 1}}), std::errc{});
+  Sge sge = source_.sge(0, kLength);
+  SendWr wr;
+  wr.wr_id = 3;
+  wr.opcode = WrOpcode::send;
+  wr.send_flags = kSendSignaled;
+  wr.sg_list = {&sge, 1};
+  ASSERT_EQ(engine_a_->post_send(a_.qpn, wr), std::errc{});
+  std::vector<WorkCompletion> at_b;
+  auto at_a = run_until_completions(a_, 1, &at_b, &b_);
+  ASSERT_EQ(at_a.size(), 1u);
+  EXPECT_EQ(at_a[0].status, WcStatus::rem_inv_req_err);
+  ASSERT_FALSE(at_b.empty());
+  EXPECT_EQ(at_b[0].status, WcStatus::loc_len_err);
+  EXPECT_TRUE(std::all_of(target_.bytes.begin() + 64, target_.bytes.end(), [](std::uint8_t b) { return b == 0; }));
+}
+
+TEST_F(ExtentPayloads, AWriteBeyondTheTargetRegionIsARemoteAccessErrorAndWritesNothing) {
+  meet();
+  Sge sge = source_.sge(0, kLength);
+  SendWr wr;
+  wr.wr_id = 4;
+  wr.opcode = WrOpcode::rdma_write;
+  wr.send_flags = kSendSignaled;
+  wr.sg_list = {&sge, 1};
+  wr.rdma.remote_addr = target_.addr(128);  // 128 + kLength runs past the region's end
+  wr.rdma.rkey = target_.keys.rkey;
+  ASSERT_EQ(engine_a_->post_send(a_.qpn, wr), std::errc{});
+  auto done = run_until_completions(a_, 1);
+  ASSERT_EQ(done.size(), 1u);
+  EXPECT_EQ(done[0].status, WcStatus::rem_access_err);
+  EXPECT_EQ(engine_b_->counters().extent_packets_received, 1u);
+  EXPECT_TRUE(std::all_of(target_.bytes.begin() + 64, target_.bytes.end(), [](std::uint8_t b) { return b == 0; }));
+}
+
+TEST_F(ExtentPayloads, BytesThePortCannotReadAreARemoteOperationalError) {
+  meet();
+  extents_.unreadable = true;
+  post_write(2, 0, kLength);
+  auto done = run_until_completions(a_, 1);
+  ASSERT_EQ(done.size(), 1u);
+  EXPECT_EQ(done[0].status, WcStatus::rem_op_err);
+  EXPECT_EQ(engine_b_->counters().extents_unreadable, 1u);
+  EXPECT_TRUE(std::all_of(target_.bytes.begin() + 64, target_.bytes.end(), [](std::uint8_t b) { return b == 0; }));
+}
+
+TEST_F(ExtentPayloads, AnExtentPacketFromAWireIsDroppedAndTheRequesterRunsOutOfRetries) {
+  meet();
+  network_.set_extent_source(nullptr);  // a still thinks b local: its next WRITE names bytes
+  post_write(2, 0, kLength);
+  auto done = run_until_completions(a_, 1);
+  ASSERT_EQ(done.size(), 1u);
+  EXPECT_EQ(done[0].status, WcStatus::retry_exc_err);
+  EXPECT_GE(engine_b_->counters().extents_from_wire, 1u);
+  EXPECT_EQ(extents_.calls, 0);
+  EXPECT_TRUE(std::all_of(target_.bytes.begin() + 64, target_.bytes.end(), [](std::uint8_t b) { return b == 0; }));
+}
+
+TEST_F(ExtentPayloads, ALostExtentPacketIsSentAgainAsOne) {
+  meet();
+  network_.faults().drop = 1.0;
+  network_.faults().applies_to = [](std::span<const std::uint8_t> d) { return d.size() > 60 && d.size() < 120; };
+  post_write(2, 0, kLength);
+  network_.run_until([&] { return engine_a_->counters().extent_packets_sent >= 1; }, network_.now() + kSecond);
+  network_.faults().drop = 0;
+  auto done = run_until_completions(a_, 1);
+  ASSERT_EQ(done.size(), 1u);
+  EXPECT_EQ(done[0].status, WcStatus::success);
+  EXPECT_EQ(engine_a_->counters().extent_packets_sent, 2u);
+  EXPECT_EQ(engine_b_->counters().extent_packets_received, 1u);
+  EXPECT_EQ(std::memcmp(target_.bytes.data(), source_.bytes.data(), kLength), 0);
+}
+
+}  // namespace
+}  // namespace uroce::testing

@@ -294,6 +294,8 @@ class Device {
   std::mutex mutex_;
   Engine engine_;
   std::unique_ptr<port::Port> port_;
+  // Reads local peers' shared regions for their extent packets (port::ExtentMappings).
+  std::unique_ptr<ExtentSource> extents_;
   // Datagrams from the engine wait here for one batched send; those the port
   // refused (back-pressure) stay at the front and go first next time.
   std::vector<std::uint8_t> transmit_slots_;

@@ -1,4 +1,5 @@
-// configured_devices(), configured_progress() and configured_local_path():
+// configured_devices(), configured_progress(), configured_local_path() and
+// configured_shared_regions():
 // the UROCE_* variables.
 #include "ibverbs/configuration.h"
 
@@ -34,6 +35,14 @@ Expected<bool, std::string> configured_local_path() {
   if (wire.empty() || wire == "0") return true;
   if (wire == "1") return false;
   return unexpected("UROCE_WIRE='" + wire + "' is not 0 or 1");
+}
+
+Expected<bool, std::string> configured_shared_regions() {
+  const char* value = std::getenv("UROCE_SHARED_MR");
+  std::string shared = value != nullptr ? value : "";
+  if (shared.empty() || shared == "0") return false;
+  if (shared == "1") return true;
+  return unexpected("UROCE_SHARED_MR='" + shared + "' is not 0 or 1");
 }
 
 }  // namespace uroce::ibverbs

@@ -11,6 +11,12 @@
 //                    datagrams for another uroce device of this user on
 //                    this host go through shared memory (the intra-host
 //                    path), which captures and other RoCE stacks do not see
+//   UROCE_SHARED_MR  1: registering a buffer of whole pages moves it onto a
+//                    shared file (runtime/shared_regions.h), and SENDs and
+//                    WRITEs of more than one MTU from it to a local peer
+//                    are read by that peer in one copy, not sent as
+//                    packets. Off by default (0): it changes how the
+//                    buffer's pages behave across fork
 // Two programs on one host need two addresses (each device binds UDP 4791
 // on its own); `uroce run --address A -- PROGRAM` sets these for you.
 #pragma once
@@ -38,5 +44,9 @@ Expected<ProgressChoice, std::string> configured_progress();
 // Whether devices take the intra-host path (UROCE_WIRE unset, empty or 0);
 // a value other than 0 or 1 is an error naming it.
 Expected<bool, std::string> configured_local_path();
+
+// Whether registered regions are shared with local peers (UROCE_SHARED_MR
+// is 1); a value other than 0 or 1 is an error naming it.
+Expected<bool, std::string> configured_shared_regions();
 
 }  // namespace uroce::ibverbs

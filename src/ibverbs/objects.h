@@ -26,6 +26,7 @@ struct UrocePd {
 struct UroceMr {
   ibv_mr mr;
   DeviceRuntime* runtime = nullptr;
+  bool shared = false;  // runtime::SharedRegions holds a reference for it
 };
 
 // A completion channel: the CQs whose notification fired, oldest first;

@@ -1,10 +1,13 @@
 // Protection domains and memory regions. A region is plain process memory:
-// registering pins nothing, and fork needs no special care.
+// registering pins nothing, and fork needs no special care; with
+// UROCE_SHARED_MR=1 a region of whole pages moves onto a shared file that
+// local peers read (runtime/shared_regions.h).
 #include <infiniband/verbs.h>
 
 #include <new>
 
 #include "ibverbs/objects.h"
+#include "runtime/shared_regions.h"
 #include "ibverbs/symbol_versions.h"
 #include "ibverbs/verbs_support.h"
 
@@ -30,13 +33,17 @@ ibv_mr* register_region(ibv_pd* pd, void* addr, std::size_t length, std::uint64_
   UrocePd& owner = pd_of(pd);
   auto* region = new (std::nothrow) UroceMr{};
   if (region == nullptr) return fail_with<ibv_mr>(ENOMEM);
+  std::optional<RegionBacking> backing;
+  if (owner.runtime->shares_regions()) backing = runtime::SharedRegions::process().share(addr, length);
   auto keys = owner.runtime->device().call(
-      [&](Engine& engine) { return engine.reg_mr(owner.handle, addr, length, access & kEnforcedAccess); });
+      [&](Engine& engine) { return engine.reg_mr(owner.handle, addr, length, access & kEnforcedAccess, backing); });
   if (!keys) {
+    if (backing) runtime::SharedRegions::process().unshare(addr, length);
     delete region;
     return fail_with<ibv_mr>(errno_of(keys.error()));
   }
   region->runtime = owner.runtime;
+  region->shared = backing.has_value();
   region->mr = ibv_mr{pd->context, pd, addr, length, keys->lkey, keys->lkey, keys->rkey};
   return &region->mr;
 }
@@ -96,6 +103,7 @@ int UROCE_V11(ibv_dereg_mr)(ibv_mr* mr) {
   UroceMr& region = mr_of(mr);
   std::errc result = region.runtime->device().call([&](uroce::Engine& engine) { return engine.dereg_mr(mr->lkey); });
   if (result != std::errc{}) return errno_of(result);
+  if (region.shared) uroce::runtime::SharedRegions::process().unshare(mr->addr, mr->length);
   delete &region;
   return 0;
 }

@@ -39,6 +39,8 @@ Expected<std::shared_ptr<DeviceRuntime>, std::string> DeviceRuntime::open(UroceD
   if (!progress) return unexpected(progress.error());
   auto local_path = configured_local_path();
   if (!local_path) return unexpected(local_path.error());
+  auto shared_regions = configured_shared_regions();
+  if (!shared_regions) return unexpected(shared_regions.error());
   DeviceConfig config;
   config.address = device.spec.address;
   config.interface = device.spec.interface;
@@ -48,6 +50,7 @@ Expected<std::shared_ptr<DeviceRuntime>, std::string> DeviceRuntime::open(UroceD
   auto running = Device::open(config);
   if (!running) return unexpected(running.error());
   std::shared_ptr<DeviceRuntime> runtime(new DeviceRuntime(device, std::move(*running)));
+  runtime->shares_regions_ = *shared_regions && *local_path;
   register_device_stats(device.spec.name, *runtime->device_);
   runtime->device_->set_event_listener([raw = runtime.get()](Engine& engine) { raw->route_events(engine); });
   return runtime;

@@ -27,6 +27,8 @@ class DeviceRuntime {
   ~DeviceRuntime();
 
   Device& device() { return *device_; }
+  // Whether ibv_reg_mr shares regions with local peers (UROCE_SHARED_MR=1 on the intra-host path).
+  bool shares_regions() const { return shares_regions_; }
   UroceDevice& ibv_device() { return ibv_device_; }
 
   // Engine handle -> library object, for the event routing. Change them only
@@ -46,6 +48,7 @@ class DeviceRuntime {
 
   UroceDevice& ibv_device_;
   std::unique_ptr<Device> device_;
+  bool shares_regions_ = false;
 };
 
 // The context's runtime, opened on first use; nullptr with errno set (and the

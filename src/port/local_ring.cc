@@ -289,7 +289,7 @@ std::size_t LocalInbox::take(std::span<ReceivedDatagram> out) {
         // No ICRC check: the bytes never crossed a link that could flip them,
         // and a local process that forges datagrams can forge an ICRC too.
         out[count++] = ReceivedDatagram{ByteSpan(slot + kSlotHeader, std::min<std::size_t>(length, kMaxDatagramLength)),
-                                        /*icrc_checkable=*/false};
+                                        /*icrc_checkable=*/false, /*local=*/true};
         ++taken_[lane];
         lanes_taken_ |= std::uint64_t{1} << lane;
       }

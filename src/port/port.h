@@ -17,6 +17,7 @@ namespace uroce::port {
 struct ReceivedDatagram {
   ByteSpan bytes;
   bool icrc_checkable = true;  // false when the port's policy skips this one's ICRC
+  bool local = false;          // from a local device's shared memory (its extent packets may be read)
 };
 
 struct PortCounters {

@@ -15,6 +15,7 @@
 #include <random>
 
 #include "common/monotonic_clock.h"
+#include "port/extent_mappings.h"
 #include "port/interface_info.h"
 #include "port/local_port.h"
 #include "port/raw_port.h"
@@ -93,6 +94,7 @@ Expected<std::unique_ptr<Device>, std::string> Device::open(const DeviceConfig& 
   if (!config.fixed_seed) resolved.engine.seed ^= (std::uint64_t{std::random_device{}()} << 32) | std::random_device{}();
   std::unique_ptr<Device> device(new Device(resolved));
   device->port_ = std::move(*port);
+  device->extents_ = std::make_unique<port::ExtentMappings>();
   device->wake_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   device->completion_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   if (device->wake_fd_ < 0 || device->completion_fd_ < 0) return unexpected(std::string("eventfd failed"));
@@ -242,7 +244,7 @@ bool Device::progress_locked(TimeNs now, bool answer_now) {
     ++(by_thread ? progress_counters_.thread_receives : progress_counters_.application_receives);
   }
   for (const port::ReceivedDatagram& datagram : received) {
-    engine_.on_datagram(datagram.bytes, now, datagram.icrc_checkable);
+    engine_.on_datagram(datagram.bytes, now, datagram.icrc_checkable, datagram.local ? extents_.get() : nullptr);
   }
   if (answer_now && !received.empty()) transmit(now, release);
   signal_completions_locked();

@@ -1,0 +1,54 @@
+// The intra-host path's reading side of payloads by reference
+// (uroce/engine.h, RegionBacking): maps the shared region files of other
+// local processes read-only, by opening /proc/<pid>/fd/<fd>, and hands the
+// engine the bytes an extent packet names.
+//
+// A file is used only if it is what the extent says: its name is
+// shared_region_file_name(id), and it is sealed against shrinking, so that
+// no later truncation can make a read of the mapping fault. Every offset and
+// length is checked against the size the file had when mapped. At most
+// kMostMapped files stay mapped; the least recently used goes first.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "uroce/engine.h"
+
+namespace uroce::port {
+
+// The name a shared region's memfd is created with.
+inline std::string shared_region_file_name(std::uint64_t id) { return "uroce-mr-" + std::to_string(id); }
+
+class ExtentMappings : public ExtentSource {
+ public:
+  ExtentMappings() = default;
+  ExtentMappings(const ExtentMappings&) = delete;
+  ExtentMappings& operator=(const ExtentMappings&) = delete;
+  ~ExtentMappings() override;
+
+  std::optional<std::span<const std::uint8_t>> resolve(const PayloadExtent& extent, std::uint64_t length) override;
+
+  std::size_t mapped_files() const { return mapped_.size(); }
+  static constexpr std::size_t kMostMapped = 64;
+
+ private:
+  struct Mapped {
+    std::uint32_t pid = 0;
+    std::int32_t fd = -1;
+    std::uint64_t id = 0;
+    const std::uint8_t* base = nullptr;
+    std::uint64_t length = 0;
+    std::uint64_t last_use = 0;
+  };
+  Mapped* find_or_map(const PayloadExtent& extent);
+  static std::optional<Mapped> map_file(const PayloadExtent& extent);
+
+  std::vector<Mapped> mapped_;
+  std::uint64_t uses_ = 0;
+};
+
+}  // namespace uroce::port

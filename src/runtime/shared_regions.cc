@@ -1,0 +1,144 @@
+// SharedRegions: moving registered pages onto a memfd and back (see the header).
+#include "runtime/shared_regions.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <sstream>
+#include <string>
+
+#include "port/extent_mappings.h"
+
+namespace uroce::runtime {
+namespace {
+
+struct Mapping {
+  std::uintptr_t start = 0;
+  std::uintptr_t end = 0;
+  std::string permissions;
+  std::string path;  // empty for anonymous memory
+};
+
+// Whether /proc/self/maps covers [start, start + length) without a gap with
+// mappings that all pass `fits`.
+bool covered_by(std::uintptr_t start, std::uint64_t length, const std::function<bool(const Mapping&)>& fits) {
+  std::ifstream maps("/proc/self/maps");
+  std::uintptr_t reached = start;
+  const std::uintptr_t end = start + length;
+  for (std::string line; reached < end && std::getline(maps, line);) {
+    std::istringstream fields(line);
+    Mapping mapping;
+    std::string range, offset, device, inode;
+    fields >> range >> mapping.permissions >> offset >> device >> inode;
+    std::getline(fields >> std::ws, mapping.path);
+    auto dash = range.find('-');
+    if (dash == std::string::npos) return false;
+    mapping.start = std::stoull(range.substr(0, dash), nullptr, 16);
+    mapping.end = std::stoull(range.substr(dash + 1), nullptr, 16);
+    if (mapping.end <= reached) continue;
+    if (mapping.start > reached || !fits(mapping)) return false;
+    reached = mapping.end;
+  }
+  return reached >= end;
+}
+
+bool private_anonymous_writable(const Mapping& mapping) {
+  return mapping.permissions == "rw-p" && (mapping.path.empty() || mapping.path == "[heap]");
+}
+
+}  // namespace
+
+SharedRegions& SharedRegions::process() {
+  static SharedRegions* table = new SharedRegions;  // never destroyed: regions may outlive static destructors
+  return *table;
+}
+
+std::string SharedRegions::file_link_name(std::uint64_t id) {
+  return "/memfd:" + port::shared_region_file_name(id) + " (deleted)";
+}
+
+SharedRegions::Shared* SharedRegions::containing(std::uintptr_t start, std::uint64_t length) {
+  for (Shared& shared : shared_) {
+    if (start >= shared.start && start - shared.start <= shared.length && length <= shared.length - (start - shared.start)) {
+      return &shared;
+    }
+  }
+  return nullptr;
+}
+
+std::optional<RegionBacking> SharedRegions::share(void* addr, std::uint64_t length) {
+  const auto start = reinterpret_cast<std::uintptr_t>(addr);
+  const auto pid = static_cast<std::uint32_t>(::getpid());
+  std::lock_guard lock(mutex_);
+  if (Shared* shared = containing(start, length); shared != nullptr && length > 0) {
+    ++shared->references;
+    return RegionBacking{pid, shared->fd, shared->id, start - shared->start};
+  }
+  const auto page = static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
+  if (length == 0 || start % page != 0 || length % page != 0 || length > UINTPTR_MAX - start) return std::nullopt;
+  for (const Shared& shared : shared_) {
+    if (start < shared.start + shared.length && shared.start < start + length) return std::nullopt;  // overlaps one
+  }
+  // A peer opens the file through /proc/<pid>/fd: a process that is not
+  // dumpable (set-user-ID, or by choice) does not let it.
+  if (::prctl(PR_GET_DUMPABLE) != 1) return std::nullopt;
+  if (!covered_by(start, length, private_anonymous_writable)) return std::nullopt;
+
+  std::uint64_t id = (std::uint64_t{pid} << 32) | next_serial_++;
+  std::string name = port::shared_region_file_name(id);
+  int fd = ::memfd_create(name.c_str(), MFD_CLOEXEC | MFD_ALLOW_SEALING);
+  if (fd < 0) return std::nullopt;
+  void* view = MAP_FAILED;
+  if (::ftruncate(fd, static_cast<off_t>(length)) == 0) {
+    view = ::mmap(nullptr, length, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  }
+  if (view == MAP_FAILED) {
+    ::close(fd);
+    return std::nullopt;
+  }
+  std::memcpy(view, addr, length);
+  // mremap replaces the old pages at addr with the file's in one step.
+  if (::mremap(view, length, length, MREMAP_MAYMOVE | MREMAP_FIXED, addr) == MAP_FAILED) {
+    ::munmap(view, length);
+    ::close(fd);
+    return std::nullopt;
+  }
+  ::fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL);
+  ::madvise(addr, length, MADV_DONTFORK);
+  shared_.push_back(Shared{start, length, fd, id, 1});
+  return RegionBacking{pid, fd, id, 0};
+}
+
+void SharedRegions::unshare(void* addr, std::uint64_t length) {
+  std::lock_guard lock(mutex_);
+  Shared* shared = containing(reinterpret_cast<std::uintptr_t>(addr), length);
+  if (shared == nullptr || --shared->references > 0) return;
+  move_back(*shared);
+  ::close(shared->fd);
+  shared_.erase(shared_.begin() + (shared - shared_.data()));
+}
+
+void SharedRegions::move_back(const Shared& shared) {
+  // Pages the program unmapped or mapped anew since are no longer the file's: leave them.
+  std::string link = file_link_name(shared.id);
+  std::string path = link.substr(0, link.size() - std::string(" (deleted)").size());
+  bool still_ours = covered_by(shared.start, shared.length, [&](const Mapping& mapping) {
+    return mapping.permissions == "rw-s" && (mapping.path == link || mapping.path == path);
+  });
+  if (!still_ours) return;
+  void* fresh = ::mmap(nullptr, shared.length, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (fresh == MAP_FAILED) return;  // the bytes stay in the file, at their address
+  auto* at = reinterpret_cast<void*>(shared.start);
+  std::memcpy(fresh, at, shared.length);
+  if (::mremap(fresh, shared.length, shared.length, MREMAP_MAYMOVE | MREMAP_FIXED, at) == MAP_FAILED) {
+    ::munmap(fresh, shared.length);
+  }
+}
+
+}  // namespace uroce::runtime

@@ -29,7 +29,8 @@ void print(const std::string& name, Device& device) {
   std::fprintf(stderr,
                "uroce: %s: packets sent %llu received %llu, icrc errors %llu, retransmitted %llu, "
                "malformed %llu; receiving rounds: thread %llu application %llu; thread sleeps %llu rests %llu; "
-               "held ACKs carried %llu expired %llu; intra-host sent %llu received %llu dropped %llu\n",
+               "held ACKs carried %llu expired %llu; intra-host sent %llu received %llu dropped %llu; "
+               "extent packets sent %llu received %llu unreadable %llu\n",
                name.c_str(), static_cast<unsigned long long>(counters.packets_sent),
                static_cast<unsigned long long>(counters.packets_received),
                static_cast<unsigned long long>(counters.icrc_errors),
@@ -43,7 +44,10 @@ void print(const std::string& name, Device& device) {
                static_cast<unsigned long long>(progress.acks_expired),
                static_cast<unsigned long long>(port.local_sends),
                static_cast<unsigned long long>(port.local_receives),
-               static_cast<unsigned long long>(port.local_drops));
+               static_cast<unsigned long long>(port.local_drops),
+               static_cast<unsigned long long>(counters.extent_packets_sent),
+               static_cast<unsigned long long>(counters.extent_packets_received),
+               static_cast<unsigned long long>(counters.extents_unreadable));
 }
 
 void print_open_devices_at_exit() {

@@ -44,6 +44,7 @@ struct Side {
   std::string interface;  // UROCE_INTERFACE: the raw Ethernet port
   std::string progress = "";  // UROCE_PROGRESS, when not the default
   bool wire = false;          // UROCE_WIRE=1: no intra-host path
+  bool shared = false;        // UROCE_SHARED_MR=1: long SENDs and WRITEs read from shared regions
 };
 
 struct PairResult {
@@ -61,6 +62,7 @@ std::string command_on(const Side& side, const std::string& command) {
   if (!side.interface.empty()) environment += " UROCE_INTERFACE=" + side.interface;
   if (!side.progress.empty()) environment += " UROCE_PROGRESS=" + side.progress;
   if (side.wire) environment += " UROCE_WIRE=1";
+  if (side.shared) environment += " UROCE_SHARED_MR=1";
   environment += " UROCE_STATS=1";  // the counters on standard error: which path the packets took
   return prefix + "env " + environment + " timeout 600 " + command;
 }
@@ -133,13 +135,21 @@ void expect_perftest(const PairResult& result, int rows) {
 }
 
 // Each test gets its own addresses and TCP port: ctest runs them in parallel.
-Side loopback(int test, int side, const std::string& progress, bool wire) {
-  return {"", "127.0.8." + std::to_string(test * 2 + side + 1), "", progress, wire};
+Side loopback(int test, int side, const std::string& progress, bool wire, bool shared) {
+  return {"", "127.0.8." + std::to_string(test * 2 + side + 1), "", progress, wire, shared};
 }
 
 // What UROCE_STATS printed for the device: datagrams sent through the intra-host path.
 std::optional<long> intra_host_sends(const std::string& errors) {
   static const std::regex sent(R"(intra-host sent (\d+))");
+  std::smatch match;
+  if (!std::regex_search(errors, match, sent)) return std::nullopt;
+  return std::stol(match[1]);
+}
+
+// ... and messages sent as one extent packet each (UROCE_SHARED_MR=1).
+std::optional<long> extent_packets_sent(const std::string& errors) {
+  static const std::regex sent(R"(extent packets sent (\d+))");
   std::smatch match;
   if (!std::regex_search(errors, match, sent)) return std::nullopt;
   return std::stol(match[1]);
@@ -152,12 +162,13 @@ struct ProgramCase {
   int rows;     // perftest result rows; 0 for a pingpong
   std::string progress = "";  // UROCE_PROGRESS; empty: the default (adaptive)
   bool wire = false;          // UROCE_WIRE=1 on both sides; by default they meet through shared memory
+  bool shared = false;        // UROCE_SHARED_MR=1 on both sides
   int id = 0;   // distinct addresses and TCP port per case
 };
 
 void PrintTo(const ProgramCase& run, std::ostream* out) {
   *out << run.program << " " << run.options << (run.progress.empty() ? "" : " with UROCE_PROGRESS=" + run.progress)
-       << (run.wire ? " with UROCE_WIRE=1" : "");
+       << (run.wire ? " with UROCE_WIRE=1" : "") << (run.shared ? " with UROCE_SHARED_MR=1" : "");
 }
 
 class LoopbackPrograms : public ::testing::TestWithParam<ProgramCase> {};
@@ -165,8 +176,9 @@ class LoopbackPrograms : public ::testing::TestWithParam<ProgramCase> {};
 TEST_P(LoopbackPrograms, RunUnchangedBetweenTwoProcesses) {
   const ProgramCase& run = GetParam();
   if (!installed(run.program)) GTEST_SKIP() << run.program << " is not installed";
-  PairResult result = run_pair(run.program, run.options, loopback(run.id, 0, run.progress, run.wire),
-                               loopback(run.id, 1, run.progress, run.wire), "127.0.0.1", tcp_port(run.id));
+  PairResult result = run_pair(run.program, run.options, loopback(run.id, 0, run.progress, run.wire, run.shared),
+                               loopback(run.id, 1, run.progress, run.wire, run.shared), "127.0.0.1",
+                               tcp_port(run.id));
   if (run.rows == 0) {
     expect_pingpong(result);
   } else {
@@ -179,6 +191,15 @@ TEST_P(LoopbackPrograms, RunUnchangedBetweenTwoProcesses) {
     EXPECT_EQ(*local_sends, 0) << describe(result);
   } else {
     EXPECT_GT(*local_sends, 0) << describe(result);
+  }
+  // Shared regions: the client's messages longer than an MTU went as extent
+  // packets, but for READ, whose responses are the server's packets.
+  std::optional<long> extents = extent_packets_sent(result.client_errors);
+  ASSERT_TRUE(extents) << describe(result);
+  if (run.shared && run.program != "ib_read_bw") {
+    EXPECT_GT(*extents, 0) << describe(result);
+  } else {
+    EXPECT_EQ(*extents, 0) << describe(result);
   }
 }
 
@@ -213,13 +234,25 @@ std::vector<ProgramCase> loopback_cases() {
   cases.push_back({"ib_write_lat", "", 1, "", true});
   cases.push_back({"ib_send_bw", "", 1, "", true});
   cases.push_back({"ib_read_lat", "", 1, "", true});
+  // Shared regions (UROCE_SHARED_MR=1): messages of 64 KiB and, in the
+  // sweeps, every size above the MTU read by the peer from the sender's
+  // region. The pingpongs check every byte they receive; READ still goes
+  // by packets, from regions that moved.
+  cases.push_back({"ibv_rc_pingpong", "-c -s 65536", 0, "", false, true});
+  cases.push_back({"ibv_srq_pingpong", "-c -s 65536", 0, "", false, true});
+  cases.push_back({"ib_write_bw", "-s 65536", 1, "", false, true});
+  cases.push_back({"ib_send_bw", "-s 65536", 1, "", false, true});
+  cases.push_back({"ib_read_bw", "-s 65536", 1, "", false, true});
+  cases.push_back({"ib_write_bw", sweep_options(), kSweepSizes, "", false, true});
+  cases.push_back({"ib_send_bw", sweep_options(), kSweepSizes, "", false, true});
   for (std::size_t i = 0; i < cases.size(); ++i) cases[i].id = static_cast<int>(i);
   return cases;
 }
 
 std::string case_name(const ::testing::TestParamInfo<ProgramCase>& info) {
   std::string name = info.param.program + "_" + info.param.options +
-                     (info.param.progress.empty() ? "" : "_" + info.param.progress) + (info.param.wire ? "_wire" : "");
+                     (info.param.progress.empty() ? "" : "_" + info.param.progress) + (info.param.wire ? "_wire" : "") +
+                     (info.param.shared ? "_shared" : "");
   for (char& c : name) {
     if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
   }

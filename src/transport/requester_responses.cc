@@ -1,0 +1,98 @@
+// The RC requester's side of READ responses and atomic ACKs: placing each
+// response in order into the READ's local buffers (asking again from the
+// first missing one), and an atomic's original value into its buffer.
+#include <algorithm>
+#include <cstring>
+
+#include "transport/engine_state.h"
+#include "transport/psn.h"
+
+namespace uroce {
+
+using transport::psn_add;
+using transport::psn_at_or_before;
+using transport::psn_before;
+using transport::QueuePair;
+using transport::SendWqe;
+
+namespace {
+
+// The unfinished READ whose PSN range holds psn, and whether it is the oldest
+// unfinished WQE (only then may its responses be placed).
+std::pair<SendWqe*, bool> find_read(QueuePair& qp, std::uint32_t psn) {
+  bool oldest = true;
+  for (SendWqe& wqe : qp.send_queue) {
+    if (!wqe.started) break;
+    if (wqe.done) continue;
+    if (wqe.opcode == WrOpcode::rdma_read && psn_at_or_before(wqe.first_psn, psn) &&
+        psn_at_or_before(psn, wqe.last_psn())) {
+      return {&wqe, oldest};
+    }
+    oldest = false;
+  }
+  return {nullptr, false};
+}
+
+}  // namespace
+
+void EngineState::on_read_response(QueuePair& qp, const wire::RocePacket& packet, TimeNs now) {
+  std::uint32_t psn = packet.headers.bth.psn;
+  auto [read, oldest] = find_read(qp, psn);
+  if (read == nullptr) return;  // a duplicate of a finished READ
+  if (!oldest) {
+    // The response implies the responder got everything before the READ:
+    // that completes earlier SEND/WRITEs, or shows an earlier response lost.
+    acknowledge_through(qp, psn_add(read->first_psn, -1), now);
+    std::tie(read, oldest) = find_read(qp, psn);
+    if (read == nullptr || !oldest) return;
+  }
+  std::uint32_t expected = psn_add(read->first_psn, static_cast<std::int64_t>(read->read_received / mtu(qp)));
+  if (psn != expected) {
+    if (psn_before(expected, psn)) rewind_once(qp, expected);  // a response was lost: ask again
+    return;
+  }
+  // After a re-request from the middle the responder starts a new stream, so
+  // FIRST and MIDDLE are both fine here; what must hold is the length, and
+  // that LAST/ONLY marks the end.
+  std::uint64_t remaining = read->length - read->read_received;
+  std::uint64_t want = std::min<std::uint64_t>(mtu(qp), remaining);
+  bool ends = packet.op->position == wire::Position::last || packet.op->position == wire::Position::only;
+  if (ends != (remaining <= mtu(qp)) || packet.payload.size() != want) {
+    return fail_request(qp, psn, WcStatus::bad_resp_err);
+  }
+  if (packet.headers.aeth && wire::aeth_ack_type(packet.headers.aeth->syndrome) != wire::AckType::ack) {
+    return fail_request(qp, psn, WcStatus::bad_resp_err);
+  }
+  if (config.carry_payload) {
+    transport::scatter(read->segments, read->read_received, packet.payload.data(), packet.payload.size());
+  }
+  read->read_received += packet.payload.size();
+  qp.retries_left = qp.attr.retry_cnt;
+  if (ends) {
+    read->done = true;
+    acknowledge_through(qp, psn, now);
+  } else {
+    arm_retransmit_timer(qp, now);
+  }
+}
+
+void EngineState::on_atomic_ack(QueuePair& qp, const wire::RocePacket& packet, TimeNs now) {
+  std::uint32_t psn = packet.headers.bth.psn;
+  for (SendWqe& wqe : qp.send_queue) {
+    if (!wqe.started) break;
+    if (wqe.done || wqe.first_psn != psn) continue;
+    if (wqe.opcode != WrOpcode::atomic_cmp_and_swp && wqe.opcode != WrOpcode::atomic_fetch_and_add) {
+      return fail_request(qp, psn, WcStatus::bad_resp_err);
+    }
+    acknowledge_through(qp, psn_add(psn, -1), now);
+    std::uint64_t original = packet.headers.atomic_ack_eth->original;
+    std::uint8_t bytes[8];
+    std::memcpy(bytes, &original, sizeof bytes);
+    if (config.carry_payload) transport::scatter(wqe.segments, 0, bytes, sizeof bytes);
+    wqe.done = true;
+    acknowledge_through(qp, psn, now);
+    return;
+  }
+}
+
+}  // namespace uroce

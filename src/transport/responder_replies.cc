@@ -1,0 +1,214 @@
+// What the RC responder sends back beyond ACKs of SENDs and WRITEs: READs
+// executed into queued responses, atomics executed once, duplicates
+// answered without executing twice, and the transmit of every queued ACK,
+// NAK, CNP, READ response and atomic ACK in order.
+#include <algorithm>
+#include <cstring>
+
+#include "transport/engine_state.h"
+#include "transport/psn.h"
+
+namespace uroce {
+
+using transport::psn_add;
+using transport::psn_at_or_before;
+using transport::psn_diff;
+using transport::QueuePair;
+using transport::ResponderOutput;
+
+bool EngineState::on_read_request(QueuePair& qp, const wire::RocePacket& packet) {
+  std::uint32_t psn = packet.headers.bth.psn;
+  const wire::RethRepr& reth = *packet.headers.reth;
+  if (qp.receiving_send || qp.receiving_write || qp.records.empty()) {
+    fail_responder(qp, psn, wire::NakCode::invalid_request);
+    return false;
+  }
+  if ((qp.attr.qp_access_flags & kAccessRemoteRead) == 0) {
+    fail_responder(qp, psn, wire::NakCode::remote_access_error);
+    return false;
+  }
+  if (!memory_regions.resolve_remote(reth.rkey, qp.pd, reth.va, reth.dma_length, kAccessRemoteRead)) {
+    fail_responder(qp, psn, wire::NakCode::remote_access_error);
+    return false;
+  }
+  std::uint32_t packets = std::max<std::uint32_t>(1, (reth.dma_length + mtu(qp) - 1) / mtu(qp));
+  qp.msn = psn_add(qp.msn, 1);
+  transport::ReadAtomicRecord& record = qp.records[qp.next_record];
+  qp.next_record = (qp.next_record + 1) % qp.records.size();
+  record = transport::ReadAtomicRecord{true, false, psn, packets, reth.va, reth.rkey, reth.dma_length, 0, qp.msn};
+
+  queue_read_response(qp, psn, reth, qp.msn);
+  qp.expected_psn = psn_add(psn, packets);
+  return true;
+}
+
+bool EngineState::on_atomic(QueuePair& qp, const wire::RocePacket& packet) {
+  std::uint32_t psn = packet.headers.bth.psn;
+  const wire::AtomicEthRepr& atomic = *packet.headers.atomic_eth;
+  if (qp.receiving_send || qp.receiving_write || qp.records.empty() || atomic.va % 8 != 0) {
+    fail_responder(qp, psn, wire::NakCode::invalid_request);
+    return false;
+  }
+  if ((qp.attr.qp_access_flags & kAccessRemoteAtomic) == 0) {
+    fail_responder(qp, psn, wire::NakCode::remote_access_error);
+    return false;
+  }
+  auto target = memory_regions.resolve_remote(atomic.rkey, qp.pd, atomic.va, 8, kAccessRemoteAtomic);
+  if (!target) {
+    fail_responder(qp, psn, wire::NakCode::remote_access_error);
+    return false;
+  }
+  std::uint64_t original = 0;
+  if (config.carry_payload) {
+    std::memcpy(&original, *target, sizeof original);
+    std::uint64_t updated = original;
+    if (packet.op->kind == wire::OpKind::fetch_add) {
+      updated = original + atomic.swap_add;
+    } else if (original == atomic.compare) {
+      updated = atomic.swap_add;
+    }
+    std::memcpy(*target, &updated, sizeof updated);
+  }
+
+  qp.msn = psn_add(qp.msn, 1);
+  transport::ReadAtomicRecord& record = qp.records[qp.next_record];
+  qp.next_record = (qp.next_record + 1) % qp.records.size();
+  record = transport::ReadAtomicRecord{true, true, psn, 1, atomic.va, atomic.rkey, 8, original, qp.msn};
+
+  queue_atomic_ack(qp, psn, original, qp.msn);
+  qp.expected_psn = psn_add(psn, 1);
+  return true;
+}
+
+// A READ asked again supersedes what is still queued of its earlier
+// responses: the requester wants the stream from the duplicate's PSN, once.
+// Without this, a responder paced low by DCQCN answered every go-back-N
+// rewind with another copy of every READ in the window, its queue outgrew
+// the requester's timeout, and each timeout queued more: the requester ran
+// out of retries (RcSoak.DcqcnPacingUnderLossAndEcnMarks, seed 2210511476).
+void EngineState::drop_queued_responses(QueuePair& qp, std::uint32_t first_psn, std::uint32_t last_psn) {
+  std::erase_if(qp.outputs, [&](const ResponderOutput& output) {
+    return output.kind == ResponderOutput::Kind::read_response && psn_at_or_before(first_psn, output.psn) &&
+           psn_at_or_before(output.psn, last_psn);
+  });
+}
+
+// A request the responder has already executed: acknowledge it again, replay
+// a READ from memory, or return an atomic's saved result. Never execute twice.
+void EngineState::on_duplicate(QueuePair& qp, const wire::RocePacket& packet) {
+  std::uint32_t psn = packet.headers.bth.psn;
+  switch (packet.op->kind) {
+    case wire::OpKind::rdma_read_request: {
+      const wire::RethRepr& reth = *packet.headers.reth;
+      for (const transport::ReadAtomicRecord& record : qp.records) {
+        if (!record.valid || record.is_atomic) continue;
+        std::uint32_t last = psn_add(record.first_psn, std::int64_t{record.packet_count} - 1);
+        if (!psn_at_or_before(record.first_psn, psn) || !psn_at_or_before(psn, last)) continue;
+        // The re-request may start mid-way; it must stay inside the original.
+        std::uint64_t skipped = std::uint64_t(psn_diff(psn, record.first_psn)) * mtu(qp);
+        if (reth.rkey != record.rkey || reth.va != record.va + skipped || reth.dma_length != record.length - skipped) {
+          return;
+        }
+        drop_queued_responses(qp, record.first_psn, last);
+        return queue_read_response(qp, psn, reth, record.msn);
+      }
+      return;
+    }
+    case wire::OpKind::compare_swap:
+    case wire::OpKind::fetch_add: {
+      for (const transport::ReadAtomicRecord& record : qp.records) {
+        if (!record.valid || !record.is_atomic || record.first_psn != psn) continue;
+        return queue_atomic_ack(qp, psn, record.atomic_original, record.msn);
+      }
+      return;
+    }
+    default:
+      // SEND / WRITE: acknowledge everything received so far.
+      queue_ack(qp, psn_add(qp.expected_psn, -1));
+      return;
+  }
+}
+
+std::size_t EngineState::responder_transmit(QueuePair& qp, MutableByteSpan out, TimeNs now) {
+  if (qp.outputs.empty()) return 0;
+  ResponderOutput& next = qp.outputs.front();
+  if (next.kind == ResponderOutput::Kind::read_response && paced_out(qp, now)) return 0;
+  wire::TransportHeaders headers;
+  std::size_t payload_length = 0;
+  const std::uint8_t* payload = nullptr;
+  bool finished = true;
+
+  switch (next.kind) {
+    case ResponderOutput::Kind::ack:
+      headers.bth.opcode = wire::opcode::kRcAcknowledge;
+      headers.bth.psn = next.psn;
+      headers.aeth = wire::AethRepr{next.syndrome, next.msn};
+      break;
+    case ResponderOutput::Kind::atomic_ack:
+      headers.bth.opcode = wire::opcode::kRcAtomicAcknowledge;
+      headers.bth.psn = next.psn;
+      headers.aeth = wire::AethRepr{next.syndrome, next.msn};
+      headers.atomic_ack_eth = wire::AtomicAckEthRepr{next.atomic_original};
+      break;
+    case ResponderOutput::Kind::cnp: {
+      // CNPs travel in their own traffic class so switches can prioritise them.
+      headers.bth.opcode = wire::opcode::kCnp;
+      headers.bth.becn = true;
+      AddressVector destination = next.destination;
+      destination.traffic_class = static_cast<std::uint8_t>(config.congestion.cnp_dscp << 2);
+      auto layout = begin_packet_to(destination, next.dest_qp, next.source_port != 0 ? next.source_port : qp.udp_source_port,
+                                    headers, 0, out, next.source_port != 0 ? transport::ev_flow_label(next.source_port) : 0);
+      qp.outputs.pop_front();
+      if (!layout) return 0;
+      ++counters.cnps_sent;
+      return finish_packet(out, *layout);
+    }
+    case ResponderOutput::Kind::read_response: {
+      std::uint64_t remaining = next.length - next.offset;
+      payload_length = static_cast<std::size_t>(std::min<std::uint64_t>(mtu(qp), remaining));
+      bool first = next.offset == 0;
+      bool last = remaining <= mtu(qp);
+      using namespace wire::opcode;
+      headers.bth.opcode = first && last ? kRcRdmaReadResponseOnly
+                           : first       ? kRcRdmaReadResponseFirst
+                           : last        ? kRcRdmaReadResponseLast
+                                         : kRcRdmaReadResponseMiddle;
+      headers.bth.psn = next.psn;
+      if (first || last) {
+        headers.aeth = wire::AethRepr{wire::make_syndrome(wire::AckType::ack, wire::kCreditNoLimit), next.msn};
+      }
+      auto source = memory_regions.resolve_remote(next.rkey, qp.pd, next.va + next.offset, payload_length,
+                                                  kAccessRemoteRead);
+      if (!source) {
+        // The region went away under a READ in progress.
+        std::uint32_t psn = next.psn;
+        fail_responder(qp, psn, wire::NakCode::remote_access_error);
+        return responder_transmit(qp, out, now);
+      }
+      payload = *source;
+      finished = last;
+      break;
+    }
+  }
+  // READ responses keep the QP's own port (one path: the requester places
+  // them in order); ACKs and NAKs echo the EV of the request they answer.
+  std::uint16_t port = next.source_port != 0 ? next.source_port : qp.udp_source_port;
+  auto layout = begin_packet_to(qp.attr.ah_attr, qp.attr.dest_qp_num, port, headers, payload_length, out,
+                                next.source_port != 0 ? transport::ev_flow_label(next.source_port) : 0);
+  if (!layout) return 0;
+  if (payload_length > 0 && config.carry_payload) {
+    std::memcpy(&out[layout->payload_offset], payload, payload_length);
+  }
+  bool data = next.kind == ResponderOutput::Kind::read_response;
+  if (finished) {
+    qp.outputs.pop_front();
+  } else {
+    next.offset += payload_length;
+    next.psn = psn_add(next.psn, 1);
+  }
+  std::size_t length = finish_packet(out, *layout);
+  if (data) account_data_packet(qp, length, now);
+  return length;
+}
+
+}  // namespace uroce

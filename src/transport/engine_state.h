@@ -150,6 +150,10 @@ class EngineState {
   // false (and the packet dropped or NAKed) when it is not a lone SEND or
   // WRITE of an RC QP or its bytes cannot be read.
   bool take_extent_payload(transport::QueuePair& qp, wire::RocePacket& packet, ExtentSource& extents);
+  // The rest of a READ asked for by reference, as one READ RESPONSE ONLY
+  // naming the bytes, when its region is shared; 0 (send packets) otherwise.
+  std::size_t read_response_by_extent(transport::QueuePair& qp, transport::ResponderOutput& next, MutableByteSpan out,
+                                      TimeNs now);
   std::size_t responder_transmit(transport::QueuePair& qp, MutableByteSpan out, TimeNs now);
 
  private:
@@ -199,8 +203,9 @@ class EngineState {
   bool may_place_early(const transport::QueuePair& qp, const transport::SendWqe& wqe) const;
   // Removes the queued response streams of one READ (its PSN range).
   void drop_queued_responses(transport::QueuePair& qp, std::uint32_t first_psn, std::uint32_t last_psn);
+  // by_extent: the request asked for the bytes by reference (RegionBacking).
   void queue_read_response(transport::QueuePair& qp, std::uint32_t psn, const wire::RethRepr& reth,
-                           std::uint32_t msn);
+                           std::uint32_t msn, bool by_extent);
   void queue_atomic_ack(transport::QueuePair& qp, std::uint32_t psn, std::uint64_t original, std::uint32_t msn);
   void fail_responder(transport::QueuePair& qp, std::uint32_t psn, wire::NakCode code);
 

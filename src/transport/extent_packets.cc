@@ -1,36 +1,79 @@
-// The responder's side of payloads by reference (uroce/engine.h,
-// RegionBacking): an extent packet that came through shared memory gets the
-// bytes it names as its payload, read through the port's ExtentSource;
+// Payloads by reference (uroce/engine.h, RegionBacking) on arrival and for
+// READ responses: an extent packet that came through shared memory gets the
+// bytes it names as its payload, read through the port's ExtentSource, and
 // everything after that (PSN, rkey, bounds, receive WQE, completion) is the
-// responder's ordinary handling of an ONLY packet.
+// ordinary handling of an ONLY packet; a READ asked for by reference is
+// answered with one response naming the bytes, where its region is shared.
 #include "transport/engine_state.h"
 #include "transport/payload_extent.h"
+#include "transport/psn.h"
 
 namespace uroce {
 
 using transport::QueuePair;
 
 bool EngineState::take_extent_payload(QueuePair& qp, wire::RocePacket& packet, ExtentSource& extents) {
-  bool lone_send_or_write = qp.type == QpType::rc && packet.op->position == wire::Position::only &&
-                            (packet.op->kind == wire::OpKind::send || packet.op->kind == wire::OpKind::rdma_write);
+  // A READ request with the bit asks for its response by reference: it has no payload.
+  if (packet.op->kind == wire::OpKind::rdma_read_request) return qp.type == QpType::rc;
+  bool response = packet.op->kind == wire::OpKind::rdma_read_response;
+  bool lone = qp.type == QpType::rc && packet.op->position == wire::Position::only &&
+              (packet.op->kind == wire::OpKind::send || packet.op->kind == wire::OpKind::rdma_write || response);
   auto named = transport::parse_extent_payload(packet.payload);
   // Selective repeat would hold the packet after a gap and read its payload later.
-  if (!lone_send_or_write || !named || qp.reorder) {
+  if (!lone || !named || qp.reorder) {
     ++counters.malformed_packets;
     return false;
   }
   auto bytes = extents.resolve(named->extent, named->length);
   if (!bytes) {
     ++counters.extents_unreadable;
-    bool responding = qp.state == QpState::rtr || qp.state == QpState::rts || qp.state == QpState::sqd;
-    if (responding && packet.headers.bth.psn == qp.expected_psn) {
-      fail_responder(qp, packet.headers.bth.psn, wire::NakCode::remote_operational_error);
+    std::uint32_t psn = packet.headers.bth.psn;
+    if (response) {
+      // The READ cannot be had this way, nor asked again another: end it.
+      for (const transport::SendWqe& wqe : qp.send_queue) {
+        if (wqe.started && !wqe.done && wqe.opcode == WrOpcode::rdma_read && wqe.by_extent &&
+            transport::psn_at_or_before(wqe.first_psn, psn) && transport::psn_at_or_before(psn, wqe.last_psn())) {
+          fail_request(qp, psn, WcStatus::rem_op_err);
+          break;
+        }
+      }
+      return false;
     }
+    bool responding = qp.state == QpState::rtr || qp.state == QpState::rts || qp.state == QpState::sqd;
+    if (responding && psn == qp.expected_psn) fail_responder(qp, psn, wire::NakCode::remote_operational_error);
     return false;
   }
   packet.payload = *bytes;
   ++counters.extent_packets_received;
   return true;
+}
+
+std::size_t EngineState::read_response_by_extent(QueuePair& qp, transport::ResponderOutput& next, MutableByteSpan out,
+                                                 TimeNs now) {
+  std::uint64_t remaining = next.length - next.offset;
+  if (!next.by_extent || remaining <= mtu(qp)) return 0;
+  const verbs::MemoryRegion* region = memory_regions.find_remote(next.rkey);
+  if (region == nullptr || !region->backing) return 0;
+  // The checks every response packet gets; the packets' path NAKs a failure.
+  auto source = memory_regions.resolve_remote(next.rkey, qp.pd, next.va + next.offset, remaining, kAccessRemoteRead);
+  if (!source) return 0;
+  wire::TransportHeaders headers;
+  headers.bth.opcode = wire::opcode::kRcRdmaReadResponseOnly;
+  headers.bth.psn = next.psn;
+  headers.bth.extent_payload = true;
+  headers.aeth = wire::AethRepr{wire::make_syndrome(wire::AckType::ack, wire::kCreditNoLimit), next.msn};
+  auto layout = begin_packet_to(qp.attr.ah_attr, qp.attr.dest_qp_num, qp.udp_source_port, headers,
+                                transport::kExtentPayloadLength, out);
+  if (!layout) return 0;
+  const RegionBacking& backing = *region->backing;
+  PayloadExtent extent{backing.pid, backing.fd, backing.id,
+                       backing.offset + static_cast<std::uint64_t>(*source - region->addr)};
+  transport::emit_extent_payload({extent, remaining}, &out[layout->payload_offset]);
+  ++counters.extent_packets_sent;
+  qp.outputs.pop_front();
+  std::size_t length = finish_packet(out, *layout);
+  account_data_packet(qp, length, now);
+  return length;
 }
 
 }  // namespace uroce

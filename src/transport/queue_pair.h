@@ -95,6 +95,7 @@ struct ResponderOutput {
   std::uint32_t rkey = 0;
   std::uint64_t length = 0;
   std::uint64_t offset = 0;
+  bool by_extent = false;  // the requester reads a local region itself: one packet naming the bytes, where they are shared
   // CNP: where it goes (the peer for RC/UC, the datagram's source for UD).
   AddressVector destination;
   std::uint32_t dest_qp = 0;

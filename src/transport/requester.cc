@@ -138,9 +138,13 @@ std::size_t EngineState::requester_transmit(QueuePair& qp, MutableByteSpan out, 
     wqe.place_early = may_place_early(qp, wqe);
     if (wqe.takes_receive()) wqe.receive_message = qp.receive_messages_started++;
     bool atomic = wqe.opcode == WrOpcode::atomic_cmp_and_swp || wqe.opcode == WrOpcode::atomic_fetch_and_add;
-    // A local peer reads a long message's bytes itself: one packet names them.
-    wqe.by_extent = wqe.extent && qp.peer_local && wqe.length > mtu(qp) && !qp.paths && !qp.sacks;
-    wqe.packet_count = atomic || wqe.by_extent ? 1 : std::max<std::uint32_t>(1, (wqe.length + mtu(qp) - 1) / mtu(qp));
+    // A local peer reads a long message's bytes itself: one packet names
+    // them. A READ asks the peer for that; it reserves its PSNs either way.
+    bool read = wqe.opcode == WrOpcode::rdma_read;
+    wqe.by_extent = (wqe.extent || read) && qp.peer_local && wqe.length > mtu(qp) && !qp.paths && !qp.sacks;
+    wqe.packet_count = atomic || (wqe.by_extent && !read)
+                           ? 1
+                           : std::max<std::uint32_t>(1, (wqe.length + mtu(qp) - 1) / mtu(qp));
     qp.next_psn = psn_add(qp.next_psn, wqe.packet_count);
     if (wqe.is_read_or_atomic()) ++qp.outstanding_read_atomic;
   } else {
@@ -230,6 +234,7 @@ std::size_t EngineState::send_request_packet(QueuePair& qp, SendWqe& wqe, std::u
       std::uint64_t offset = std::uint64_t{index} * mtu(qp);
       headers.bth.opcode = wire::opcode::kRcRdmaReadRequest;
       headers.reth = wire::RethRepr{wqe.remote_addr + offset, wqe.rkey, static_cast<std::uint32_t>(wqe.length - offset)};
+      headers.bth.extent_payload = wqe.by_extent;
       break;
     }
     case WrOpcode::atomic_cmp_and_swp:
@@ -295,7 +300,7 @@ std::size_t EngineState::send_request_packet(QueuePair& qp, SendWqe& wqe, std::u
     transport::emit_send_placement({wqe.receive_message, static_cast<std::uint32_t>(payload_offset)}, payload);
   }
   payload += placement_header;
-  if (wqe.by_extent) {
+  if (headers.bth.extent_payload && wqe.opcode != WrOpcode::rdma_read) {  // a READ's bit asks; it names nothing
     transport::emit_extent_payload({*wqe.extent, wqe.length}, payload);
     ++counters.extent_packets_sent;
   } else if (!config.carry_payload) {

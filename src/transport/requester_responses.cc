@@ -54,10 +54,12 @@ void EngineState::on_read_response(QueuePair& qp, const wire::RocePacket& packet
   // After a re-request from the middle the responder starts a new stream, so
   // FIRST and MIDDLE are both fine here; what must hold is the length, and
   // that LAST/ONLY marks the end.
+  // One response by reference (RegionBacking) carries all that remains.
+  bool whole = packet.headers.bth.extent_payload;
   std::uint64_t remaining = read->length - read->read_received;
-  std::uint64_t want = std::min<std::uint64_t>(mtu(qp), remaining);
+  std::uint64_t want = whole ? remaining : std::min<std::uint64_t>(mtu(qp), remaining);
   bool ends = packet.op->position == wire::Position::last || packet.op->position == wire::Position::only;
-  if (ends != (remaining <= mtu(qp)) || packet.payload.size() != want) {
+  if (ends != (whole || remaining <= mtu(qp)) || packet.payload.size() != want) {
     return fail_request(qp, psn, WcStatus::bad_resp_err);
   }
   if (packet.headers.aeth && wire::aeth_ack_type(packet.headers.aeth->syndrome) != wire::AckType::ack) {
@@ -70,7 +72,7 @@ void EngineState::on_read_response(QueuePair& qp, const wire::RocePacket& packet
   qp.retries_left = qp.attr.retry_cnt;
   if (ends) {
     read->done = true;
-    acknowledge_through(qp, psn, now);
+    acknowledge_through(qp, whole ? read->last_psn() : psn, now);  // one response by reference covers every PSN
   } else {
     arm_retransmit_timer(qp, now);
   }

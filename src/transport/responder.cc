@@ -50,7 +50,7 @@ void EngineState::queue_ack(QueuePair& qp, std::uint32_t psn) {
 }
 
 void EngineState::queue_read_response(QueuePair& qp, std::uint32_t psn, const wire::RethRepr& reth,
-                                      std::uint32_t msn) {
+                                      std::uint32_t msn, bool by_extent) {
   ResponderOutput response;
   response.kind = ResponderOutput::Kind::read_response;
   response.psn = psn;
@@ -58,6 +58,7 @@ void EngineState::queue_read_response(QueuePair& qp, std::uint32_t psn, const wi
   response.rkey = reth.rkey;
   response.length = reth.dma_length;
   response.msn = msn;
+  response.by_extent = by_extent;
   qp.outputs.push_back(response);
   mark_ready(qp);
 }

@@ -37,7 +37,7 @@ bool EngineState::on_read_request(QueuePair& qp, const wire::RocePacket& packet)
   qp.next_record = (qp.next_record + 1) % qp.records.size();
   record = transport::ReadAtomicRecord{true, false, psn, packets, reth.va, reth.rkey, reth.dma_length, 0, qp.msn};
 
-  queue_read_response(qp, psn, reth, qp.msn);
+  queue_read_response(qp, psn, reth, qp.msn, packet.headers.bth.extent_payload);
   qp.expected_psn = psn_add(psn, packets);
   return true;
 }
@@ -110,7 +110,7 @@ void EngineState::on_duplicate(QueuePair& qp, const wire::RocePacket& packet) {
           return;
         }
         drop_queued_responses(qp, record.first_psn, last);
-        return queue_read_response(qp, psn, reth, record.msn);
+        return queue_read_response(qp, psn, reth, record.msn, packet.headers.bth.extent_payload);
       }
       return;
     }
@@ -164,6 +164,7 @@ std::size_t EngineState::responder_transmit(QueuePair& qp, MutableByteSpan out, 
       return finish_packet(out, *layout);
     }
     case ResponderOutput::Kind::read_response: {
+      if (std::size_t length = read_response_by_extent(qp, next, out, now)) return length;
       std::uint64_t remaining = next.length - next.offset;
       payload_length = static_cast<std::size_t>(std::min<std::uint64_t>(mtu(qp), remaining));
       bool first = next.offset == 0;

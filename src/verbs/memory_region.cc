@@ -51,6 +51,11 @@ const MemoryRegion* MemoryRegionTable::find_local(std::uint32_t lkey) const {
   return found == by_lkey_.end() ? nullptr : found->second.get();
 }
 
+const MemoryRegion* MemoryRegionTable::find_remote(std::uint32_t rkey) const {
+  auto found = by_rkey_.find(rkey);
+  return found == by_rkey_.end() ? nullptr : found->second;
+}
+
 std::errc MemoryRegionTable::deregister(std::uint32_t lkey) {
   auto it = by_lkey_.find(lkey);
   if (it == by_lkey_.end()) return std::errc::invalid_argument;

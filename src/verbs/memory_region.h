@@ -61,6 +61,7 @@ class MemoryRegionTable {
   // The region an lkey names, unchecked (nullptr when none): for what a
   // resolved local access needs to know beyond its bytes.
   const MemoryRegion* find_local(std::uint32_t lkey) const;
+  const MemoryRegion* find_remote(std::uint32_t rkey) const;
 
   std::size_t size() const { return by_lkey_.size(); }
   // True if any region of pd is still registered (ibv_dealloc_pd must fail).

@@ -2,8 +2,9 @@
 // whose datagrams the test network delivers as from a local device's shared
 // memory: a long SEND or WRITE from a region with a backing goes as one
 // extent packet once the peer is known to be local, arrives intact, and
-// meets every check a packet-per-MTU message meets; an extent packet from a
-// wire or naming unreadable bytes touches no memory.
+// meets every check a packet-per-MTU message meets; a long READ of a shared
+// region comes back as one response; an extent packet from a wire or
+// naming unreadable bytes touches no memory.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -18,21 +19,26 @@ namespace {
 constexpr TimeNs kSecond = 1'000'000'000;
 constexpr std::uint64_t kFileId = 0x5eed;
 constexpr std::uint64_t kFileOffset = 4096;  // the region starts this far into its file
+constexpr std::uint64_t kReadFileId = 0xfeed;
 
-// What a port's ExtentMappings does, over one buffer of this process that
-// stands for the sender's file.
+// What a port's ExtentMappings does, over buffers of this process that
+// stand for the peers' files: a's (pid 77, fd 5) and b's (pid 78, fd 6).
 class BufferExtents : public ExtentSource {
  public:
   std::optional<std::span<const std::uint8_t>> resolve(const PayloadExtent& extent, std::uint64_t length) override {
     ++calls;
-    if (unreadable || extent.id != kFileId || extent.pid != 77 || extent.fd != 5) return std::nullopt;
-    if (extent.offset < kFileOffset || length > file_bytes.size() ||
-        extent.offset - kFileOffset > file_bytes.size() - length) {
+    std::span<const std::uint8_t> file = extent.id == kFileId && extent.pid == 77 && extent.fd == 5       ? file_bytes
+                                         : extent.id == kReadFileId && extent.pid == 78 && extent.fd == 6 ? read_file_bytes
+                                                                                                          : std::span<const std::uint8_t>();
+    std::uint64_t start = extent.id == kFileId ? kFileOffset : 0;
+    if (unreadable || file.empty() || extent.offset < start || length > file.size() ||
+        extent.offset - start > file.size() - length) {
       return std::nullopt;
     }
-    return std::span<const std::uint8_t>(file_bytes.data() + (extent.offset - kFileOffset), length);
+    return file.subspan(extent.offset - start, length);
   }
   std::span<const std::uint8_t> file_bytes;
+  std::span<const std::uint8_t> read_file_bytes;
   bool unreadable = false;
   int calls = 0;
 };
@@ -93,6 +99,33 @@ class ExtentPayloads : public ::testing::Test {
     ASSERT_EQ(engine_a_->post_send(a_.qpn, wr), std::errc{});
   }
 
+  // A READ of `length` bytes from b's region at `offset` into a's sink_.
+  void post_read(std::uint64_t wr_id, const Buffer& region, std::size_t offset, std::uint32_t length) {
+    Sge sge = sink_.sge(0, length);
+    SendWr wr;
+    wr.wr_id = wr_id;
+    wr.opcode = WrOpcode::rdma_read;
+    wr.send_flags = kSendSignaled;
+    wr.sg_list = {&sge, 1};
+    wr.rdma.remote_addr = region.addr(offset);
+    wr.rdma.rkey = region.keys.rkey;
+    ASSERT_EQ(engine_a_->post_send(a_.qpn, wr), std::errc{});
+  }
+
+  // A region of b's that a READs, shared (with a backing) or not.
+  Buffer served_region(bool shared) {
+    Buffer served;
+    served.bytes.resize(kLength + 4096);
+    for (std::size_t i = 0; i < served.bytes.size(); ++i) served.bytes[i] = static_cast<std::uint8_t>(i * 5 + 1);
+    std::optional<RegionBacking> backing;
+    if (shared) backing = RegionBacking{78, 6, kReadFileId, 0};
+    served.keys = *engine_b_->reg_mr(b_.pd, served.bytes.data(), served.bytes.size(),
+                                     kAccessLocalWrite | kAccessRemoteRead, backing);
+    sink_.bytes.assign(kLength, 0);
+    sink_.keys = *engine_a_->reg_mr(a_.pd, sink_.bytes.data(), sink_.bytes.size(), kAccessLocalWrite);
+    return served;
+  }
+
   // One small WRITE and its ACK: a learns that b is local.
   void meet() {
     post_write(1, 0, 64);
@@ -107,7 +140,7 @@ class ExtentPayloads : public ::testing::Test {
   Engine* engine_a_ = nullptr;
   Engine* engine_b_ = nullptr;
   Endpoint a_, b_;
-  Buffer source_, target_;
+  Buffer source_, target_, sink_;
 };
 
 TEST_F(ExtentPayloads, ALongWriteToALocalPeerIsOnePacketAndArrivesIntact) {
@@ -233,6 +266,52 @@ TEST_F(ExtentPayloads, ALostExtentPacketIsSentAgainAsOne) {
   EXPECT_EQ(engine_a_->counters().extent_packets_sent, 2u);
   EXPECT_EQ(engine_b_->counters().extent_packets_received, 1u);
   EXPECT_EQ(std::memcmp(target_.bytes.data(), source_.bytes.data(), kLength), 0);
+}
+
+TEST_F(ExtentPayloads, ALongReadOfASharedRegionIsOneResponseAndTheQpGoesOn) {
+  Buffer served = served_region(true);
+  extents_.read_file_bytes = served.bytes;
+  meet();
+  std::uint64_t received_before = engine_a_->counters().packets_received;
+  post_read(5, served, 300, kLength);
+  auto done = run_until_completions(a_, 1);
+  ASSERT_EQ(done.size(), 1u);
+  EXPECT_EQ(done[0].status, WcStatus::success);
+  EXPECT_EQ(done[0].opcode, WcOpcode::rdma_read);
+  EXPECT_EQ(engine_a_->counters().packets_received - received_before, 1u);
+  EXPECT_EQ(engine_b_->counters().extent_packets_sent, 1u);
+  EXPECT_EQ(engine_a_->counters().extent_packets_received, 1u);
+  EXPECT_EQ(std::memcmp(sink_.bytes.data(), served.bytes.data() + 300, kLength), 0);
+  // The READ's PSNs are all acknowledged: what follows completes.
+  post_write(6, 0, kLength);
+  post_read(7, served, 0, 100);
+  done = run_until_completions(a_, 2);
+  ASSERT_EQ(done.size(), 2u);
+  EXPECT_EQ(done[0].status, WcStatus::success);
+  EXPECT_EQ(done[1].status, WcStatus::success);
+  EXPECT_EQ(std::memcmp(target_.bytes.data(), source_.bytes.data(), kLength), 0);
+}
+
+TEST_F(ExtentPayloads, AReadOfARegionThatIsNotSharedComesInPackets) {
+  Buffer served = served_region(false);
+  meet();
+  post_read(5, served, 0, kLength);
+  auto done = run_until_completions(a_, 1);
+  ASSERT_EQ(done.size(), 1u);
+  EXPECT_EQ(done[0].status, WcStatus::success);
+  EXPECT_EQ(engine_b_->counters().extent_packets_sent, 0u);
+  EXPECT_EQ(std::memcmp(sink_.bytes.data(), served.bytes.data(), kLength), 0);
+}
+
+TEST_F(ExtentPayloads, AReadResponseNamingUnreadableBytesEndsTheRead) {
+  Buffer served = served_region(true);  // extents_ is not told where b's file is
+  meet();
+  post_read(5, served, 0, kLength);
+  auto done = run_until_completions(a_, 1);
+  ASSERT_EQ(done.size(), 1u);
+  EXPECT_EQ(done[0].status, WcStatus::rem_op_err);
+  EXPECT_EQ(engine_a_->counters().extents_unreadable, 1u);
+  EXPECT_TRUE(std::all_of(sink_.bytes.begin(), sink_.bytes.end(), [](std::uint8_t b) { return b == 0; }));
 }
 
 }  // namespace

@@ -82,6 +82,10 @@ class Client {
     if (options_.local_path) {
       fmt::print(" through shared memory: {} of the packets sent\n", session_.port_counters().local_sends);
     }
+    if (options_.shared_region) {
+      fmt::print(" naming their bytes (--shared-mr): {} sent, {} received\n", counters.extent_packets_sent,
+                 counters.extent_packets_received);
+    }
     if (options_.verify) fmt::print(" verified: every byte of every size arrived as sent\n");
     session_.send_line("done");
   }

@@ -46,6 +46,11 @@ void add_perf_command(CLI::App& app, int& exit_status) {
                  "Move packets on a progress thread instead of in the polling loops");
   perf->add_flag("--local", options->local_path,
                  "Take the intra-host path (shared memory) to a peer on this host instead of UDP (give it on both sides)");
+  perf->add_flag("--shared-mr", options->shared_region,
+                 "Register the buffer as a shared region: SENDs, WRITEs and READs longer than an MTU go to a --local "
+                 "peer as one packet naming their bytes, which the peer copies itself (give it on both sides, as "
+                 "UROCE_SHARED_MR=1 does for the library)")
+      ->needs("--local");
   perf->add_option("--timeout", options->timeout_s, "Seconds to wait for the peer at each step")->check(CLI::Range(1, 3600));
   perf->callback([options, &exit_status] {
     if (options->latency() && options->qps > 1) throw CLI::ValidationError("-q", "latency tests run on one QP");

@@ -31,6 +31,7 @@ struct PerfOptions {
   std::uint16_t multipath_evs = 0;  // multipath RC over this many EVs (with selective_repeat; both sides)
   bool progress_thread = false;  // move packets on a progress thread instead of in the polling loops
   bool local_path = false;       // shared memory to a peer device on this host instead of the wire
+  bool shared_region = false;    // the buffer a shared region (runtime/shared_regions.h), with local_path
   int timeout_s = 60;            // how long to wait for the peer at each step
 
   PerfVerb verb() const {

@@ -2,11 +2,14 @@
 // transitions to RTS, and the control-line and verbs helpers.
 #include "tools/uroce/perf_session.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <thread>
 
 #include <fmt/format.h>
 
+#include "runtime/shared_regions.h"
 #include "tools/uroce/perf_report.h"
 
 namespace uroce::tools {
@@ -72,15 +75,17 @@ void PerfSession::open_device() {
   config.local_path = options_.local_path;
   device_ = must(Device::open(config), "cannot open a device on " + options_.bind);
   std::size_t region = 2 * std::size_t{largest_};
-  buffer_.assign(region * options_.qps, 0);
+  const auto page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+  region_length_ = (region * options_.qps + page - 1) / page * page;
+  buffer_.assign(region_length_ + page, 0);
+  auto start = reinterpret_cast<std::uintptr_t>(buffer_.data());
+  region_base_ = buffer_.data() + ((page - start % page) % page);
   bool sends = options_.verb() == PerfVerb::send;
   std::uint32_t receives = sends ? options_.rx_depth : 1;
   device_->call([&](Engine& engine) {
     pd_ = must(engine.alloc_pd(), "alloc_pd");
     cq_ = must(engine.create_cq(options_.qps * (options_.tx_depth + receives) + 16), "create_cq");
-    keys_ = must(engine.reg_mr(pd_, buffer_.data(), buffer_.size(),
-                               kAccessLocalWrite | kAccessRemoteWrite | kAccessRemoteRead | kAccessRemoteAtomic),
-                 "reg_mr");
+    register_buffer(engine);
     for (std::uint32_t i = 0; i < options_.qps; ++i) {
       QpInitAttr init;
       init.pd = pd_;
@@ -90,7 +95,7 @@ void PerfSession::open_device() {
       init.multipath.entropy_values = options_.multipath_evs;
       PerfQp qp;
       qp.qpn = must(engine.create_qp(init), "create_qp");
-      qp.region = buffer_.data() + i * region;
+      qp.region = region_base_ + i * region;
       QpAttr attr;
       attr.qp_state = QpState::init;
       attr.qp_access_flags = kAccessRemoteWrite | kAccessRemoteRead | kAccessRemoteAtomic;
@@ -105,6 +110,24 @@ void PerfSession::open_device() {
       for (std::uint32_t i = 0; i < receives; ++i) post_receive(qp);
     }
   }
+}
+
+PerfSession::~PerfSession() {
+  if (!shared_) return;
+  device_->call([&](Engine& engine) { return engine.dereg_mr(keys_.lkey); });
+  runtime::SharedRegions::process().unshare(region_base_, region_length_);
+}
+
+void PerfSession::register_buffer(Engine& engine) {
+  std::optional<RegionBacking> backing;
+  if (options_.shared_region) {
+    backing = runtime::SharedRegions::process().share(region_base_, region_length_);
+    if (!backing) throw PerfError("cannot share the buffer (--shared-mr): the process is not dumpable");
+    shared_ = true;
+  }
+  keys_ = must(engine.reg_mr(pd_, region_base_, region_length_,
+                             kAccessLocalWrite | kAccessRemoteWrite | kAccessRemoteRead | kAccessRemoteAtomic, backing),
+               "reg_mr");
 }
 
 void PerfSession::connect() {

@@ -48,6 +48,7 @@ class PerfSession {
   // Opens the device and QPs, exchanges QP information with the peer and
   // brings the QPs to RTS; prints the banner.
   explicit PerfSession(const PerfOptions& options);
+  ~PerfSession();
 
   const PerfOptions& options() const { return options_; }
   bool is_server() const { return server_; }
@@ -82,13 +83,18 @@ class PerfSession {
 
  private:
   void open_device();
+  void register_buffer(Engine& engine);
   void connect();
 
   PerfOptions options_;
   bool server_;
   std::uint32_t largest_ = 0;
   std::unique_ptr<Device> device_;
+  // The registered buffer: whole pages inside buffer_, so that it can be shared.
   std::vector<std::uint8_t> buffer_;
+  std::uint8_t* region_base_ = nullptr;
+  std::size_t region_length_ = 0;
+  bool shared_ = false;
   std::uint32_t pd_ = 0, cq_ = 0;
   MrKeys keys_;
   std::vector<PerfQp> qps_;

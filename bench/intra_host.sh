@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # The intra-host path against the wire, all in one run: unmodified perftest
 # on uroce's libibverbs between two local devices (shared memory by default,
-# UROCE_WIRE=1 for loopback UDP), `uroce perf` with and without --local, and
-# the floors under them: a cache line bounced between two processes, the
+# UROCE_WIRE=1 for loopback UDP), `uroce perf` with and without --local,
+# and for bandwidth also both with shared regions (UROCE_SHARED_MR=1,
+# --shared-mr: the peer copies long messages itself), and the floors under
+# them: a cache line bounced between two processes, the
 # engines' own share of a write_lat round trip (no I/O), 4 KiB datagrams
 # through a bare shared ring, and memcpy. Every uroce cell is the median of
 # REPEAT runs (default 3), the runs of one row interleaved. Prints markdown.
@@ -24,10 +26,10 @@ port=19800
 
 source bench/perftest_run.sh
 
-library() {  # WIRE(0|1) TEST OPTIONS FILE
-  local wire=$1 test=$2 options=$3 file=$4
-  pair "$file" "UROCE_WIRE=$wire $UROCE run --address 127.0.3.22 -- ib_$test -p \$port $options" \
-    "UROCE_WIRE=$wire $UROCE run --address 127.0.3.23 -- ib_$test -p \$port $options 127.0.0.1"
+library() {  # WIRE(0|1) TEST OPTIONS FILE [SHARED(0|1)]
+  local wire=$1 test=$2 options=$3 file=$4 shared=${5:-0}
+  pair "$file" "UROCE_WIRE=$wire UROCE_SHARED_MR=$shared $UROCE run --address 127.0.3.22 -- ib_$test -p \$port $options" \
+    "UROCE_WIRE=$wire UROCE_SHARED_MR=$shared $UROCE run --address 127.0.3.23 -- ib_$test -p \$port $options 127.0.0.1"
 }
 native() {  # FLAGS TEST OPTIONS FILE
   local flags=$1 test=$2 options=$3 file=$4
@@ -48,7 +50,23 @@ row() {
   done
   echo "| $test | $("$show" "$OUT/l") | $("$show" "$OUT/nl") | $("$show" "$OUT/w") | $("$show" "$OUT/nw") |"
 }
-first_column() { median "$1" 1; }
+
+# bandwidth_row TEST OPTIONS: row's four paths, then the two with shared regions.
+bandwidth_row() {
+  local test=$1 options=$2
+  : >"$OUT/l" && : >"$OUT/nl" && : >"$OUT/w" && : >"$OUT/nw" && : >"$OUT/ls" && : >"$OUT/nls"
+  for _ in $(seq "$REPEAT"); do
+    library 0 "$test" "$options" "$OUT/run" && bw_of "$OUT/run" >>"$OUT/l"
+    native --local "$test" "$options" "$OUT/run" && bw_of "$OUT/run" >>"$OUT/nl"
+    library 1 "$test" "$options" "$OUT/run" && bw_of "$OUT/run" >>"$OUT/w"
+    native "" "$test" "$options" "$OUT/run" && bw_of "$OUT/run" >>"$OUT/nw"
+    library 0 "$test" "$options" "$OUT/run" 1 && bw_of "$OUT/run" >>"$OUT/ls"
+    native "--local --shared-mr" "$test" "$options" "$OUT/run" && bw_of "$OUT/run" >>"$OUT/nls"
+  done
+  local cells=""
+  for column in l nl w nw ls nls; do cells+=" $(median "$OUT/$column" 1) |"; done
+  echo "| $test |$cells"
+}
 
 echo "Latency, 2 B, 5000 iterations: typical / 99% / 99.9% percentile, us (write_lat and send_lat: half the round trip; read_lat: all of it); median of $REPEAT runs"
 echo
@@ -71,9 +89,9 @@ echo "- the two engines' work per half round trip, no I/O (engine_bench BM_Engin
 echo
 echo "Bandwidth, 64 KiB WRITEs, 30000 iterations: average MB/s (MiB/s as perftest prints it); median of $REPEAT runs"
 echo
-echo "| test | library, intra-host | uroce perf --local | library, wire | uroce perf, wire |"
-echo "|---|---:|---:|---:|---:|"
-for test in write_bw read_bw send_bw; do row "$test" "-s 65536 -n 30000" bw_of first_column; done
+echo "| test | library, intra-host | uroce perf --local | library, wire | uroce perf, wire | library, intra-host, UROCE_SHARED_MR=1 | uroce perf --local --shared-mr |"
+echo "|---|---:|---:|---:|---:|---:|---:|"
+for test in write_bw read_bw send_bw; do bandwidth_row "$test" "-s 65536 -n 30000"; done
 
 echo
 echo "The floors under it:"

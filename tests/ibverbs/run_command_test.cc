@@ -72,6 +72,11 @@ TEST(UroceRun, MissingProgramOrLibraryIsAClearError) {
   auto progress = run_uroce("run --progress thread -- sh -c 'echo \"progress=$UROCE_PROGRESS\"' 2>&1");
   EXPECT_EQ(progress.exit_code, 0) << progress.output;
   EXPECT_NE(progress.output.find("progress=thread"), std::string::npos) << progress.output;
+  auto shared = run_uroce("run --shared-mr -- sh -c 'echo \"shared=$UROCE_SHARED_MR\"' 2>&1");
+  EXPECT_EQ(shared.exit_code, 0) << shared.output;
+  EXPECT_NE(shared.output.find("shared=1"), std::string::npos) << shared.output;
+  auto shared_on_wire = run_uroce("run --shared-mr --wire -- true 2>&1");  // nothing local to share with
+  EXPECT_EQ(shared_on_wire.exit_code, 2) << shared_on_wire.output;
   auto no_program = run_uroce("run 2>&1");
   EXPECT_EQ(no_program.exit_code, 2) << no_program.output;
 }

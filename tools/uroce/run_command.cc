@@ -1,4 +1,4 @@
-// `uroce run [--address A] [--interface IF] [--progress MODE] [--wire] -- PROGRAM ARGS`: puts uroce's
+// `uroce run [--address A] [--interface IF] [--progress MODE] [--wire | --shared-mr] -- PROGRAM ARGS`: puts uroce's
 // libibverbs.so.1 and librdmacm.so.1 first on the program's library path,
 // preloads liburoce_sysfs.so (the devices in sysfs and /dev/infiniband, as
 // UCX looks for them), says which device address (and port) to use, and
@@ -30,6 +30,7 @@ struct RunOptions {
   std::string library_dir;
   std::string progress;
   bool wire = false;
+  bool shared_regions = false;
   bool sysfs_view = true;
 };
 
@@ -115,6 +116,7 @@ int run_program(const RunOptions& options, std::vector<std::string> command) {
   if (!options.interface.empty()) ::setenv("UROCE_INTERFACE", options.interface.c_str(), 1);
   if (!options.progress.empty()) ::setenv("UROCE_PROGRESS", options.progress.c_str(), 1);
   if (options.wire) ::setenv("UROCE_WIRE", "1", 1);
+  if (options.shared_regions) ::setenv("UROCE_SHARED_MR", "1", 1);
   std::vector<char*> argv;
   for (std::string& argument : command) argv.push_back(argument.data());
   argv.push_back(nullptr);
@@ -143,6 +145,10 @@ void add_run_command(CLI::App& app, int& exit_status) {
   run->add_flag("--wire", options->wire,
                 "Put every datagram on the wire (UROCE_WIRE=1), also between uroce devices on this host, "
                 "which otherwise use shared memory");
+  run->add_flag("--shared-mr", options->shared_regions,
+                "Share registered buffers of whole pages with local peers (UROCE_SHARED_MR=1): SENDs, WRITEs and "
+                "READs longer than an MTU between devices on this host are then one copy, not datagrams")
+      ->excludes("--wire");
   run->add_flag("!--no-sysfs-view", options->sysfs_view,
                 "Do not preload liburoce_sysfs.so, which shows the devices under /sys/class/infiniband and "
                 "/dev/infiniband to the program (UCX needs them there)");

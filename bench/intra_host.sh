@@ -96,6 +96,7 @@ for test in write_bw read_bw send_bw; do bandwidth_row "$test" "-s 65536 -n 3000
 echo
 echo "The floors under it:"
 echo
-echo "- $("$FLOOR" memcpy -s 65536) (one buffer pair, in cache)"
+for _ in $(seq "$REPEAT"); do "$FLOOR" memcpy -s 65536 | awk '{ print $(NF - 1) }'; done >"$OUT/memcpy"
+echo "- memcpy of 65536 bytes: $(median "$OUT/memcpy" 1) GB/s (one page-aligned buffer pair, in cache; median of $REPEAT runs, $(sort -g "$OUT/memcpy" | head -1) to $(sort -g "$OUT/memcpy" | tail -1))"
 echo "- $("$FLOOR" memcpy -s 67108864) (beyond the caches)"
 echo "- $("$FLOOR" ring -n 2000000)"

@@ -185,7 +185,14 @@ bool Device::progress_polled_locked(bool found_completions) {
   note_application_polls(now, !found_completions);  // adaptive: the application moves the packets now
   if (found_completions && now - last_polled_round_ < kPolledRoundInterval) return false;
   last_polled_round_ = now;
-  progress_locked(now, /*answer_now=*/true);
+  // The interval counts from a busy round's end: a round that placed many
+  // long messages (each a copy of its bytes) leaves the application time to
+  // take their completions and post new receives before the next one.
+  // Counted from its start, every poll after such a round started another,
+  // taking up to a batch of receives per poll while the application gave
+  // back a poll's worth (perftest: 16): the receive queue ran dry, and RNR
+  // NAKs cost ib_send_bw about a third of its bandwidth.
+  if (progress_locked(now, /*answer_now=*/true)) last_polled_round_ = monotonic_now();
   if (back_pressured_) wake();
   return true;
 }

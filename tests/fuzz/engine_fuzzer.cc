@@ -4,12 +4,16 @@
 // turned into a datagram with valid IP/UDP headers and ICRC around fuzzer
 // chosen transport bytes, so the fuzzer reaches the transport logic instead of
 // the ICRC check. Registered regions sit inside guard bytes that must never
-// change (and are separate heap blocks, so ASan sees any stray access).
+// change (and are separate heap blocks, so ASan sees any stray access). A
+// record may come as from a local device's shared memory, whose extent
+// packets name bytes of a guarded stand-in for the sender's file.
 #include <array>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <optional>
+#include <span>
 #include <vector>
 
 #include "tests/support/test_network.h"
@@ -39,6 +43,15 @@ struct GuardedRegion {
     return true;
   }
   std::vector<std::uint8_t> bytes;
+};
+
+// A local peer's shared region file: any extent inside it reads it.
+struct FileExtents : ExtentSource {
+  std::optional<std::span<const std::uint8_t>> resolve(const PayloadExtent& extent, std::uint64_t length) override {
+    if (extent.offset > file.size() || length > file.size() - extent.offset) return std::nullopt;
+    return std::span<const std::uint8_t>(file.data() + extent.offset, length);
+  }
+  GuardedRegion file{65536};
 };
 
 struct Harness {
@@ -161,8 +174,10 @@ struct Harness {
     return bytes;
   }
 
+  FileExtents extents;
+
   bool intact() const {
-    return a_local.guards_intact() && b_remote.guards_intact() && b_recv.guards_intact() &&
+    return extents.file.guards_intact() && a_local.guards_intact() && b_remote.guards_intact() && b_recv.guards_intact() &&
            sr_local.guards_intact() && sr_remote.guards_intact() && mp_local.guards_intact() &&
            mp_remote.guards_intact();
   }
@@ -176,7 +191,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   std::vector<std::uint8_t> transport;
   while (offset + 3 <= size) {
     std::uint8_t flags = data[offset];
-    std::size_t length = std::min<std::size_t>(data[offset + 1] | (data[offset + 2] << 8), 4200);
+    // The length's top bit: the datagram comes through shared memory.
+    bool local = (data[offset + 2] & 0x80) != 0;
+    std::size_t length = std::min<std::size_t>(data[offset + 1] | ((data[offset + 2] & 0x7F) << 8), 4200);
     offset += 3;
     length = std::min(length, size - offset);
     transport.assign(data + offset, data + offset + length);
@@ -195,11 +212,12 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       if (qp_choice == 2) qpn = to_a ? h.mp_a.qpn : h.ud_b;
       store_be24(&transport[5], qpn);
     }
+    ExtentSource* extents = local ? &h.extents : nullptr;
     if (flags & 4) {
-      to.on_datagram(transport, h.network.now());  // raw bytes as a datagram, no wrapping
+      to.on_datagram(transport, h.network.now(), true, extents);  // raw bytes as a datagram, no wrapping
     } else {
       auto bytes = h.datagram(to, from, transport.data(), transport.size());
-      to.on_datagram(bytes, h.network.now());
+      to.on_datagram(bytes, h.network.now(), true, extents);
     }
     // Let the engines talk and time pass a little (or a lot), bounded.
     TimeNs step = TimeNs{1} << ((flags >> 3) & 7) * 4;

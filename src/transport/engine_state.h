@@ -138,6 +138,9 @@ class EngineState {
 
   // Requester (requester.cc).
   std::size_t requester_transmit(transport::QueuePair& qp, MutableByteSpan out, TimeNs now);
+  // Whether a SEND or WRITE of `length` bytes by reference would put more
+  // than max_inflight_packets MTUs in flight (requester.cc).
+  bool extent_window_full(const transport::QueuePair& qp, std::uint64_t length) const;
   void requester_on_response(transport::QueuePair& qp, const wire::RocePacket& packet, TimeNs now);
   void requester_on_timer(transport::QueuePair& qp, TimeNs now);
 

@@ -98,6 +98,24 @@ bool EngineState::window_full(const QueuePair& qp, std::uint32_t psn) const {
   return psn_diff(psn, unacked_psn(qp)) >= static_cast<std::int32_t>(config.max_inflight_packets);
 }
 
+// A SEND or WRITE by reference takes one PSN but makes the peer copy as
+// many MTUs as its packets would have carried: counted so, the window holds
+// as many bytes in flight as on the packets' path (max_inflight_packets
+// MTUs), and not that many whole messages, which at 8 MiB each made the
+// peer copy for longer than the retransmit timeout. A message larger than
+// the whole window still goes alone.
+bool EngineState::extent_window_full(const QueuePair& qp, std::uint64_t length) const {
+  std::int64_t in_flight = psn_diff(qp.next_psn, unacked_psn(qp));
+  for (const SendWqe& wqe : qp.send_queue) {
+    if (!wqe.started) break;
+    if (!wqe.done && wqe.by_extent && wqe.opcode != WrOpcode::rdma_read) {
+      in_flight += static_cast<std::int64_t>((wqe.length + mtu(qp) - 1) / mtu(qp)) - 1;
+    }
+  }
+  std::int64_t needed = static_cast<std::int64_t>((length + mtu(qp) - 1) / mtu(qp));
+  return in_flight > 0 && in_flight + needed > static_cast<std::int64_t>(config.max_inflight_packets);
+}
+
 std::size_t EngineState::requester_transmit(QueuePair& qp, MutableByteSpan out, TimeNs now) {
   if (qp.state != QpState::rts && qp.state != QpState::sqd) return 0;
   if (qp.rnr_resume_at != kNever) return 0;
@@ -133,15 +151,17 @@ std::size_t EngineState::requester_transmit(QueuePair& qp, MutableByteSpan out, 
     std::uint32_t read_atomic_limit = std::max<std::uint32_t>(1, qp.attr.max_rd_atomic);
     if (wqe.is_read_or_atomic() && qp.outstanding_read_atomic >= read_atomic_limit) return 0;
     if (window_full(qp, qp.next_psn)) return 0;
+    // A local peer reads a long message's bytes itself: one packet names
+    // them. A READ asks the peer for that; it reserves its PSNs either way.
+    bool read = wqe.opcode == WrOpcode::rdma_read;
+    bool by_extent = (wqe.extent || read) && qp.peer_local && wqe.length > mtu(qp) && !qp.paths && !qp.sacks;
+    if (by_extent && !read && extent_window_full(qp, wqe.length)) return 0;
     wqe.started = true;
     wqe.first_psn = qp.next_psn;
     wqe.place_early = may_place_early(qp, wqe);
     if (wqe.takes_receive()) wqe.receive_message = qp.receive_messages_started++;
     bool atomic = wqe.opcode == WrOpcode::atomic_cmp_and_swp || wqe.opcode == WrOpcode::atomic_fetch_and_add;
-    // A local peer reads a long message's bytes itself: one packet names
-    // them. A READ asks the peer for that; it reserves its PSNs either way.
-    bool read = wqe.opcode == WrOpcode::rdma_read;
-    wqe.by_extent = (wqe.extent || read) && qp.peer_local && wqe.length > mtu(qp) && !qp.paths && !qp.sacks;
+    wqe.by_extent = by_extent;
     wqe.packet_count = atomic || (wqe.by_extent && !read)
                            ? 1
                            : std::max<std::uint32_t>(1, (wqe.length + mtu(qp) - 1) / mtu(qp));

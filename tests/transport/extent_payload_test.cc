@@ -253,6 +253,21 @@ TEST_F(ExtentPayloads, AnExtentPacketFromAWireIsDroppedAndTheRequesterRunsOutOfR
   EXPECT_TRUE(std::all_of(target_.bytes.begin() + 64, target_.bytes.end(), [](std::uint8_t b) { return b == 0; }));
 }
 
+TEST_F(ExtentPayloads, MessagesByReferenceInFlightAreCountedInMtusAgainstTheWindow) {
+  meet();
+  // ACKs held back: what is in flight stays in flight.
+  network_.faults().drop = 1.0;
+  network_.faults().applies_to = [](std::span<const std::uint8_t> d) { return d.size() < 60; };
+  for (std::uint64_t i = 0; i < 10; ++i) post_write(10 + i, 0, kLength);
+  network_.idle_until(network_.now() + 1'000'000);  // 1 ms, well inside the retransmit timeout
+  // 65 MTUs of 1024 bytes each against a window of 256: three at a time.
+  EXPECT_EQ(engine_a_->counters().extent_packets_sent, 3u);
+  network_.faults().drop = 0;
+  auto done = run_until_completions(a_, 10);
+  ASSERT_EQ(done.size(), 10u);
+  for (const WorkCompletion& wc : done) EXPECT_EQ(wc.status, WcStatus::success);
+}
+
 TEST_F(ExtentPayloads, ALostExtentPacketIsSentAgainAsOne) {
   meet();
   network_.faults().drop = 1.0;

@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -46,6 +47,26 @@ bool covered_by(std::uintptr_t start, std::uint64_t length, const std::function<
     reached = mapping.end;
   }
   return reached >= end;
+}
+
+// Moves the mapping at `from` onto `to`, replacing what was there, in one
+// step. False when it failed, or the kernel put it anywhere else: the
+// mapping from `from` is then unmapped and `to` left as it was. The
+// system call itself, not the C library's mremap: UCX's memory hooks
+// replace that function with one that drops the fifth argument, and the
+// mapping then landed at address 0 while the buffer stayed where it was
+// (Open MPI over UCX read zeros from every shared region).
+bool move_mapping(void* from, std::uint64_t length, void* to) {
+  long moved = ::syscall(SYS_mremap, from, length, length, MREMAP_MAYMOVE | MREMAP_FIXED, to);
+  if (moved == -1) {
+    ::munmap(from, length);
+    return false;
+  }
+  if (reinterpret_cast<void*>(moved) != to) {
+    ::munmap(reinterpret_cast<void*>(moved), length);
+    return false;
+  }
+  return true;
 }
 
 bool private_anonymous_writable(const Mapping& mapping) {
@@ -103,9 +124,7 @@ std::optional<RegionBacking> SharedRegions::share(void* addr, std::uint64_t leng
     return std::nullopt;
   }
   std::memcpy(view, addr, length);
-  // mremap replaces the old pages at addr with the file's in one step.
-  if (::mremap(view, length, length, MREMAP_MAYMOVE | MREMAP_FIXED, addr) == MAP_FAILED) {
-    ::munmap(view, length);
+  if (!move_mapping(view, length, addr)) {
     ::close(fd);
     return std::nullopt;
   }
@@ -136,9 +155,7 @@ void SharedRegions::move_back(const Shared& shared) {
   if (fresh == MAP_FAILED) return;  // the bytes stay in the file, at their address
   auto* at = reinterpret_cast<void*>(shared.start);
   std::memcpy(fresh, at, shared.length);
-  if (::mremap(fresh, shared.length, shared.length, MREMAP_MAYMOVE | MREMAP_FIXED, at) == MAP_FAILED) {
-    ::munmap(fresh, shared.length);
-  }
+  move_mapping(fresh, shared.length, at);  // failed: the bytes stay in the file, at their address
 }
 
 }  // namespace uroce::runtime

@@ -4,7 +4,8 @@
 // every element of MPI_Allreduce, MPI_Alltoall and MPI_Bcast from one
 // element to 2 MiB. The pml is UCX with only uroce's transports allowed and
 // Open MPI's own shared-memory and TCP paths off; each rank's uroce counters
-// show its traffic went through its device, over the wire with --wire.
+// show its traffic went through its device, over the wire with --wire, and
+// in one packet per long message with --shared-mr.
 #include <gtest/gtest.h>
 
 #include <regex>
@@ -25,6 +26,7 @@ struct MpiCase {
   std::string transports;  // UCX_TLS
   bool wire;
   std::string first_address;
+  bool shared = false;  // uroce run --shared-mr: UCX's buffers are shared regions
 };
 
 void PrintTo(const MpiCase& test, std::ostream* out) { *out << test.name; }
@@ -39,13 +41,14 @@ TEST_P(MpiCollectives, EveryResultIsRightAndWentThroughUroce) {
                         "timeout 180 mpirun --allow-run-as-root --oversubscribe -np 4 --mca pml ucx "
                         "--mca btl ^vader,tcp,openib,uct -x UCX_TLS=" + test.transports +
                         " -x UCX_NET_DEVICES=uroce0:1 -x UROCE_STATS=1 " + testing::uroce_binary() + " run" +
-                        (test.wire ? " --wire" : "") + " --address-per-rank " + test.first_address + " -- " + program +
+                        (test.wire ? " --wire" : "") + (test.shared ? " --shared-mr" : "") + " --address-per-rank " + test.first_address + " -- " + program +
                         " 2>&1";
   RunResult run = run_shell(command);
   EXPECT_EQ(run.exit_code, 0) << run.output;
   EXPECT_NE(run.output.find("collectives_check: 4 ranks, all results verified"), std::string::npos) << run.output;
   // Every rank's device carried its share: the collectives move about 10 MiB a rank.
-  std::regex counters("uroce: uroce0: packets sent ([0-9]+) received ([0-9]+).*intra-host sent ([0-9]+)");
+  std::regex counters(
+      "uroce: uroce0: packets sent ([0-9]+) received ([0-9]+).*intra-host sent ([0-9]+).*extent packets sent ([0-9]+)");
   int ranks = 0;
   for (auto it = std::sregex_iterator(run.output.begin(), run.output.end(), counters); it != std::sregex_iterator();
        ++it) {
@@ -53,6 +56,12 @@ TEST_P(MpiCollectives, EveryResultIsRightAndWentThroughUroce) {
     EXPECT_GE(std::stoul((*it)[2]), 1000u) << run.output;
     if (test.wire) {
       EXPECT_EQ((*it)[3], "0") << run.output;  // nothing took the intra-host path
+    }
+    // With shared regions, UCX's long messages went as one packet each.
+    if (test.shared) {
+      EXPECT_GT(std::stoul((*it)[4]), 0u) << run.output;
+    } else {
+      EXPECT_EQ((*it)[4], "0") << run.output;
     }
     ++ranks;
   }
@@ -62,7 +71,9 @@ TEST_P(MpiCollectives, EveryResultIsRightAndWentThroughUroce) {
 INSTANTIATE_TEST_SUITE_P(Transports, MpiCollectives,
                          ::testing::Values(MpiCase{"RcSharedMemory", "rc_verbs,ud_verbs", false, "127.0.10.10"},
                                            MpiCase{"RcWire", "rc_verbs,ud_verbs", true, "127.0.10.20"},
-                                           MpiCase{"UdSharedMemory", "ud_verbs", false, "127.0.10.30"}),
+                                           MpiCase{"UdSharedMemory", "ud_verbs", false, "127.0.10.30"},
+                                           // UCX's memory hooks replace mremap: the regions must move anyway.
+                                           MpiCase{"RcSharedRegions", "rc_verbs,ud_verbs", false, "127.0.10.40", true}),
                          [](const ::testing::TestParamInfo<MpiCase>& param_info) { return param_info.param.name; });
 
 }  // namespace

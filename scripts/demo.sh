@@ -3,7 +3,8 @@
 # job: two uroce processes over loopback (a server on 127.0.0.2, a client on
 # 127.0.0.3) doing RDMA WRITE, READ, SEND and atomics with every byte checked,
 # then perftest's bandwidth and latency tables, unmodified perftest on the
-# libibverbs (through shared memory, then on the wire), a decode of the
+# libibverbs (through shared memory, with shared regions, then on the
+# wire), a decode of the
 # public RoCEv2 sample capture, forged packets and a killed peer, rdma_cm
 # programs, UCX, Open MPI and libfabric unchanged; last, the
 # fabric simulator on the parking lot, a link failure, collectives, trimming
@@ -69,6 +70,17 @@ for wire in 0 1; do
   sleep 1
   UROCE_WIRE=$wire UROCE_STATS=1 "$uroce" run --address 127.0.0.3 -- ib_write_lat -p $port -n 5000 127.0.0.1 2>&1 |
     grep -E "#bytes|^ 2 |uroce:" | sed 's/; /\n    /g'
+  wait $server
+done
+echo "-- ib_write_bw, 64 KiB, with shared regions (uroce run --shared-mr): each WRITE one packet naming its bytes, one copy"
+for shared in "" --shared-mr; do
+  port=$((port + 1))
+  "$uroce" run $shared --address 127.0.0.2 -- ib_write_bw -p $port -n 20000 >/dev/null &
+  server=$!
+  sleep 1
+  echo "   uroce run ${shared:-(datagrams)}:"
+  "$uroce" run $shared --address 127.0.0.3 -- ib_write_bw -p $port -n 20000 127.0.0.1 2>&1 |
+    grep -A1 "#bytes" | tail -n 1
   wait $server
 done
 echo "== Unmodified rping -v over uroce's librdmacm: the connection manager on QP 1 (REQ, REP, RTU ... DREQ, DREP)"

@@ -29,20 +29,25 @@ Expected<ProgressChoice, std::string> configured_progress() {
   return unexpected("UROCE_PROGRESS='" + mode + "' is not one of adaptive, thread, inline");
 }
 
-Expected<bool, std::string> configured_local_path() {
-  const char* value = std::getenv("UROCE_WIRE");
-  std::string wire = value != nullptr ? value : "";
-  if (wire.empty() || wire == "0") return true;
-  if (wire == "1") return false;
-  return unexpected("UROCE_WIRE='" + wire + "' is not 0 or 1");
+namespace {
+
+// A variable that is 0 or 1 (unset or empty: 0); another value is an error naming it.
+Expected<bool, std::string> zero_or_one(const char* name) {
+  const char* value = std::getenv(name);
+  std::string text = value != nullptr ? value : "";
+  if (text.empty() || text == "0") return false;
+  if (text == "1") return true;
+  return unexpected(std::string(name) + "='" + text + "' is not 0 or 1");
 }
 
-Expected<bool, std::string> configured_shared_regions() {
-  const char* value = std::getenv("UROCE_SHARED_MR");
-  std::string shared = value != nullptr ? value : "";
-  if (shared.empty() || shared == "0") return false;
-  if (shared == "1") return true;
-  return unexpected("UROCE_SHARED_MR='" + shared + "' is not 0 or 1");
+}  // namespace
+
+Expected<bool, std::string> configured_local_path() {
+  auto wire = zero_or_one("UROCE_WIRE");
+  if (!wire) return unexpected(wire.error());
+  return !*wire;
 }
+
+Expected<bool, std::string> configured_shared_regions() { return zero_or_one("UROCE_SHARED_MR"); }
 
 }  // namespace uroce::ibverbs

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 #include <fstream>
 #include <functional>
@@ -69,6 +70,22 @@ bool move_mapping(void* from, std::uint64_t length, void* to) {
   return true;
 }
 
+// Copies between memory and the file in the kernel (the pread and pwrite
+// system calls): the bytes are the pages' whatever the program holds them
+// to be. A region may be deregistered after the program freed its memory,
+// as verbs allow, and a sanitizer flags any read of it from user space.
+bool copy_with_file(int fd, void* memory, std::uint64_t length, bool into_file) {
+  auto* bytes = static_cast<std::uint8_t*>(memory);
+  for (std::uint64_t done = 0; done < length;) {
+    long moved = ::syscall(into_file ? SYS_pwrite64 : SYS_pread64, fd, bytes + done, length - done,
+                           static_cast<off_t>(done));
+    if (moved < 0 && errno == EINTR) continue;
+    if (moved <= 0) return false;
+    done += static_cast<std::uint64_t>(moved);
+  }
+  return true;
+}
+
 bool private_anonymous_writable(const Mapping& mapping) {
   return mapping.permissions == "rw-p" && (mapping.path.empty() || mapping.path == "[heap]");
 }
@@ -116,14 +133,13 @@ std::optional<RegionBacking> SharedRegions::share(void* addr, std::uint64_t leng
   int fd = ::memfd_create(name.c_str(), MFD_CLOEXEC | MFD_ALLOW_SEALING);
   if (fd < 0) return std::nullopt;
   void* view = MAP_FAILED;
-  if (::ftruncate(fd, static_cast<off_t>(length)) == 0) {
+  if (::ftruncate(fd, static_cast<off_t>(length)) == 0 && copy_with_file(fd, addr, length, true)) {
     view = ::mmap(nullptr, length, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   }
   if (view == MAP_FAILED) {
     ::close(fd);
     return std::nullopt;
   }
-  std::memcpy(view, addr, length);
   if (!move_mapping(view, length, addr)) {
     ::close(fd);
     return std::nullopt;
@@ -154,7 +170,10 @@ void SharedRegions::move_back(const Shared& shared) {
   void* fresh = ::mmap(nullptr, shared.length, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (fresh == MAP_FAILED) return;  // the bytes stay in the file, at their address
   auto* at = reinterpret_cast<void*>(shared.start);
-  std::memcpy(fresh, at, shared.length);
+  if (!copy_with_file(shared.fd, fresh, shared.length, false)) {
+    ::munmap(fresh, shared.length);
+    return;
+  }
   move_mapping(fresh, shared.length, at);  // failed: the bytes stay in the file, at their address
 }
 

@@ -173,8 +173,10 @@ TEST(PerfCli, EveryBandwidthVerbVerifiedFromSharedRegions) {
     ASSERT_TRUE(std::regex_search(client.output, named, std::regex(R"(naming their bytes \(--shared-mr\): (\d+) sent, (\d+) received)")))
         << client.output;
     int by_reference = std::stoi(named[std::string(test) == "read_bw" ? 2 : 1]);
+    std::smatch resent;  // a loaded sanitizer build may time out and send one again
+    ASSERT_TRUE(std::regex_search(client.output, resent, std::regex(R"(retransmitted (\d+))"))) << client.output;
     EXPECT_GT(by_reference, 200) << client.output;
-    EXPECT_LE(by_reference, 220) << client.output;
+    EXPECT_LE(by_reference, 220 + std::stoi(resent[1])) << client.output;
   }
 }
 

@@ -16,24 +16,25 @@ using transport::QueuePair;
 
 namespace {
 
-// Where a local peer can read a SEND's or WRITE's bytes: one element, in a
-// region with a RegionBacking.
-std::optional<PayloadExtent> shared_extent(const verbs::MemoryRegionTable& regions, std::span<const Sge> sges) {
-  if (sges.size() != 1) return std::nullopt;
-  const verbs::MemoryRegion* region = regions.find_local(sges[0].lkey);
-  if (region == nullptr || !region->backing) return std::nullopt;
-  const RegionBacking& backing = *region->backing;
-  std::uint64_t into_region = sges[0].addr - reinterpret_cast<std::uintptr_t>(region->addr);
+// Where a local peer can read the bytes of a WR's one element, resolved in
+// region: its file (RegionBacking), if the region has one.
+std::optional<PayloadExtent> shared_extent(const verbs::MemoryRegion& region, const Sge& sge) {
+  if (!region.backing) return std::nullopt;
+  const RegionBacking& backing = *region.backing;
+  std::uint64_t into_region = sge.addr - reinterpret_cast<std::uintptr_t>(region.addr);
   return PayloadExtent{backing.pid, backing.fd, backing.id, backing.offset + into_region};
 }
 
-// Resolves a WR's scatter/gather list; the first bad element decides the status.
+// Resolves a WR's scatter/gather list; the first bad element decides the
+// status. sole_region, if given, is set to the region of a lone element.
 WcStatus resolve_segments(const verbs::MemoryRegionTable& regions, std::uint32_t pd, std::span<const Sge> sges,
-                          bool needs_write, std::vector<transport::Segment>& out, std::uint64_t& total) {
+                          bool needs_write, std::vector<transport::Segment>& out, std::uint64_t& total,
+                          const verbs::MemoryRegion** sole_region = nullptr) {
   total = 0;
   out.reserve(sges.size());
   for (const Sge& sge : sges) {
-    auto data = regions.resolve_local(sge.lkey, pd, sge.addr, sge.length, needs_write);
+    auto data = regions.resolve_local(sge.lkey, pd, sge.addr, sge.length, needs_write,
+                                      sges.size() == 1 ? sole_region : nullptr);
     if (!data) return WcStatus::loc_prot_err;
     if (sge.length > 0) out.push_back(transport::Segment{*data, sge.length});
     total += sge.length;
@@ -335,6 +336,7 @@ std::errc Engine::post_send(std::uint32_t qpn, const SendWr& wr) {
   wqe.swap = wr.atomic.swap;
 
   std::uint64_t total = 0;
+  const verbs::MemoryRegion* sole_region = nullptr;  // a lone element's, for a shared extent
   if (inline_data) {
     for (const Sge& sge : wr.sg_list) total += sge.length;
     if (total > qp.cap.max_inline_data) return std::errc::invalid_argument;
@@ -348,7 +350,8 @@ std::errc Engine::post_send(std::uint32_t qpn, const SendWr& wr) {
     }
   } else {
     bool writes_local = wr.opcode == WrOpcode::rdma_read || atomic;
-    wqe.local_error = resolve_segments(state_->memory_regions, qp.pd, wr.sg_list, writes_local, wqe.segments, total);
+    wqe.local_error =
+        resolve_segments(state_->memory_regions, qp.pd, wr.sg_list, writes_local, wqe.segments, total, &sole_region);
   }
   if (atomic && total != 8) return std::errc::invalid_argument;
   if (destination != nullptr) {
@@ -360,8 +363,9 @@ std::errc Engine::post_send(std::uint32_t qpn, const SendWr& wr) {
   }
   if (total > attributes().max_msg_size) return std::errc::invalid_argument;
   wqe.length = static_cast<std::uint32_t>(total);
-  if (qp.type == QpType::rc && !inline_data && !rc_only && wqe.local_error == WcStatus::success) {
-    wqe.extent = shared_extent(state_->memory_regions, wr.sg_list);
+  // Inline data and lists of several elements leave sole_region unset.
+  if (qp.type == QpType::rc && !rc_only && sole_region != nullptr && wqe.local_error == WcStatus::success) {
+    wqe.extent = shared_extent(*sole_region, wr.sg_list[0]);
   }
 
   qp.send_queue.push_back(std::move(wqe));

@@ -46,11 +46,6 @@ Expected<const MemoryRegion*, std::errc> MemoryRegionTable::register_region(std:
   return raw;
 }
 
-const MemoryRegion* MemoryRegionTable::find_local(std::uint32_t lkey) const {
-  auto found = by_lkey_.find(lkey);
-  return found == by_lkey_.end() ? nullptr : found->second.get();
-}
-
 const MemoryRegion* MemoryRegionTable::find_remote(std::uint32_t rkey) const {
   auto found = by_rkey_.find(rkey);
   return found == by_rkey_.end() ? nullptr : found->second;
@@ -107,14 +102,16 @@ Expected<std::uint8_t*, AccessError> MemoryRegionTable::resolve_remote(std::uint
 
 Expected<std::uint8_t*, AccessError> MemoryRegionTable::resolve_local(std::uint32_t lkey, std::uint32_t pd,
                                                                       std::uint64_t addr, std::uint64_t length,
-                                                                      bool needs_write) const {
+                                                                      bool needs_write,
+                                                                      const MemoryRegion** found) const {
   auto it = by_lkey_.find(lkey);
   if (it == by_lkey_.end() || it->second == nullptr) return unexpected(AccessError::bad_key);
   const MemoryRegion& region = *it->second;
   if (region.pd != pd) return unexpected(AccessError::wrong_pd);
   if (needs_write && (region.access & kAccessLocalWrite) == 0) return unexpected(AccessError::no_permission);
-  if (length == 0) return region.addr;
-  return check_range(region, addr, length);
+  auto bytes = length == 0 ? Expected<std::uint8_t*, AccessError>(region.addr) : check_range(region, addr, length);
+  if (bytes && found != nullptr) *found = &region;
+  return bytes;
 }
 
 }  // namespace uroce::verbs

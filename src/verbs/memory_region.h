@@ -54,13 +54,13 @@ class MemoryRegionTable {
   Expected<std::uint8_t*, AccessError> resolve_remote(std::uint32_t rkey, std::uint32_t pd, std::uint64_t va,
                                                       std::uint64_t length, std::uint32_t needed_access) const;
   // A local scatter/gather element; needs_write for receive buffers and READ
-  // or atomic results.
+  // or atomic results. found, if given, is set to the region on success.
   Expected<std::uint8_t*, AccessError> resolve_local(std::uint32_t lkey, std::uint32_t pd, std::uint64_t addr,
-                                                     std::uint64_t length, bool needs_write) const;
+                                                     std::uint64_t length, bool needs_write,
+                                                     const MemoryRegion** found = nullptr) const;
 
-  // The region an lkey names, unchecked (nullptr when none): for what a
-  // resolved local access needs to know beyond its bytes.
-  const MemoryRegion* find_local(std::uint32_t lkey) const;
+  // The region an rkey names, unchecked (nullptr when none): for what a
+  // resolved remote access needs to know beyond its bytes.
   const MemoryRegion* find_remote(std::uint32_t rkey) const;
 
   std::size_t size() const { return by_lkey_.size(); }

@@ -54,7 +54,7 @@ ExtentMappings::Mapped* ExtentMappings::find_or_map(const PayloadExtent& extent)
 
 std::optional<ExtentMappings::Mapped> ExtentMappings::map_file(const PayloadExtent& extent) {
   if (extent.fd < 0) return std::nullopt;
-  std::string expected = "/memfd:" + shared_region_file_name(extent.id) + " (deleted)";
+  std::string expected = shared_region_link_name(extent.id);
   std::string path = "/proc/" + std::to_string(extent.pid) + "/fd/" + std::to_string(extent.fd);
   if (link_target(path) != expected) return std::nullopt;
   int file = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);

@@ -20,8 +20,12 @@
 
 namespace uroce::port {
 
-// The name a shared region's memfd is created with.
+// The name a shared region's memfd is created with, and what /proc/<pid>/fd
+// and /proc/<pid>/maps show for it.
 inline std::string shared_region_file_name(std::uint64_t id) { return "uroce-mr-" + std::to_string(id); }
+inline std::string shared_region_link_name(std::uint64_t id) {
+  return "/memfd:" + shared_region_file_name(id) + " (deleted)";
+}
 
 class ExtentMappings : public ExtentSource {
  public:

@@ -97,10 +97,6 @@ SharedRegions& SharedRegions::process() {
   return *table;
 }
 
-std::string SharedRegions::file_link_name(std::uint64_t id) {
-  return "/memfd:" + port::shared_region_file_name(id) + " (deleted)";
-}
-
 SharedRegions::Shared* SharedRegions::containing(std::uintptr_t start, std::uint64_t length) {
   for (Shared& shared : shared_) {
     if (start >= shared.start && start - shared.start <= shared.length && length <= shared.length - (start - shared.start)) {
@@ -161,10 +157,9 @@ void SharedRegions::unshare(void* addr, std::uint64_t length) {
 
 void SharedRegions::move_back(const Shared& shared) {
   // Pages the program unmapped or mapped anew since are no longer the file's: leave them.
-  std::string link = file_link_name(shared.id);
-  std::string path = link.substr(0, link.size() - std::string(" (deleted)").size());
+  std::string link = port::shared_region_link_name(shared.id);
   bool still_ours = covered_by(shared.start, shared.length, [&](const Mapping& mapping) {
-    return mapping.permissions == "rw-s" && (mapping.path == link || mapping.path == path);
+    return mapping.permissions == "rw-s" && mapping.path == link;
   });
   if (!still_ours) return;
   void* fresh = ::mmap(nullptr, shared.length, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);

@@ -36,9 +36,6 @@ class SharedRegions {
   // Drops the reference share() took for this range.
   void unshare(void* addr, std::uint64_t length);
 
-  // The name a shared file has in /proc/<pid>/fd ("/memfd:uroce-mr-<id> (deleted)").
-  static std::string file_link_name(std::uint64_t id);
-
  private:
   struct Shared {
     std::uintptr_t start = 0;

@@ -153,6 +153,9 @@ class EngineState {
   // false (and the packet dropped or NAKed) when it is not a lone SEND or
   // WRITE of an RC QP or its bytes cannot be read.
   bool take_extent_payload(transport::QueuePair& qp, wire::RocePacket& packet, ExtentSource& extents);
+  // A READ response by reference whose bytes could not be read: its READ,
+  // if one asked for that, ends with REM_OP_ERR (requester_responses.cc).
+  void on_unreadable_read_response(transport::QueuePair& qp, std::uint32_t psn);
   // The rest of a READ asked for by reference, as one READ RESPONSE ONLY
   // naming the bytes, when its region is shared; 0 (send packets) otherwise.
   std::size_t read_response_by_extent(transport::QueuePair& qp, transport::ResponderOutput& next, MutableByteSpan out,

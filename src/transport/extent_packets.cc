@@ -6,7 +6,6 @@
 // answered with one response naming the bytes, where its region is shared.
 #include "transport/engine_state.h"
 #include "transport/payload_extent.h"
-#include "transport/psn.h"
 
 namespace uroce {
 
@@ -14,7 +13,7 @@ using transport::QueuePair;
 
 bool EngineState::take_extent_payload(QueuePair& qp, wire::RocePacket& packet, ExtentSource& extents) {
   // A READ request with the bit asks for its response by reference: it has no payload.
-  if (packet.op->kind == wire::OpKind::rdma_read_request) return qp.type == QpType::rc;
+  if (packet.op->kind == wire::OpKind::rdma_read_request) return true;
   bool response = packet.op->kind == wire::OpKind::rdma_read_response;
   bool lone = qp.type == QpType::rc && packet.op->position == wire::Position::only &&
               (packet.op->kind == wire::OpKind::send || packet.op->kind == wire::OpKind::rdma_write || response);
@@ -29,14 +28,7 @@ bool EngineState::take_extent_payload(QueuePair& qp, wire::RocePacket& packet, E
     ++counters.extents_unreadable;
     std::uint32_t psn = packet.headers.bth.psn;
     if (response) {
-      // The READ cannot be had this way, nor asked again another: end it.
-      for (const transport::SendWqe& wqe : qp.send_queue) {
-        if (wqe.started && !wqe.done && wqe.opcode == WrOpcode::rdma_read && wqe.by_extent &&
-            transport::psn_at_or_before(wqe.first_psn, psn) && transport::psn_at_or_before(psn, wqe.last_psn())) {
-          fail_request(qp, psn, WcStatus::rem_op_err);
-          break;
-        }
-      }
+      on_unreadable_read_response(qp, psn);
       return false;
     }
     bool responding = qp.state == QpState::rtr || qp.state == QpState::rts || qp.state == QpState::sqd;

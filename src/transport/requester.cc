@@ -320,7 +320,7 @@ std::size_t EngineState::send_request_packet(QueuePair& qp, SendWqe& wqe, std::u
     transport::emit_send_placement({wqe.receive_message, static_cast<std::uint32_t>(payload_offset)}, payload);
   }
   payload += placement_header;
-  if (headers.bth.extent_payload && wqe.opcode != WrOpcode::rdma_read) {  // a READ's bit asks; it names nothing
+  if (wqe.by_extent && wqe.opcode != WrOpcode::rdma_read) {  // a READ's bit asks; it names nothing
     transport::emit_extent_payload({*wqe.extent, wqe.length}, payload);
     ++counters.extent_packets_sent;
   } else if (!config.carry_payload) {

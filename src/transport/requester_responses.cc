@@ -78,6 +78,12 @@ void EngineState::on_read_response(QueuePair& qp, const wire::RocePacket& packet
   }
 }
 
+void EngineState::on_unreadable_read_response(QueuePair& qp, std::uint32_t psn) {
+  // Asked again, the READ would be answered the same way: end it.
+  auto [read, oldest] = find_read(qp, psn);
+  if (read != nullptr && read->by_extent) fail_request(qp, psn, WcStatus::rem_op_err);
+}
+
 void EngineState::on_atomic_ack(QueuePair& qp, const wire::RocePacket& packet, TimeNs now) {
   std::uint32_t psn = packet.headers.bth.psn;
   for (SendWqe& wqe : qp.send_queue) {

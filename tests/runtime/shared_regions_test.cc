@@ -84,7 +84,7 @@ TEST(SharedRegions, ARegionMovesOntoASealedFileWithItsBytesAndBack) {
   EXPECT_EQ(backing->pid, static_cast<std::uint32_t>(::getpid()));
   EXPECT_EQ(backing->offset, 0u);
   EXPECT_EQ(std::memcmp(pages.base, before.data(), pages.length), 0);
-  EXPECT_NE(mapping_of(pages.base).find(SharedRegions::file_link_name(backing->id)), std::string::npos)
+  EXPECT_NE(mapping_of(pages.base).find(port::shared_region_link_name(backing->id)), std::string::npos)
       << mapping_of(pages.base);
   EXPECT_NE(vm_flags_of(pages.base).find(" dc"), std::string::npos) << vm_flags_of(pages.base);  // not inherited
   // What the program writes is what the file holds.

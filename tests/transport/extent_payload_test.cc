@@ -68,35 +68,44 @@ class ExtentPayloads : public ::testing::Test {
                                       kAccessLocalWrite | kAccessRemoteWrite);
   }
 
-  std::vector<WorkCompletion> run_until_completions(const Endpoint& end, std::size_t count,
-                                                    std::vector<WorkCompletion>* other = nullptr,
-                                                    const Endpoint* other_end = nullptr) {
-    std::vector<WorkCompletion> found;
+  // Runs until a's CQ holds a_count completions and b's b_count.
+  std::pair<std::vector<WorkCompletion>, std::vector<WorkCompletion>> completions(std::size_t a_count,
+                                                                                 std::size_t b_count = 0) {
+    std::vector<WorkCompletion> at_a, at_b;
     network_.run_until(
         [&] {
-          auto more = drain(end);
-          found.insert(found.end(), more.begin(), more.end());
-          if (other != nullptr) {
-            auto theirs = drain(*other_end);
-            other->insert(other->end(), theirs.begin(), theirs.end());
-          }
-          return found.size() >= count;
+          auto more_a = drain(a_), more_b = drain(b_);
+          at_a.insert(at_a.end(), more_a.begin(), more_a.end());
+          at_b.insert(at_b.end(), more_b.begin(), more_b.end());
+          return at_a.size() >= a_count && at_b.size() >= b_count;
         },
         network_.now() + 10 * kSecond);
-    return found;
+    return {at_a, at_b};
   }
 
-  // A WRITE of `length` bytes from source_ at `offset` to target_ at the same offset.
-  void post_write(std::uint64_t wr_id, std::size_t offset, std::uint32_t length, std::uint32_t rkey = 0) {
+  // A signaled SEND or WRITE of `length` bytes from source_ at `offset`; a
+  // WRITE goes to target_ at `target_offset`.
+  void post(std::uint64_t wr_id, WrOpcode opcode, std::size_t offset, std::uint32_t length,
+            std::size_t target_offset, std::uint32_t imm_data = 0) {
     Sge sge = source_.sge(offset, length);
     SendWr wr;
     wr.wr_id = wr_id;
-    wr.opcode = WrOpcode::rdma_write;
+    wr.opcode = opcode;
     wr.send_flags = kSendSignaled;
     wr.sg_list = {&sge, 1};
-    wr.rdma.remote_addr = target_.addr(offset);
-    wr.rdma.rkey = rkey != 0 ? rkey : target_.keys.rkey;
+    wr.imm_data = imm_data;
+    wr.rdma.remote_addr = target_.addr(target_offset);
+    wr.rdma.rkey = target_.keys.rkey;
     ASSERT_EQ(engine_a_->post_send(a_.qpn, wr), std::errc{});
+  }
+  // A WRITE from source_ at `offset` to target_ at the same offset.
+  void post_write(std::uint64_t wr_id, std::size_t offset, std::uint32_t length) {
+    post(wr_id, WrOpcode::rdma_write, offset, length, offset);
+  }
+
+  // Nothing of target_ written past the 64 bytes meet() wrote.
+  bool target_untouched_past_meet() const {
+    return std::all_of(target_.bytes.begin() + 64, target_.bytes.end(), [](std::uint8_t b) { return b == 0; });
   }
 
   // A READ of `length` bytes from b's region at `offset` into a's sink_.
@@ -129,7 +138,7 @@ class ExtentPayloads : public ::testing::Test {
   // One small WRITE and its ACK: a learns that b is local.
   void meet() {
     post_write(1, 0, 64);
-    auto done = run_until_completions(a_, 1);
+    auto done = completions(1).first;
     ASSERT_EQ(done.size(), 1u);
     ASSERT_EQ(done[0].status, WcStatus::success);
   }
@@ -147,7 +156,7 @@ TEST_F(ExtentPayloads, ALongWriteToALocalPeerIsOnePacketAndArrivesIntact) {
   meet();
   std::uint64_t sent_before = engine_a_->counters().packets_sent;
   post_write(2, 32, kLength);
-  auto done = run_until_completions(a_, 1);
+  auto done = completions(1).first;
   ASSERT_EQ(done.size(), 1u);
   EXPECT_EQ(done[0].status, WcStatus::success);
   EXPECT_EQ(engine_a_->counters().packets_sent - sent_before, 1u);  // 65 packets at MTU 1024 otherwise
@@ -159,7 +168,7 @@ TEST_F(ExtentPayloads, ALongWriteToALocalPeerIsOnePacketAndArrivesIntact) {
 
 TEST_F(ExtentPayloads, TheFirstWriteBeforeThePeerIsKnownLocalGoesPacketByPacket) {
   post_write(2, 0, kLength);
-  auto done = run_until_completions(a_, 1);
+  auto done = completions(1).first;
   ASSERT_EQ(done.size(), 1u);
   EXPECT_EQ(done[0].status, WcStatus::success);
   EXPECT_EQ(engine_a_->counters().extent_packets_sent, 0u);
@@ -170,18 +179,8 @@ TEST_F(ExtentPayloads, ALongSendWithImmediateFillsTheReceiveAndReportsItsLength)
   meet();
   Sge recv_sge = target_.sge(0, kLength + 64);
   ASSERT_EQ(engine_b_->post_recv(b_.qpn, RecvWr{9, {&recv_sge, 1}}), std::errc{});
-  Sge sge = source_.sge(16, kLength);
-  SendWr wr;
-  wr.wr_id = 3;
-  wr.opcode = WrOpcode::send_with_imm;
-  wr.send_flags = kSendSignaled;
-  wr.sg_list = {&sge, 1};
-  wr.imm_data = 0x01020304;
-  ASSERT_EQ(engine_a_->post_send(a_.qpn, wr), std::errc{});
-  std::vector<WorkCompletion> at_b;
-  auto at_a = run_until_completions(a_, 1, &at_b, &b_);
-  network_.run_until([&] { auto more = drain(b_); at_b.insert(at_b.end(), more.begin(), more.end()); return !at_b.empty(); },
-                     network_.now() + kSecond);
+  post(3, WrOpcode::send_with_imm, 16, kLength, 0, 0x01020304);
+  auto [at_a, at_b] = completions(1, 1);
   ASSERT_EQ(at_a.size(), 1u);
   EXPECT_EQ(at_a[0].status, WcStatus::success);
   ASSERT_EQ(at_b.size(), 1u);
@@ -196,61 +195,46 @@ TEST_F(ExtentPayloads, AReceiveTooShortForTheNamedBytesFailsBothEnds) {
   meet();
   Sge recv_sge = target_.sge(0, 4096);
   ASSERT_EQ(engine_b_->post_recv(b_.qpn, RecvWr{9, {&recv_sge, 1}}), std::errc{});
-  Sge sge = source_.sge(0, kLength);
-  SendWr wr;
-  wr.wr_id = 3;
-  wr.opcode = WrOpcode::send;
-  wr.send_flags = kSendSignaled;
-  wr.sg_list = {&sge, 1};
-  ASSERT_EQ(engine_a_->post_send(a_.qpn, wr), std::errc{});
-  std::vector<WorkCompletion> at_b;
-  auto at_a = run_until_completions(a_, 1, &at_b, &b_);
+  post(3, WrOpcode::send, 0, kLength, 0);
+  auto [at_a, at_b] = completions(1, 1);
   ASSERT_EQ(at_a.size(), 1u);
   EXPECT_EQ(at_a[0].status, WcStatus::rem_inv_req_err);
   ASSERT_FALSE(at_b.empty());
   EXPECT_EQ(at_b[0].status, WcStatus::loc_len_err);
-  EXPECT_TRUE(std::all_of(target_.bytes.begin() + 64, target_.bytes.end(), [](std::uint8_t b) { return b == 0; }));
+  EXPECT_TRUE(target_untouched_past_meet());
 }
 
 TEST_F(ExtentPayloads, AWriteBeyondTheTargetRegionIsARemoteAccessErrorAndWritesNothing) {
   meet();
-  Sge sge = source_.sge(0, kLength);
-  SendWr wr;
-  wr.wr_id = 4;
-  wr.opcode = WrOpcode::rdma_write;
-  wr.send_flags = kSendSignaled;
-  wr.sg_list = {&sge, 1};
-  wr.rdma.remote_addr = target_.addr(128);  // 128 + kLength runs past the region's end
-  wr.rdma.rkey = target_.keys.rkey;
-  ASSERT_EQ(engine_a_->post_send(a_.qpn, wr), std::errc{});
-  auto done = run_until_completions(a_, 1);
+  post(4, WrOpcode::rdma_write, 0, kLength, 128);  // 128 + kLength runs past the region's end
+  auto done = completions(1).first;
   ASSERT_EQ(done.size(), 1u);
   EXPECT_EQ(done[0].status, WcStatus::rem_access_err);
   EXPECT_EQ(engine_b_->counters().extent_packets_received, 1u);
-  EXPECT_TRUE(std::all_of(target_.bytes.begin() + 64, target_.bytes.end(), [](std::uint8_t b) { return b == 0; }));
+  EXPECT_TRUE(target_untouched_past_meet());
 }
 
 TEST_F(ExtentPayloads, BytesThePortCannotReadAreARemoteOperationalError) {
   meet();
   extents_.unreadable = true;
   post_write(2, 0, kLength);
-  auto done = run_until_completions(a_, 1);
+  auto done = completions(1).first;
   ASSERT_EQ(done.size(), 1u);
   EXPECT_EQ(done[0].status, WcStatus::rem_op_err);
   EXPECT_EQ(engine_b_->counters().extents_unreadable, 1u);
-  EXPECT_TRUE(std::all_of(target_.bytes.begin() + 64, target_.bytes.end(), [](std::uint8_t b) { return b == 0; }));
+  EXPECT_TRUE(target_untouched_past_meet());
 }
 
 TEST_F(ExtentPayloads, AnExtentPacketFromAWireIsDroppedAndTheRequesterRunsOutOfRetries) {
   meet();
   network_.set_extent_source(nullptr);  // a still thinks b local: its next WRITE names bytes
   post_write(2, 0, kLength);
-  auto done = run_until_completions(a_, 1);
+  auto done = completions(1).first;
   ASSERT_EQ(done.size(), 1u);
   EXPECT_EQ(done[0].status, WcStatus::retry_exc_err);
   EXPECT_GE(engine_b_->counters().extents_from_wire, 1u);
   EXPECT_EQ(extents_.calls, 0);
-  EXPECT_TRUE(std::all_of(target_.bytes.begin() + 64, target_.bytes.end(), [](std::uint8_t b) { return b == 0; }));
+  EXPECT_TRUE(target_untouched_past_meet());
 }
 
 TEST_F(ExtentPayloads, MessagesByReferenceInFlightAreCountedInMtusAgainstTheWindow) {
@@ -263,7 +247,7 @@ TEST_F(ExtentPayloads, MessagesByReferenceInFlightAreCountedInMtusAgainstTheWind
   // 65 MTUs of 1024 bytes each against a window of 256: three at a time.
   EXPECT_EQ(engine_a_->counters().extent_packets_sent, 3u);
   network_.faults().drop = 0;
-  auto done = run_until_completions(a_, 10);
+  auto done = completions(10).first;
   ASSERT_EQ(done.size(), 10u);
   for (const WorkCompletion& wc : done) EXPECT_EQ(wc.status, WcStatus::success);
 }
@@ -275,7 +259,7 @@ TEST_F(ExtentPayloads, ALostExtentPacketIsSentAgainAsOne) {
   post_write(2, 0, kLength);
   network_.run_until([&] { return engine_a_->counters().extent_packets_sent >= 1; }, network_.now() + kSecond);
   network_.faults().drop = 0;
-  auto done = run_until_completions(a_, 1);
+  auto done = completions(1).first;
   ASSERT_EQ(done.size(), 1u);
   EXPECT_EQ(done[0].status, WcStatus::success);
   EXPECT_EQ(engine_a_->counters().extent_packets_sent, 2u);
@@ -289,7 +273,7 @@ TEST_F(ExtentPayloads, ALongReadOfASharedRegionIsOneResponseAndTheQpGoesOn) {
   meet();
   std::uint64_t received_before = engine_a_->counters().packets_received;
   post_read(5, served, 300, kLength);
-  auto done = run_until_completions(a_, 1);
+  auto done = completions(1).first;
   ASSERT_EQ(done.size(), 1u);
   EXPECT_EQ(done[0].status, WcStatus::success);
   EXPECT_EQ(done[0].opcode, WcOpcode::rdma_read);
@@ -300,7 +284,7 @@ TEST_F(ExtentPayloads, ALongReadOfASharedRegionIsOneResponseAndTheQpGoesOn) {
   // The READ's PSNs are all acknowledged: what follows completes.
   post_write(6, 0, kLength);
   post_read(7, served, 0, 100);
-  done = run_until_completions(a_, 2);
+  done = completions(2).first;
   ASSERT_EQ(done.size(), 2u);
   EXPECT_EQ(done[0].status, WcStatus::success);
   EXPECT_EQ(done[1].status, WcStatus::success);
@@ -311,7 +295,7 @@ TEST_F(ExtentPayloads, AReadOfARegionThatIsNotSharedComesInPackets) {
   Buffer served = served_region(false);
   meet();
   post_read(5, served, 0, kLength);
-  auto done = run_until_completions(a_, 1);
+  auto done = completions(1).first;
   ASSERT_EQ(done.size(), 1u);
   EXPECT_EQ(done[0].status, WcStatus::success);
   EXPECT_EQ(engine_b_->counters().extent_packets_sent, 0u);
@@ -322,7 +306,7 @@ TEST_F(ExtentPayloads, AReadResponseNamingUnreadableBytesEndsTheRead) {
   Buffer served = served_region(true);  // extents_ is not told where b's file is
   meet();
   post_read(5, served, 0, kLength);
-  auto done = run_until_completions(a_, 1);
+  auto done = completions(1).first;
   ASSERT_EQ(done.size(), 1u);
   EXPECT_EQ(done[0].status, WcStatus::rem_op_err);
   EXPECT_EQ(engine_a_->counters().extents_unreadable, 1u);

@@ -211,4 +211,18 @@ std::vector<WorkCompletion> drain(const Endpoint& endpoint) {
   return all;
 }
 
+std::pair<std::vector<WorkCompletion>, std::vector<WorkCompletion>> wait_for_completions(
+    TestNetwork& network, const Endpoint& a, const Endpoint& b, std::size_t a_count, std::size_t b_count) {
+  std::vector<WorkCompletion> at_a, at_b;
+  network.run_until(
+      [&] {
+        auto more_a = drain(a), more_b = drain(b);
+        at_a.insert(at_a.end(), more_a.begin(), more_a.end());
+        at_b.insert(at_b.end(), more_b.begin(), more_b.end());
+        return at_a.size() >= a_count && at_b.size() >= b_count;
+      },
+      network.now() + 10'000'000'000);
+  return {at_a, at_b};
+}
+
 }  // namespace uroce::testing

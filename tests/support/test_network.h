@@ -122,4 +122,9 @@ Endpoint make_ud_qp(Engine& engine, std::uint32_t qkey, bool gsi = false);  // g
 // Drains a CQ into a vector (asserting the CQ is healthy).
 std::vector<WorkCompletion> drain(const Endpoint& endpoint);
 
+// Runs the network until a's CQ has given a_count completions and b's
+// b_count, or 10 s of virtual time pass; returns what each gave.
+std::pair<std::vector<WorkCompletion>, std::vector<WorkCompletion>> wait_for_completions(
+    TestNetwork& network, const Endpoint& a, const Endpoint& b, std::size_t a_count, std::size_t b_count);
+
 }  // namespace uroce::testing

@@ -71,16 +71,7 @@ class ExtentPayloads : public ::testing::Test {
   // Runs until a's CQ holds a_count completions and b's b_count.
   std::pair<std::vector<WorkCompletion>, std::vector<WorkCompletion>> completions(std::size_t a_count,
                                                                                  std::size_t b_count = 0) {
-    std::vector<WorkCompletion> at_a, at_b;
-    network_.run_until(
-        [&] {
-          auto more_a = drain(a_), more_b = drain(b_);
-          at_a.insert(at_a.end(), more_a.begin(), more_a.end());
-          at_b.insert(at_b.end(), more_b.begin(), more_b.end());
-          return at_a.size() >= a_count && at_b.size() >= b_count;
-        },
-        network_.now() + 10 * kSecond);
-    return {at_a, at_b};
+    return wait_for_completions(network_, a_, b_, a_count, b_count);
   }
 
   // A signaled SEND or WRITE of `length` bytes from source_ at `offset`; a

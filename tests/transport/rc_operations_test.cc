@@ -12,7 +12,6 @@ namespace uroce::testing {
 namespace {
 
 constexpr std::uint32_t kAll = kAccessLocalWrite | kAccessRemoteWrite | kAccessRemoteRead | kAccessRemoteAtomic;
-constexpr TimeNs kSecond = 1'000'000'000;
 
 struct Buffer {
   std::vector<std::uint8_t> bytes;
@@ -40,19 +39,10 @@ class RcOperations : public ::testing::TestWithParam<std::uint32_t> {
   }
   virtual RcOptions options() { return RcOptions{}; }
 
-  // Runs until both CQs together hold `count` completions.
+  // Runs until a's CQ has given a_count completions and b's b_count.
   std::pair<std::vector<WorkCompletion>, std::vector<WorkCompletion>> wait_for(std::size_t a_count,
                                                                               std::size_t b_count) {
-    std::vector<WorkCompletion> at_a, at_b;
-    network_.run_until(
-        [&] {
-          auto more_a = drain(a_), more_b = drain(b_);
-          at_a.insert(at_a.end(), more_a.begin(), more_a.end());
-          at_b.insert(at_b.end(), more_b.begin(), more_b.end());
-          return at_a.size() >= a_count && at_b.size() >= b_count;
-        },
-        network_.now() + 10 * kSecond);
-    return {at_a, at_b};
+    return wait_for_completions(network_, a_, b_, a_count, b_count);
   }
 
   TestNetwork network_{7, ChannelFaults{}};

@@ -242,8 +242,8 @@ check() {  # name host-status
   guest_status="$(grep -a "GUEST RESULT $name " "$console" | awk '{ print $4 }' | tr -d '\r')"
   local icrc_errors received
   icrc_errors="$(grep -o 'icrc errors [0-9]*' "$work/$name.log" | awk '{ print $3 }')"
-  # The engine's count: "packets sent N received N" (the line has other "received"s).
-  received="$(grep -o 'packets sent [0-9]* received [0-9]*' "$work/$name.log" | awk '{ print $5 }')"
+  # The engine's count: "<device>: packets sent N received N" (the line has other "sent"s and "received"s).
+  received="$(grep -o ': packets sent [0-9]* received [0-9]*' "$work/$name.log" | awk '{ print $NF }')"
   if [ "$host_status" = 0 ] && [ "$guest_status" = 0 ] && [ "${icrc_errors:-1}" = 0 ] && [ "${received:-0}" -gt 0 ]; then
     echo "ok    $name (uroce received $received packets, 0 ICRC errors)"
   else

@@ -67,6 +67,33 @@ bool is_loopback(const std::uint8_t* address, bool ipv4) {
   return ipv4 ? address[0] == 127 : std::memcmp(address, kIpv6Loopback, 16) == 0;
 }
 
+// Points every message at its buffer, source and control space once; after
+// that only what the kernel rewrote in the messages it filled is reset.
+void UdpPort::Io::prepare_receive_headers() {
+  auto reset = [this](std::size_t i) {
+    msghdr& header = receive_messages[i].msg_hdr;
+    header.msg_namelen = sizeof sources[i];
+    header.msg_controllen = receive_controls[i].size();
+    header.msg_flags = 0;
+  };
+  if (!receive_headers_ready) {
+    constexpr std::size_t kSlot = kReceiveHeadroom + kReceiveBufferPayload;
+    for (std::size_t i = 0; i < kMessagesPerCall; ++i) {
+      receive_iovs[i] = iovec{receive_buffers.data() + i * kSlot + kReceiveHeadroom, kReceiveBufferPayload};
+      msghdr& header = receive_messages[i].msg_hdr;
+      header.msg_name = &sources[i];
+      header.msg_iov = &receive_iovs[i];
+      header.msg_iovlen = 1;
+      header.msg_control = receive_controls[i].data();
+      reset(i);
+    }
+    receive_headers_ready = true;
+    receive_headers_used = 0;
+  }
+  for (std::size_t i = 0; i < receive_headers_used; ++i) reset(i);
+  receive_headers_used = 0;
+}
+
 std::size_t UdpPort::send(std::span<const MutableByteSpan> datagrams) {
   Io& io = *io_;
   std::size_t taken = 0;
@@ -152,20 +179,12 @@ std::size_t UdpPort::send(std::span<const MutableByteSpan> datagrams) {
 std::span<const ReceivedDatagram> UdpPort::receive(TimeNs /*now*/) {
   Io& io = *io_;
   io.received.clear();
-  constexpr std::size_t kSlot = kReceiveHeadroom + kReceiveBufferPayload;
-  for (std::size_t i = 0; i < kMessagesPerCall; ++i) {
-    io.receive_iovs[i] = iovec{io.receive_buffers.data() + i * kSlot + kReceiveHeadroom, kReceiveBufferPayload};
-    msghdr& header = io.receive_messages[i].msg_hdr;
-    header.msg_name = &io.sources[i];
-    header.msg_namelen = sizeof io.sources[i];
-    header.msg_iov = &io.receive_iovs[i];
-    header.msg_iovlen = 1;
-    header.msg_control = io.receive_controls[i].data();
-    header.msg_controllen = io.receive_controls[i].size();
-    header.msg_flags = 0;
-  }
-  int got = ::recvmmsg(receive_fd_, io.receive_messages.data(), kMessagesPerCall, MSG_DONTWAIT, nullptr);
+  io.prepare_receive_headers();
+  int got = ::recvmmsg(receive_fd_, io.receive_messages.data(), io.receive_batch, MSG_DONTWAIT, nullptr);
+  io.receive_batch = got > 0 ? static_cast<unsigned>(kMessagesPerCall) : 1;
   if (got <= 0) return {};
+  io.receive_headers_used = static_cast<std::size_t>(got);
+  constexpr std::size_t kSlot = kReceiveHeadroom + kReceiveBufferPayload;
 
   // Read each message's TOS and GRO segment size, and size the arena for the
   // datagrams after the first of each run before copying any (no reallocation

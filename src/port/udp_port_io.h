@@ -53,6 +53,16 @@ struct UdpPort::Io {
   std::vector<std::uint8_t> receive_buffers = std::vector<std::uint8_t>(kMessagesPerCall * (kReceiveHeadroom + kReceiveBufferPayload));
   std::vector<std::uint8_t> arena;
   std::vector<ReceivedDatagram> received;
+  // The headers are set up once; the kernel rewrites the lengths and flags
+  // of the messages it fills, which are reset before the next call.
+  bool receive_headers_ready = false;
+  std::size_t receive_headers_used = 0;
+  // How many messages the next recvmmsg asks for: one after a call that
+  // found the socket empty (a ping-pong's next arrival is one message: a
+  // second slot costs the kernel another look at an empty queue, on the
+  // round trip's critical path), a full batch after one that found any.
+  unsigned receive_batch = 1;
+  void prepare_receive_headers();
   bool gso_refused = false;  // the kernel rejected a GSO send: send datagram by datagram from then on
 };
 

@@ -160,6 +160,38 @@ TEST(UdpPort, OtherEcnDifferencesEndARun) {
             3u);
 }
 
+// The receive after one that found the socket empty asks for one message
+// (a ping-pong's next arrival); the one after it for a full batch. Message
+// headers are set up once and reused: each arrival still gets its own
+// sender's address, whichever slot it lands in, round after round.
+TEST(UdpPort, AfterAnEmptyReceiveOneMessageIsTakenThenTheRestInOneBatch) {
+  UdpPort receiver = open_port("127.0.1.40", 19213, UdpGsoPolicy::never);
+  UdpPort first = open_port("127.0.1.41", 19214, UdpGsoPolicy::never);
+  UdpPort second = open_port("127.0.1.42", 19214, UdpGsoPolicy::never);
+  auto send_from = [&](UdpPort& sender, std::size_t count) {
+    std::vector<std::vector<std::uint8_t>> datagrams;
+    std::vector<MutableByteSpan> views;
+    for (std::size_t i = 0; i < count; ++i) {
+      datagrams.push_back(datagram(sender.gid(), receiver.gid(), 0xC123, 19213, {100 + i, 2}, i));
+    }
+    for (auto& d : datagrams) views.emplace_back(d);
+    ASSERT_EQ(sender.send(views), count);
+  };
+  auto sources_of = [](std::span<const ReceivedDatagram> got) {
+    std::vector<int> last_bytes;
+    for (const ReceivedDatagram& datagram : got) last_bytes.push_back(datagram.bytes[15]);  // IPv4 source, last byte
+    return last_bytes;
+  };
+  EXPECT_TRUE(receiver.receive(0).empty());
+  for (int round = 0; round < 3; ++round) {
+    send_from(first, 3);
+    send_from(second, 2);
+    EXPECT_EQ(sources_of(receiver.receive(0)), (std::vector<int>{41})) << "round " << round;
+    EXPECT_EQ(sources_of(receiver.receive(0)), (std::vector<int>{41, 41, 42, 42})) << "round " << round;
+    EXPECT_TRUE(receiver.receive(0).empty()) << "round " << round;
+  }
+}
+
 TEST(UdpPort, MalformedDatagramsFromTheEngineAreCountedNotSent) {
   UdpPort sender = open_port("127.0.1.34", 19206, UdpGsoPolicy::always);
   std::vector<std::uint8_t> too_short(10);

@@ -57,7 +57,9 @@ done
 # The socket floor under the wire path: bench/udp_pingpong with one datagram
 # per ping (sockperf's test) and with two (a WRITE and the peer's ACK, what
 # uroce perf write_lat moves each way), answered when both arrived or on the
-# first (as uroce perf answers on the WRITE), against uroce perf write_lat.
+# first (as uroce perf answers on the WRITE), and as uroce's UDP port moves
+# a pong and its ACK (--as-uroce: one GSO send with the TOS, recvmmsg with
+# control messages): the floor under uroce perf write_lat with no engine.
 PINGPONG=build/release/bench/udp_pingpong
 if [[ -x $PINGPONG ]]; then
   echo
@@ -65,7 +67,7 @@ if [[ -x $PINGPONG ]]; then
   echo
   echo "| path | median / 99% |"
   echo "|---|---:|"
-  for variant in "1" "2" "2 --answer-first"; do
+  for variant in "1" "2" "2 --answer-first" "2 --as-uroce"; do
     read -r datagrams answer <<<"$variant"
     : >"$OUT/u"
     for _ in $(seq "$REPEAT"); do
@@ -78,7 +80,8 @@ if [[ -x $PINGPONG ]]; then
       wait "$server" || true
     done
     label="UDP, $datagrams datagram(s) of 36 B each way"
-    [[ -n ${answer:-} ]] && label="$label, answered on the first"
+    [[ ${answer:-} == --answer-first ]] && label="$label, answered on the first"
+    [[ ${answer:-} == --as-uroce ]] && label="UDP, a 36 B and a 20 B datagram each way, as uroce's port moves them"
     echo "| $label | $(median "$OUT/u" 1) / $(median "$OUT/u" 2) |"
   done
 fi

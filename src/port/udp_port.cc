@@ -140,6 +140,10 @@ int UdpPort::socket_for_source_port(std::uint16_t port) {
   const std::uint8_t* ip = ipv4_ ? gid_.data() + 12 : gid_.data();
   auto fd = bound_socket(ipv4_, ip, port, 0, false);
   if (!fd) return -1;
+  int tos = kSendSocketTos;
+  if (::setsockopt(*fd, ipv4_ ? IPPROTO_IP : IPPROTO_IPV6, ipv4_ ? IP_TOS : IPV6_TCLASS, &tos, sizeof tos) != 0) {
+    io_->tos_in_every_send = true;
+  }
   send_fds_.emplace(port, *fd);
   return *fd;
 }

@@ -138,22 +138,30 @@ std::size_t UdpPort::send(std::span<const MutableByteSpan> datagrams) {
       header.msg_namelen = io.destinations[messages].length;
       header.msg_iov = run_iovs;
       header.msg_iovlen = count;
+      // The TOS goes in a control message only where it is not the
+      // socket's own (ECT(0), DSCP 0: most datagrams): the kernel then
+      // skips parsing one per send.
+      bool tos_message = io.tos_in_every_send || first.tos != kSendSocketTos;
       header.msg_control = io.send_controls[messages].data();
-      header.msg_controllen = CMSG_SPACE(sizeof(int)) + (count > 1 ? CMSG_SPACE(sizeof(std::uint16_t)) : 0);
+      header.msg_controllen = (tos_message ? CMSG_SPACE(sizeof(int)) : 0) +
+                              (count > 1 ? CMSG_SPACE(sizeof(std::uint16_t)) : 0);
       std::memset(header.msg_control, 0, header.msg_controllen);
       cmsghdr* cmsg = CMSG_FIRSTHDR(&header);
-      cmsg->cmsg_level = ipv4_ ? IPPROTO_IP : IPPROTO_IPV6;
-      cmsg->cmsg_type = ipv4_ ? IP_TOS : IPV6_TCLASS;
-      cmsg->cmsg_len = CMSG_LEN(sizeof(int));
-      std::memcpy(CMSG_DATA(cmsg), &first.tos, sizeof first.tos);
-      if (count > 1) {
+      if (tos_message) {
+        cmsg->cmsg_level = ipv4_ ? IPPROTO_IP : IPPROTO_IPV6;
+        cmsg->cmsg_type = ipv4_ ? IP_TOS : IPV6_TCLASS;
+        cmsg->cmsg_len = CMSG_LEN(sizeof(int));
+        std::memcpy(CMSG_DATA(cmsg), &first.tos, sizeof first.tos);
         cmsg = CMSG_NXTHDR(&header, cmsg);
+      }
+      if (count > 1) {
         cmsg->cmsg_level = SOL_UDP;
         cmsg->cmsg_type = UDP_SEGMENT;
         cmsg->cmsg_len = CMSG_LEN(sizeof(std::uint16_t));
         auto segment_size = static_cast<std::uint16_t>(first.payload.size());
         std::memcpy(CMSG_DATA(cmsg), &segment_size, sizeof segment_size);
       }
+      if (header.msg_controllen == 0) header.msg_control = nullptr;
       datagrams_in[messages++] = count;
       next += count;
     }

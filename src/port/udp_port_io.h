@@ -24,6 +24,9 @@ inline constexpr std::size_t kLargestRun = 65535 - wire::kIpv6HeaderLength - wir
 inline constexpr std::size_t kReceiveBufferPayload = 65536;
 inline constexpr std::size_t kMaxSegmentsPerRun = 64;  // UDP_MAX_SEGMENTS in older kernels
 inline constexpr std::size_t kMessagesPerCall = 32;
+// The TOS (IPv6: traffic class) every sending socket is given: ECT(0),
+// DSCP 0. A datagram with another needs a control message.
+inline constexpr int kSendSocketTos = 2;
 
 // A socket address for an IPv4 (4-byte) or IPv6 (16-byte) address and port.
 struct SocketAddress {
@@ -63,6 +66,7 @@ struct UdpPort::Io {
   // round trip's critical path), a full batch after one that found any.
   unsigned receive_batch = 1;
   void prepare_receive_headers();
+  bool tos_in_every_send = false;  // a sending socket refused kSendSocketTos: every send names its TOS
   bool gso_refused = false;  // the kernel rejected a GSO send: send datagram by datagram from then on
 };
 

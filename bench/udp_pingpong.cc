@@ -12,9 +12,9 @@
 // With --as-uroce the datagrams move through the system calls, socket
 // options and control messages uroce's UDP port uses, with no engine behind
 // them: the sockets report each arrival's TOS (IP_RECVTOS, for ECN) and take
-// GRO runs (UDP_GRO); every send carries the TOS (ECT(0)); a ping's D
-// datagrams (the first of --size bytes, the others of 20, an ACK's size) go
-// as one UDP GSO send; receives are recvmmsg with control buffers, one
+// GRO runs (UDP_GRO); they send with ECT(0) as their own TOS (IP_TOS); a
+// ping's D datagrams (the first of --size bytes, the others of 20, an ACK's
+// size) go as one UDP GSO send; receives are recvmmsg with control buffers, one
 // message asked for after an empty receive. That is the floor under
 // `uroce perf write_lat` on this machine.
 //
@@ -69,8 +69,9 @@ int bound_socket(const std::string& address, int port, bool as_uroce) {
   }
   int one = 1;
   if (as_uroce && (::setsockopt(fd, SOL_UDP, UDP_GRO, &one, sizeof one) != 0 ||
-                   ::setsockopt(fd, IPPROTO_IP, IP_RECVTOS, &one, sizeof one) != 0)) {
-    std::fprintf(stderr, "udp_pingpong: UDP_GRO or IP_RECVTOS refused: %s\n", std::strerror(errno));
+                   ::setsockopt(fd, IPPROTO_IP, IP_RECVTOS, &one, sizeof one) != 0 ||
+                   ::setsockopt(fd, IPPROTO_IP, IP_TOS, &kEct0, sizeof kEct0) != 0)) {
+    std::fprintf(stderr, "udp_pingpong: UDP_GRO, IP_RECVTOS or IP_TOS refused: %s\n", std::strerror(errno));
     std::exit(1);
   }
   return fd;
@@ -154,27 +155,22 @@ sockaddr_in receive_batch(int fd, int count, std::uint32_t round, const Options&
 }
 
 // uroce's send of a pong and the ACKs behind it: one sendmmsg of one
-// message, the TOS in a control message, the datagrams as one GSO run.
+// message, the datagrams as one GSO run (the socket's own TOS is theirs).
 void send_as_uroce(int fd, const sockaddr_in& to, int count, std::vector<std::uint8_t>& payload) {
   std::array<iovec, kMostDatagrams> iovs{};
   iovs[0] = iovec{payload.data(), payload.size()};
   for (int i = 1; i < count; ++i) iovs[i] = iovec{payload.data(), static_cast<std::size_t>(kAckSize)};
-  alignas(cmsghdr) std::array<char, CMSG_SPACE(sizeof(int)) + CMSG_SPACE(sizeof(std::uint16_t))> control{};
+  alignas(cmsghdr) std::array<char, CMSG_SPACE(sizeof(std::uint16_t))> control{};
   mmsghdr message{};
   msghdr& header = message.msg_hdr;
   header.msg_name = const_cast<sockaddr_in*>(&to);
   header.msg_namelen = sizeof to;
   header.msg_iov = iovs.data();
   header.msg_iovlen = static_cast<std::size_t>(count);
-  header.msg_control = control.data();
-  header.msg_controllen = CMSG_SPACE(sizeof(int)) + (count > 1 ? CMSG_SPACE(sizeof(std::uint16_t)) : 0);
-  cmsghdr* cmsg = CMSG_FIRSTHDR(&header);
-  cmsg->cmsg_level = IPPROTO_IP;
-  cmsg->cmsg_type = IP_TOS;
-  cmsg->cmsg_len = CMSG_LEN(sizeof(int));
-  std::memcpy(CMSG_DATA(cmsg), &kEct0, sizeof kEct0);
   if (count > 1) {
-    cmsg = CMSG_NXTHDR(&header, cmsg);
+    header.msg_control = control.data();
+    header.msg_controllen = control.size();
+    cmsghdr* cmsg = CMSG_FIRSTHDR(&header);
     cmsg->cmsg_level = SOL_UDP;
     cmsg->cmsg_type = UDP_SEGMENT;
     cmsg->cmsg_len = CMSG_LEN(sizeof(std::uint16_t));

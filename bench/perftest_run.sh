@@ -2,6 +2,13 @@
 # running a server and a client, and reading perftest's tables. Source it;
 # it uses the caller's `port` (the last TCP port used; pair takes the next).
 
+# A process already busy here (a leftover ping-pong spinning on a core of a
+# 2-vCPU machine) skews every figure, tails most: say so before measuring.
+already_busy=$(ps -eo pcpu=,pid=,args= --sort=-pcpu | awk '$1 > 50 { print; exit }')
+if [[ -n $already_busy ]]; then
+  echo "warning: a process is already busy on this machine; figures will be skewed: $already_busy" >&2
+fi
+
 # pair FILE SERVER-COMMAND CLIENT-COMMAND: runs both, the client's output to
 # FILE; the commands may name the TCP port as \$port.
 pair() {

@@ -57,9 +57,8 @@ done
 # The socket floor under the wire path: bench/udp_pingpong with one datagram
 # per ping (sockperf's test) and with two (a WRITE and the peer's ACK, what
 # uroce perf write_lat moves each way), answered when both arrived or on the
-# first (as uroce perf answers on the WRITE), and as uroce's UDP port moves
-# a pong and its ACK (--as-uroce: one GSO send with the TOS, recvmmsg with
-# control messages): the floor under uroce perf write_lat with no engine.
+# first (as uroce perf answers on the WRITE), against uroce perf write_lat.
+# (bench/wire_floor.sh adds the same through uroce's own UDP port.)
 PINGPONG=build/release/bench/udp_pingpong
 if [[ -x $PINGPONG ]]; then
   echo
@@ -67,7 +66,7 @@ if [[ -x $PINGPONG ]]; then
   echo
   echo "| path | median / 99% |"
   echo "|---|---:|"
-  for variant in "1" "2" "2 --answer-first" "2 --as-uroce"; do
+  for variant in "1" "2" "2 --answer-first"; do
     read -r datagrams answer <<<"$variant"
     : >"$OUT/u"
     for _ in $(seq "$REPEAT"); do
@@ -80,8 +79,7 @@ if [[ -x $PINGPONG ]]; then
       wait "$server" || true
     done
     label="UDP, $datagrams datagram(s) of 36 B each way"
-    [[ ${answer:-} == --answer-first ]] && label="$label, answered on the first"
-    [[ ${answer:-} == --as-uroce ]] && label="UDP, a 36 B and a 20 B datagram each way, as uroce's port moves them"
+    [[ -n ${answer:-} ]] && label="$label, answered on the first"
     echo "| $label | $(median "$OUT/u" 1) / $(median "$OUT/u" 2) |"
   done
 fi

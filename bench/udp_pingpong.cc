@@ -9,22 +9,12 @@
 // datagram then carries its round's number, and the rest of a batch is
 // skipped when it arrives.
 //
-// With --as-uroce the datagrams move through the system calls, socket
-// options and control messages uroce's UDP port uses, with no engine behind
-// them: the sockets report each arrival's TOS (IP_RECVTOS, for ECN) and take
-// GRO runs (UDP_GRO); they send with ECT(0) as their own TOS (IP_TOS); a
-// ping's D datagrams (the first of --size bytes, the others of 20, an ACK's
-// size) go as one UDP GSO send; receives are recvmmsg with control buffers, one
-// message asked for after an empty receive. That is the floor under
-// `uroce perf write_lat` on this machine.
-//
-//   udp_pingpong --serve 127.0.3.12 --port 19900 --datagrams 2 [--answer-first | --as-uroce] &
-//   udp_pingpong --to 127.0.3.12 --from 127.0.3.13 --port 19900 --datagrams 2 --size 70 -n 20000 [--answer-first | --as-uroce]
+//   udp_pingpong --serve 127.0.3.12 --port 19900 --datagrams 2 [--answer-first] &
+//   udp_pingpong --to 127.0.3.12 --from 127.0.3.13 --port 19900 --datagrams 2 --size 70 -n 20000 [--answer-first]
 //
 // The client prints the median, average and 99th percentile half round trip.
 #include <arpa/inet.h>
 #include <netinet/in.h>
-#include <netinet/udp.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -42,8 +32,6 @@
 namespace {
 
 constexpr std::size_t kMostDatagrams = 8;
-constexpr int kAckSize = 20;  // BTH, AETH and ICRC: what follows a pong in --as-uroce
-constexpr int kEct0 = 2;
 
 struct Options {
   std::string serve;  // the server's address, or empty for a client
@@ -54,10 +42,9 @@ struct Options {
   int size = 16;
   int iterations = 20000;
   bool answer_first = false;
-  bool as_uroce = false;
 };
 
-int bound_socket(const std::string& address, int port, bool as_uroce) {
+int bound_socket(const std::string& address, int port) {
   int fd = ::socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   sockaddr_in local{};
   local.sin_family = AF_INET;
@@ -67,78 +54,17 @@ int bound_socket(const std::string& address, int port, bool as_uroce) {
     std::fprintf(stderr, "udp_pingpong: cannot bind %s:%d: %s\n", address.c_str(), port, std::strerror(errno));
     std::exit(1);
   }
-  int one = 1;
-  if (as_uroce && (::setsockopt(fd, SOL_UDP, UDP_GRO, &one, sizeof one) != 0 ||
-                   ::setsockopt(fd, IPPROTO_IP, IP_RECVTOS, &one, sizeof one) != 0 ||
-                   ::setsockopt(fd, IPPROTO_IP, IP_TOS, &kEct0, sizeof kEct0) != 0)) {
-    std::fprintf(stderr, "udp_pingpong: UDP_GRO, IP_RECVTOS or IP_TOS refused: %s\n", std::strerror(errno));
-    std::exit(1);
-  }
   return fd;
-}
-
-// uroce's receive: recvmmsg into a message with a control buffer, one
-// message asked for after an empty receive, a full batch after one that
-// found any; returns the datagrams taken (a GRO run counts each of its own).
-int receive_as_uroce(int fd, std::vector<std::uint8_t>& buffer, sockaddr_in& from, std::uint32_t& first_round) {
-  static unsigned batch = 1;
-  constexpr unsigned kBatch = 32;
-  static std::array<mmsghdr, kBatch> messages{};
-  static std::array<iovec, kBatch> iovs{};
-  static std::array<sockaddr_in, kBatch> sources{};
-  alignas(cmsghdr) static std::array<std::array<char, 128>, kBatch> controls{};
-  std::size_t slot = buffer.size() / kBatch;
-  for (unsigned i = 0; i < batch; ++i) {
-    iovs[i] = iovec{buffer.data() + i * slot, slot};
-    msghdr& header = messages[i].msg_hdr;
-    header = msghdr{};
-    header.msg_name = &sources[i];
-    header.msg_namelen = sizeof sources[i];
-    header.msg_iov = &iovs[i];
-    header.msg_iovlen = 1;
-    header.msg_control = controls[i].data();
-    header.msg_controllen = controls[i].size();
-  }
-  int got = ::recvmmsg(fd, messages.data(), batch, MSG_DONTWAIT, nullptr);
-  batch = got > 0 ? kBatch : 1;
-  int datagrams = 0;
-  for (int i = 0; i < got; ++i) {
-    std::size_t length = messages[i].msg_len, segment = length;
-    for (cmsghdr* cmsg = CMSG_FIRSTHDR(&messages[i].msg_hdr); cmsg != nullptr;
-         cmsg = CMSG_NXTHDR(&messages[i].msg_hdr, cmsg)) {
-      if (cmsg->cmsg_level == SOL_UDP && cmsg->cmsg_type == UDP_GRO) {
-        std::uint16_t size;
-        std::memcpy(&size, CMSG_DATA(cmsg), sizeof size);
-        if (size > 0) segment = size;
-      }
-    }
-    if (length == 0) continue;
-    datagrams += static_cast<int>((length + segment - 1) / segment);
-    if (i == 0 && length >= sizeof first_round) std::memcpy(&first_round, iovs[0].iov_base, sizeof first_round);
-  }
-  if (got > 0) from = sources[0];
-  return datagrams;
 }
 
 // Spins until `count` datagrams of this round have arrived (with
 // answer_first: one; datagrams of earlier rounds are skipped); returns the
 // sender. A peer silent for 5 s ends the program.
-sockaddr_in receive_batch(int fd, int count, std::uint32_t round, const Options& options, std::vector<std::uint8_t>& buffer) {
+sockaddr_in receive_batch(int fd, int count, std::uint32_t round, bool answer_first, std::vector<std::uint8_t>& buffer) {
   sockaddr_in from{};
   auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-  bool answer_first = options.answer_first;
   int wanted = answer_first ? 1 : count;
   for (int got = 0, spins = 0; got < wanted; ++spins) {
-    if (options.as_uroce) {
-      std::uint32_t of_round = 0;
-      int datagrams = receive_as_uroce(fd, buffer, from, of_round);
-      if (datagrams > 0 && of_round == round) got += datagrams;
-      if (spins % 4096 == 4095 && std::chrono::steady_clock::now() > give_up) {
-        std::fprintf(stderr, "udp_pingpong: the peer fell silent\n");
-        std::exit(1);
-      }
-      continue;
-    }
     socklen_t length = sizeof from;
     ssize_t size = ::recvfrom(fd, buffer.data(), buffer.size(), 0, reinterpret_cast<sockaddr*>(&from), &length);
     if (size >= 0) {
@@ -154,37 +80,8 @@ sockaddr_in receive_batch(int fd, int count, std::uint32_t round, const Options&
   return from;
 }
 
-// uroce's send of a pong and the ACKs behind it: one sendmmsg of one
-// message, the datagrams as one GSO run (the socket's own TOS is theirs).
-void send_as_uroce(int fd, const sockaddr_in& to, int count, std::vector<std::uint8_t>& payload) {
-  std::array<iovec, kMostDatagrams> iovs{};
-  iovs[0] = iovec{payload.data(), payload.size()};
-  for (int i = 1; i < count; ++i) iovs[i] = iovec{payload.data(), static_cast<std::size_t>(kAckSize)};
-  alignas(cmsghdr) std::array<char, CMSG_SPACE(sizeof(std::uint16_t))> control{};
-  mmsghdr message{};
-  msghdr& header = message.msg_hdr;
-  header.msg_name = const_cast<sockaddr_in*>(&to);
-  header.msg_namelen = sizeof to;
-  header.msg_iov = iovs.data();
-  header.msg_iovlen = static_cast<std::size_t>(count);
-  if (count > 1) {
-    header.msg_control = control.data();
-    header.msg_controllen = control.size();
-    cmsghdr* cmsg = CMSG_FIRSTHDR(&header);
-    cmsg->cmsg_level = SOL_UDP;
-    cmsg->cmsg_type = UDP_SEGMENT;
-    cmsg->cmsg_len = CMSG_LEN(sizeof(std::uint16_t));
-    auto segment = static_cast<std::uint16_t>(payload.size());
-    std::memcpy(CMSG_DATA(cmsg), &segment, sizeof segment);
-  }
-  while (::sendmmsg(fd, &message, 1, 0) != 1) {
-  }
-}
-
-void send_batch(int fd, const sockaddr_in& to, int count, std::uint32_t round, bool as_uroce,
-                std::vector<std::uint8_t>& payload) {
+void send_batch(int fd, const sockaddr_in& to, int count, std::uint32_t round, std::vector<std::uint8_t>& payload) {
   if (payload.size() >= sizeof round) std::memcpy(payload.data(), &round, sizeof round);
-  if (as_uroce) return send_as_uroce(fd, to, count, payload);
   std::array<iovec, kMostDatagrams> iovs{};
   std::array<mmsghdr, kMostDatagrams> messages{};
   for (int i = 0; i < count; ++i) {
@@ -201,18 +98,18 @@ void send_batch(int fd, const sockaddr_in& to, int count, std::uint32_t round, b
 }
 
 int serve(const Options& options) {
-  int fd = bound_socket(options.serve, options.port, options.as_uroce);
+  int fd = bound_socket(options.serve, options.port);
   std::vector<std::uint8_t> buffer(65536), payload(static_cast<std::size_t>(options.size), 0x42);
   for (int i = 0; i < options.iterations + 100; ++i) {
     auto round = static_cast<std::uint32_t>(i + 1);
-    sockaddr_in peer = receive_batch(fd, options.datagrams, round, options, buffer);
-    send_batch(fd, peer, options.datagrams, round, options.as_uroce, payload);
+    sockaddr_in peer = receive_batch(fd, options.datagrams, round, options.answer_first, buffer);
+    send_batch(fd, peer, options.datagrams, round, payload);
   }
   return 0;
 }
 
 int ping(const Options& options) {
-  int fd = bound_socket(options.from, options.port, options.as_uroce);
+  int fd = bound_socket(options.from, options.port);
   sockaddr_in server{};
   server.sin_family = AF_INET;
   server.sin_port = htons(static_cast<std::uint16_t>(options.port));
@@ -226,8 +123,8 @@ int ping(const Options& options) {
   for (int i = 0; i < options.iterations + 100; ++i) {  // the first 100 warm up
     auto start = std::chrono::steady_clock::now();
     auto round = static_cast<std::uint32_t>(i + 1);
-    send_batch(fd, server, options.datagrams, round, options.as_uroce, payload);
-    receive_batch(fd, options.datagrams, round, options, buffer);
+    send_batch(fd, server, options.datagrams, round, payload);
+    receive_batch(fd, options.datagrams, round, options.answer_first, buffer);
     std::chrono::duration<double, std::micro> trip = std::chrono::steady_clock::now() - start;
     if (i >= 100) half_trips.push_back(trip.count() / 2);
   }
@@ -255,17 +152,9 @@ int main(int argc, char** argv) {
   app.add_option("-n,--iterations", options.iterations, "Round trips measured")->check(CLI::Range(1, 100'000'000));
   app.add_flag("--answer-first", options.answer_first,
                "Answer on the first datagram of the peer's batch (both ends must say so)");
-  app.add_flag("--as-uroce", options.as_uroce,
-               "Move the datagrams with uroce's UDP port's system calls, options and control messages "
-               "(both ends must say so)")
-      ->excludes(app.get_option("--answer-first"));
   CLI11_PARSE(app, argc, argv);
   if (options.answer_first && options.size < static_cast<int>(sizeof(std::uint32_t))) {
     std::fprintf(stderr, "udp_pingpong: --answer-first needs --size 4 or more (each datagram carries its round)\n");
-    return 2;
-  }
-  if (options.as_uroce && (options.size < kAckSize || options.size > 2000)) {
-    std::fprintf(stderr, "udp_pingpong: --as-uroce needs a --size of 20 to 2000 bytes\n");
     return 2;
   }
   if (options.serve.empty() == options.to.empty()) {

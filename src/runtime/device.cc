@@ -281,12 +281,14 @@ void Device::transmit(TimeNs now, AckRelease release) {
     if (transmit_queue_.empty()) return;
     // Bare ACKs go last in the batch: a reply the application just posted
     // then reaches the peer before the ACK for the request it answers.
-    // (Usually they are last already, and stable_partition would allocate
-    // a buffer to find that out: on a ping-pong's critical path.)
+    // Usually they are last already: one look at each datagram finds that
+    // out, where stable_partition would allocate a buffer (on a ping-pong's
+    // critical path).
     auto is_request = [](ByteSpan datagram) { return !is_bare_ack(datagram); };
-    auto first_ack = std::is_partitioned(transmit_queue_.begin(), transmit_queue_.end(), is_request)
-                         ? std::partition_point(transmit_queue_.begin(), transmit_queue_.end(), is_request)
-                         : std::stable_partition(transmit_queue_.begin(), transmit_queue_.end(), is_request);
+    auto first_ack = std::find_if_not(transmit_queue_.begin(), transmit_queue_.end(), is_request);
+    if (std::find_if(first_ack, transmit_queue_.end(), is_request) != transmit_queue_.end()) {
+      first_ack = std::stable_partition(first_ack, transmit_queue_.end(), is_request);
+    }
     std::size_t sendable = transmit_queue_.size();
     auto requests = static_cast<std::size_t>(first_ack - transmit_queue_.begin());
     if (release != AckRelease::now && engine_drained && requests < sendable) {

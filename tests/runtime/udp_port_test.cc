@@ -192,6 +192,42 @@ TEST(UdpPort, AfterAnEmptyReceiveOneMessageIsTakenThenTheRestInOneBatch) {
   }
 }
 
+// A slot whose last message carried one control message (the TOS of a lone
+// datagram) is given its whole control space again: the GRO run that lands
+// there next still reports both its segment size and its TOS, and arrives
+// as its datagrams with their ECN bits.
+TEST(UdpPort, AReusedReceiveSlotStillReportsAGroRun) {
+  UdpPort receiver = open_port("127.0.1.43", 19215, UdpGsoPolicy::where_bytes_unchanged);
+  UdpPort sender = open_port("127.0.1.44", 19216, UdpGsoPolicy::where_bytes_unchanged);
+  auto send = [&](std::size_t count) {
+    std::vector<std::vector<std::uint8_t>> datagrams;
+    std::vector<MutableByteSpan> views;
+    for (std::size_t i = 0; i < count; ++i) {
+      datagrams.push_back(datagram(sender.gid(), receiver.gid(), 0xC123, 19215, {300, 2}, i));
+    }
+    for (auto& d : datagrams) views.emplace_back(d);
+    ASSERT_EQ(sender.send(views), count);
+  };
+  // Each arrival's size and ECN bits (ECT(0) as sent: 2).
+  auto sizes_and_ecn_of = [](std::span<const ReceivedDatagram> got) {
+    std::vector<std::pair<std::size_t, int>> arrivals;
+    for (const ReceivedDatagram& datagram : got) arrivals.emplace_back(datagram.bytes.size(), datagram.bytes[1] & 3);
+    return arrivals;
+  };
+  using Arrivals = std::vector<std::pair<std::size_t, int>>;
+  constexpr std::size_t kWhole = wire::kIpv4HeaderLength + wire::kUdpHeaderLength + 300;
+  for (int round = 0; round < 3; ++round) {
+    send(1);
+    EXPECT_EQ(sizes_and_ecn_of(receiver.receive(0)), (Arrivals{{kWhole, 2}})) << "round " << round;
+    EXPECT_TRUE(receiver.receive(0).empty());
+    send(3);
+    EXPECT_EQ(sizes_and_ecn_of(receiver.receive(0)), (Arrivals{{kWhole, 2}, {kWhole, 2}, {kWhole, 2}}))
+        << "round " << round;
+    EXPECT_TRUE(receiver.receive(0).empty());
+  }
+  EXPECT_GT(receiver.counters().gro_receives, 0u);
+}
+
 TEST(UdpPort, MalformedDatagramsFromTheEngineAreCountedNotSent) {
   UdpPort sender = open_port("127.0.1.34", 19206, UdpGsoPolicy::always);
   std::vector<std::uint8_t> too_short(10);

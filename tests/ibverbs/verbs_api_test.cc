@@ -18,6 +18,7 @@
 #include <cstring>
 #include <string>
 #include <thread>
+#include <utility>
 
 namespace {
 
@@ -25,13 +26,21 @@ namespace {
 // each test names its own pair of addresses before that: ctest runs the
 // tests as separate processes side by side, and two devices cannot share an
 // address's UDP port 4791. (One process running them all keeps the first
-// test's pair.)
+// test's pair.) A test missing here gets no pair and fails, rather than
+// sharing one with another test and failing only when the two overlap.
 const char* addresses_for(const std::string& test) {
-  if (test.rfind("WriteRead", 0) == 0) return "127.0.4.7,127.0.4.8";
-  if (test.rfind("WrBuilders", 0) == 0) return "127.0.4.9,127.0.4.10";
-  if (test.rfind("AsyncEvents", 0) == 0) return "127.0.4.11,127.0.4.12";
-  if (test.rfind("ADestroyedQp", 0) == 0) return "127.0.4.30,127.0.4.31";
-  return "127.0.4.13,127.0.4.14";
+  static const std::pair<const char*, const char*> kPairs[] = {
+      {"WriteReadAndFetchAddCompleteThroughTheChannel", "127.0.4.7,127.0.4.8"},
+      {"WrBuildersPostInlineWritesAsABatch", "127.0.4.9,127.0.4.10"},
+      {"AsyncEventsReportPortActiveAndARefusedRemoteAccess", "127.0.4.11,127.0.4.12"},
+      {"WhatAProgramMayNotDoIsRefusedWithItsErrno", "127.0.4.13,127.0.4.14"},
+      {"DestroyingAQpWaitsForItsAsyncEventsToBeAcknowledged", "127.0.4.32,127.0.4.33"},
+      {"ADestroyedQpsCompletionsLeaveItsCq", "127.0.4.30,127.0.4.31"},
+  };
+  for (const auto& [name, pair] : kPairs) {
+    if (test == name) return pair;
+  }
+  return nullptr;
 }
 
 constexpr std::size_t kBufferSize = 4096;
@@ -56,7 +65,9 @@ class VerbsApi : public ::testing::Test {
  protected:
   void SetUp() override {
     const char* test = ::testing::UnitTest::GetInstance()->current_test_info()->name();
-    ASSERT_EQ(::setenv("UROCE_ADDRESS", addresses_for(test), 1), 0);
+    const char* addresses = addresses_for(test);
+    ASSERT_NE(addresses, nullptr) << test << " needs its own pair of addresses in addresses_for";
+    ASSERT_EQ(::setenv("UROCE_ADDRESS", addresses, 1), 0);
     int count = 0;
     devices_ = ibv_get_device_list(&count);
     ASSERT_EQ(count, 2);

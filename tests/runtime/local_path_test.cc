@@ -3,7 +3,7 @@
 // sleeping receiver, a closed or dead receiver, a broken sender's slot), and
 // devices on it (verified mixed traffic, a receiver that stops taking, a
 // peer that does not take the path). The verbs operations on both paths are
-// in udp_device_test.cc (DevicePaths). Addresses are in 127.0.9.0/24.
+// in udp_device_test.cc (DevicePaths). Addresses are in 127.0.12.0/24.
 #include <gtest/gtest.h>
 
 #include <fcntl.h>
@@ -62,7 +62,7 @@ pid_t dead_pid() {
 
 struct Lanes {
   explicit Lanes(std::uint8_t host)
-      : gid(gid_from_ipv4({127, 0, 9, host})), path(port::local_segment_path(gid, 4791)) {}
+      : gid(gid_from_ipv4({127, 0, 12, host})), path(port::local_segment_path(gid, 4791)) {}
   Gid gid;
   std::string path;
 };
@@ -414,8 +414,8 @@ std::uint64_t mixed_wrs() {
 // Random WRITEs, READs, SENDs and atomics over four QP pairs, every byte and
 // every completion checked, with every datagram through shared memory.
 TEST(LocalPath, MixedTrafficArrivesAsSent) {
-  auto a = open_device("127.0.9.20", true, false);
-  auto b = open_device("127.0.9.21", true, false);
+  auto a = open_device("127.0.12.20", true, false);
+  auto b = open_device("127.0.12.21", true, false);
   ASSERT_TRUE(a && b);
   Engine& engine_a = *a->call([](Engine& e) { return &e; });
   Engine& engine_b = *b->call([](Engine& e) { return &e; });
@@ -452,8 +452,8 @@ TEST(LocalPath, MixedTrafficArrivesAsSent) {
 // has not moved for kStuckNs, and the work request fails after its retries
 // instead of waiting forever.
 TEST(LocalPath, AReceiverThatStopsTakingFailsTheWorkRequestNotTheSender) {
-  auto a = open_device("127.0.9.22", true, true);
-  auto b = open_device("127.0.9.23", true, false);  // no progress thread, and nobody calls progress()
+  auto a = open_device("127.0.12.22", true, true);
+  auto b = open_device("127.0.12.23", true, false);  // no progress thread, and nobody calls progress()
   ASSERT_TRUE(a && b);
   RcOptions options;
   options.timeout = 14;  // about 67 ms per try: the tries outlast kStuckNs
@@ -480,8 +480,8 @@ TEST(LocalPath, AReceiverThatStopsTakingFailsTheWorkRequestNotTheSender) {
 // The path is per peer: a device that takes it talks over UDP to one that
 // does not, both ways.
 TEST(LocalPath, APeerOffThePathIsReachedOverUdp) {
-  auto on = open_device("127.0.9.24", true, true);
-  auto off = open_device("127.0.9.25", false, true);
+  auto on = open_device("127.0.12.24", true, true);
+  auto off = open_device("127.0.12.25", false, true);
   ASSERT_TRUE(on && off);
   Endpoint x, y;
   std::tie(x, y) = on->call([&](Engine& ea) { return off->call([&](Engine& eb) { return connect_rc(ea, eb); }); });

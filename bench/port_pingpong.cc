@@ -22,6 +22,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "half_round_trips.h"
 #include "port/udp_port.h"
 #include "wire/ipv4.h"
 #include "wire/udp.h"
@@ -144,26 +145,16 @@ int serve(const Options& options) {
 int ping(const Options& options) {
   End end(options.from, options.port);
   end.aim_at(address_of(options.to));
-  std::vector<double> half_trips;
-  half_trips.reserve(static_cast<std::size_t>(options.iterations));
-  for (int i = 0; i < options.iterations + 100; ++i) {  // the first 100 warm up
-    auto start = std::chrono::steady_clock::now();
-    auto round = static_cast<std::uint32_t>(i + 1);
+  uroce::bench::HalfTrips half_trips = uroce::bench::time_half_trips_us(options.iterations, [&](std::uint32_t round) {
     end.send(round);
     end.receive(round);
-    std::chrono::duration<double, std::micro> trip = std::chrono::steady_clock::now() - start;
-    if (i >= 100) half_trips.push_back(trip.count() / 2);
-  }
-  std::sort(half_trips.begin(), half_trips.end());
-  double sum = 0;
-  for (double value : half_trips) sum += value;
+  });
   // The GSO sends and GRO receives say the pair took the port's batched path.
   uroce::port::PortCounters counters = end.counters();
   std::printf("through uroce's UDP port (GSO sends %llu, GRO receives %llu), iterations %d: "
               "half round trip median %.2f us average %.2f us 99%% %.2f us\n",
               static_cast<unsigned long long>(counters.gso_sends), static_cast<unsigned long long>(counters.gro_receives),
-              options.iterations, half_trips[half_trips.size() / 2], sum / static_cast<double>(half_trips.size()),
-              half_trips[half_trips.size() * 99 / 100]);
+              options.iterations, half_trips.median, half_trips.average, half_trips.p99);
   return 0;
 }
 

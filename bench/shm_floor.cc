@@ -22,6 +22,8 @@
 #include <new>
 #include <vector>
 
+#include "half_round_trips.h"
+
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -62,9 +64,9 @@ int pingpong(std::uint64_t round_trips) {
     half_trips.push_back(std::chrono::duration<double, std::nano>(Clock::now() - start).count() / 2);
   }
   ::waitpid(child, nullptr, 0);
-  std::sort(half_trips.begin(), half_trips.end());
+  uroce::bench::HalfTrips summary = uroce::bench::summarize(std::move(half_trips));
   std::printf("cache-line ping-pong between two processes: half round trip median %.0f ns, 99%% %.0f ns\n",
-              half_trips[half_trips.size() / 2], half_trips[half_trips.size() * 99 / 100]);
+              summary.median, summary.p99);
   return 0;
 }
 

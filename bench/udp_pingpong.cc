@@ -29,6 +29,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include "half_round_trips.h"
+
 namespace {
 
 constexpr std::size_t kMostDatagrams = 8;
@@ -118,22 +120,13 @@ int ping(const Options& options) {
     return 2;
   }
   std::vector<std::uint8_t> buffer(65536), payload(static_cast<std::size_t>(options.size), 0x24);
-  std::vector<double> half_trips;
-  half_trips.reserve(static_cast<std::size_t>(options.iterations));
-  for (int i = 0; i < options.iterations + 100; ++i) {  // the first 100 warm up
-    auto start = std::chrono::steady_clock::now();
-    auto round = static_cast<std::uint32_t>(i + 1);
+  uroce::bench::HalfTrips half_trips = uroce::bench::time_half_trips_us(options.iterations, [&](std::uint32_t round) {
     send_batch(fd, server, options.datagrams, round, payload);
     receive_batch(fd, options.datagrams, round, options.answer_first, buffer);
-    std::chrono::duration<double, std::micro> trip = std::chrono::steady_clock::now() - start;
-    if (i >= 100) half_trips.push_back(trip.count() / 2);
-  }
-  std::sort(half_trips.begin(), half_trips.end());
-  double sum = 0;
-  for (double value : half_trips) sum += value;
+  });
   std::printf("datagrams %d size %d iterations %d: half round trip median %.2f us average %.2f us 99%% %.2f us\n",
-              options.datagrams, options.size, options.iterations, half_trips[half_trips.size() / 2],
-              sum / static_cast<double>(half_trips.size()), half_trips[half_trips.size() * 99 / 100]);
+              options.datagrams, options.size, options.iterations, half_trips.median, half_trips.average,
+              half_trips.p99);
   return 0;
 }
 

@@ -374,8 +374,16 @@ class Engine {
   // backing: where a local peer can read the region's bytes (RegionBacking).
   Expected<MrKeys, std::errc> reg_mr(std::uint32_t pd, void* addr, std::uint64_t length, std::uint32_t access,
                                      const std::optional<RegionBacking>& backing = std::nullopt);
+  // ibv_rereg_mr: another PD, range or access for a region (pass the old
+  // values to keep them); its keys stay. backing is the new range's (a
+  // region that keeps its range keeps its backing).
+  std::errc rereg_mr(std::uint32_t lkey, std::uint32_t pd, void* addr, std::uint64_t length, std::uint32_t access,
+                     const std::optional<RegionBacking>& backing = std::nullopt);
   std::errc dereg_mr(std::uint32_t lkey);
   Expected<std::uint32_t, std::errc> create_cq(std::uint32_t cqe);
+  // A new depth for a CQ, keeping its waiting completions; invalid_argument
+  // for fewer entries than are waiting or more than max_cqe.
+  std::errc resize_cq(std::uint32_t cq, std::uint32_t cqe);
   std::errc destroy_cq(std::uint32_t cq);
   // Takes up to out.size() completions, oldest first.
   Expected<std::size_t, std::errc> poll_cq(std::uint32_t cq, std::span<WorkCompletion> out);

@@ -6,6 +6,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "ibverbs/device_identity.h"
+
 namespace uroce::ibverbs {
 namespace {
 
@@ -38,6 +40,9 @@ int to_address_vector(const UroceDevice& device, const ibv_ah_attr& attr, Addres
   if (attr.is_global) {
     if (attr.grh.sgid_index >= gid_table(device).size()) return EINVAL;
     std::memcpy(av.dgid.data(), attr.grh.dgid.raw, av.dgid.size());
+    // GID 0 of a uroce device is its link-local GID (as in Soft-RoCE's
+    // table); what goes on the wire is the address it stands for.
+    if (auto address = address_behind_link_local(av.dgid)) av.dgid = *address;
     av.traffic_class = attr.grh.traffic_class;
     av.hop_limit = attr.grh.hop_limit == 0 ? kDefaultHopLimit : attr.grh.hop_limit;
     av.flow_label = attr.grh.flow_label;

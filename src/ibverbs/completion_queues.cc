@@ -127,9 +127,17 @@ ibv_cq* UROCE_V11(ibv_create_cq)(ibv_context* context, int cqe, void* cq_context
 }
 UROCE_BIND_V11(ibv_create_cq);
 
-// The engine's CQs do not change size; a request no larger than the CQ is
-// already met.
-int UROCE_V11(ibv_resize_cq)(ibv_cq* cq, int cqe) { return cqe > 0 && cqe <= cq->cqe ? 0 : EOPNOTSUPP; }
+// Up or down, keeping the completions that wait; EINVAL below their number
+// (as Soft-RoCE answers).
+int UROCE_V11(ibv_resize_cq)(ibv_cq* ibv, int cqe) {
+  if (cqe <= 0) return EINVAL;
+  UroceCq& cq = cq_of(ibv);
+  std::errc resized = cq.runtime->device().call(
+      [&](uroce::Engine& engine) { return engine.resize_cq(cq.handle, static_cast<std::uint32_t>(cqe)); });
+  if (resized != std::errc{}) return errno_of(resized);
+  ibv->cqe = cqe;
+  return 0;
+}
 UROCE_BIND_V11(ibv_resize_cq);
 
 int UROCE_V11(ibv_destroy_cq)(ibv_cq* ibv) {

@@ -26,6 +26,7 @@ struct UrocePd {
 struct UroceMr {
   ibv_mr mr;
   DeviceRuntime* runtime = nullptr;
+  unsigned access = 0;  // the engine's access flags (what ibv_rereg_mr keeps unless told)
   bool shared = false;  // runtime::SharedRegions holds a reference for it
 };
 

@@ -4,7 +4,9 @@
 // local peers read (runtime/shared_regions.h).
 #include <infiniband/verbs.h>
 
+#include <cerrno>
 #include <new>
+#include <optional>
 
 #include "ibverbs/objects.h"
 #include "runtime/shared_regions.h"
@@ -43,6 +45,7 @@ ibv_mr* register_region(ibv_pd* pd, void* addr, std::size_t length, std::uint64_
     return fail_with<ibv_mr>(errno_of(keys.error()));
   }
   region->runtime = owner.runtime;
+  region->access = access & kEnforcedAccess;
   region->shared = backing.has_value();
   region->mr = ibv_mr{pd->context, pd, addr, length, keys->lkey, keys->lkey, keys->rkey};
   return &region->mr;
@@ -97,7 +100,50 @@ ibv_mr* ibv_reg_mr_iova2(ibv_pd* pd, void* addr, size_t length, uint64_t iova, u
 
 ibv_mr* ibv_reg_dmabuf_mr(ibv_pd*, uint64_t, size_t, uint64_t, int, int) { return fail_with<ibv_mr>(EOPNOTSUPP); }
 
-int ibv_rereg_mr(ibv_mr*, int, ibv_pd*, void*, size_t, int) { return EOPNOTSUPP; }
+// A new PD, range or access for a region, with its keys kept (as Soft-RoCE
+// keeps them). Errors as rdma-core reports them: IBV_REREG_MR_ERR_INPUT for
+// bad arguments, IBV_REREG_MR_ERR_CMD when the device refuses, errno set.
+int ibv_rereg_mr(ibv_mr* mr, int flags, ibv_pd* pd, void* addr, size_t length, int access) {
+  auto refuse = [](int error, int code) {
+    errno = error;
+    return code;
+  };
+  if (mr == nullptr || (flags & ~IBV_REREG_MR_FLAGS_SUPPORTED) != 0) return refuse(EINVAL, IBV_REREG_MR_ERR_INPUT);
+  bool new_pd = (flags & IBV_REREG_MR_CHANGE_PD) != 0;
+  bool new_range = (flags & IBV_REREG_MR_CHANGE_TRANSLATION) != 0;
+  bool new_access = (flags & IBV_REREG_MR_CHANGE_ACCESS) != 0;
+  if ((new_range && (addr == nullptr || length == 0)) || (access != 0 && !new_access) || (new_pd && pd == nullptr)) {
+    return refuse(EINVAL, IBV_REREG_MR_ERR_INPUT);
+  }
+  if (new_access && (static_cast<unsigned>(access) & ~(kEnforcedAccess | kIgnoredAccess)) != 0) {
+    return refuse(EOPNOTSUPP, IBV_REREG_MR_ERR_INPUT);
+  }
+  UroceMr& region = mr_of(mr);
+  ibv_pd* target_pd = new_pd ? pd : mr->pd;
+  void* target_addr = new_range ? addr : mr->addr;
+  std::size_t target_length = new_range ? length : mr->length;
+  unsigned target_access = new_access ? static_cast<unsigned>(access) & kEnforcedAccess : region.access;
+  // A region moved elsewhere leaves the shared file it was on and joins another.
+  std::optional<uroce::RegionBacking> backing;
+  auto& shared_regions = uroce::runtime::SharedRegions::process();
+  if (new_range && region.runtime->shares_regions()) backing = shared_regions.share(target_addr, target_length);
+  std::errc result = region.runtime->device().call([&](uroce::Engine& engine) {
+    return engine.rereg_mr(mr->lkey, pd_of(target_pd).handle, target_addr, target_length, target_access, backing);
+  });
+  if (result != std::errc{}) {
+    if (backing) shared_regions.unshare(target_addr, target_length);
+    return refuse(errno_of(result), IBV_REREG_MR_ERR_CMD);
+  }
+  if (new_range) {
+    if (region.shared) shared_regions.unshare(mr->addr, mr->length);
+    region.shared = backing.has_value();
+    mr->addr = addr;
+    mr->length = length;
+  }
+  if (new_pd) mr->pd = pd;
+  region.access = target_access;
+  return 0;
+}
 
 int UROCE_V11(ibv_dereg_mr)(ibv_mr* mr) {
   UroceMr& region = mr_of(mr);

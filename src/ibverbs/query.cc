@@ -15,7 +15,7 @@ namespace uroce::ibverbs {
 namespace {
 
 constexpr std::uint16_t kDefaultPkey = 0xFFFF;
-constexpr std::uint32_t kVendorId = 0x0000;  // no IEEE OUI: a software device
+constexpr std::uint32_t kVendorId = 0xFFFFFF;  // no IEEE OUI: a software device, as Soft-RoCE reports it
 
 UroceDevice& device_of(ibv_context* context) { return *context_of(context)->device; }
 

@@ -276,6 +276,12 @@ Expected<MrKeys, std::errc> Engine::reg_mr(std::uint32_t pd, void* addr, std::ui
   return MrKeys{(*region)->lkey, (*region)->rkey};
 }
 
+std::errc Engine::rereg_mr(std::uint32_t lkey, std::uint32_t pd, void* addr, std::uint64_t length,
+                           std::uint32_t access, const std::optional<RegionBacking>& backing) {
+  if (!state_->pds.contains(pd) || length > attributes().max_mr_size) return std::errc::invalid_argument;
+  return state_->memory_regions.reregister(lkey, pd, addr, length, access, backing);
+}
+
 std::errc Engine::dereg_mr(std::uint32_t lkey) { return state_->memory_regions.deregister(lkey); }
 
 Expected<std::uint32_t, std::errc> Engine::create_cq(std::uint32_t cqe) {
@@ -284,6 +290,12 @@ Expected<std::uint32_t, std::errc> Engine::create_cq(std::uint32_t cqe) {
   std::uint32_t cq = state_->next_cq++;
   state_->cqs.emplace(cq, verbs::CompletionQueue(cqe));
   return cq;
+}
+
+std::errc Engine::resize_cq(std::uint32_t cq, std::uint32_t cqe) {
+  auto it = state_->cqs.find(cq);
+  if (it == state_->cqs.end() || cqe > attributes().max_cqe) return std::errc::invalid_argument;
+  return it->second.resize(cqe) ? std::errc{} : std::errc::invalid_argument;
 }
 
 std::errc Engine::destroy_cq(std::uint32_t cq) {

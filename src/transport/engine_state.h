@@ -229,6 +229,15 @@ class EngineState {
   // The receive WQE for the message arriving now, from the QP's queue or its
   // SRQ, held in qp.current_recv until the message completes; nullptr if none.
   transport::RecvWqe* take_receive(transport::QueuePair& qp);
+  // Segments resolved when their WR was posted, before a registration
+  // changed or went (ibv_rereg_mr, ibv_dereg_mr), have their keys checked
+  // again when the engine writes to them, as a NIC checks a WQE's keys when
+  // it uses them: false if a key no longer covers its bytes in pd. Checked
+  // only when registrations changed since checked_at, which it updates.
+  bool still_registered(const std::vector<transport::Segment>& segments, std::uint32_t pd,
+                        std::uint64_t& checked_at) const;
+  // A receive whose keys no longer hold fails with a local protection error.
+  void recheck_receive(transport::RecvWqe& wqe) const;
   void fail_receive(transport::QueuePair& qp, WcStatus status);
 };
 

@@ -98,6 +98,7 @@ transport::RecvWqe* EngineState::early_receive(QueuePair& qp, const wire::RocePa
   } else if (ahead >= 0 && ahead < static_cast<std::int64_t>(qp.recv_queue.size())) {
     wqe = &qp.recv_queue[static_cast<std::size_t>(ahead)];
   }
+  if (wqe != nullptr) recheck_receive(*wqe);
   if (wqe == nullptr || wqe->local_error != WcStatus::success ||
       std::uint64_t{send.offset} + packet.payload.size() > wqe->capacity) {
     return nullptr;

@@ -25,6 +25,7 @@ namespace uroce::transport {
 struct Segment {
   std::uint8_t* data = nullptr;
   std::uint32_t length = 0;
+  std::uint32_t lkey = 0;  // the key it was resolved under, checked again if registrations change
 };
 
 // Copies between a segment list and a contiguous buffer, from a byte offset.
@@ -50,6 +51,7 @@ struct SendWqe {
   std::uint32_t ud_remote_qpn = 0;
   std::uint32_t ud_qkey = 0;
   WcStatus local_error = WcStatus::success;  // a bad lkey found at post time
+  std::uint64_t registrations = 0;  // READ/atomic: MemoryRegionTable::changes() when segments were checked
 
   // Requester progress, set when the first packet goes out.
   bool started = false;
@@ -79,6 +81,8 @@ struct RecvWqe {
   std::vector<Segment> segments;
   std::uint64_t capacity = 0;
   WcStatus local_error = WcStatus::success;
+  std::uint32_t pd = 0;              // whose keys the segments must be (the QP's or the SRQ's)
+  std::uint64_t registrations = 0;   // MemoryRegionTable::changes() when the segments were checked
 };
 
 // What the responder owes the requester, in the order it must go out.

@@ -36,7 +36,7 @@ WcStatus resolve_segments(const verbs::MemoryRegionTable& regions, std::uint32_t
     auto data = regions.resolve_local(sge.lkey, pd, sge.addr, sge.length, needs_write,
                                       sges.size() == 1 ? sole_region : nullptr);
     if (!data) return WcStatus::loc_prot_err;
-    if (sge.length > 0) out.push_back(transport::Segment{*data, sge.length});
+    if (sge.length > 0) out.push_back(transport::Segment{*data, sge.length, sge.lkey});
     total += sge.length;
   }
   return WcStatus::success;
@@ -162,6 +162,13 @@ std::errc Engine::modify_qp(std::uint32_t qpn, const QpAttr& attr, std::uint32_t
   if (next == QpState::err && previous != QpState::err) {
     state_->move_to_error(qp);
   } else if (next == QpState::reset) {
+    // Its completions still waiting go too (flushed WRs included), as mlx4
+    // and mlx5 clean the CQ of a QP they reset: a QP restarted from RESET
+    // finds its CQs as if it were new. rdma-core's tests rely on it.
+    for (std::uint32_t cq : {qp.send_cq, qp.recv_cq}) {
+      auto found = state_->cqs.find(cq);
+      if (found != state_->cqs.end()) found->second.discard_qp(qp.qpn);
+    }
     QueuePair fresh;
     fresh.qpn = qp.qpn;
     fresh.type = qp.type;
@@ -255,6 +262,8 @@ std::errc Engine::post_srq_recv(std::uint32_t srq, const RecvWr& wr) {
   transport::RecvWqe wqe;
   wqe.wr_id = wr.wr_id;
   wqe.local_error = resolve_segments(state_->memory_regions, shared.pd, wr.sg_list, true, wqe.segments, wqe.capacity);
+  wqe.pd = shared.pd;
+  wqe.registrations = state_->memory_regions.changes();
   shared.queue.push_back(std::move(wqe));
   return std::errc{};
 }
@@ -352,6 +361,7 @@ std::errc Engine::post_send(std::uint32_t qpn, const SendWr& wr) {
     bool writes_local = wr.opcode == WrOpcode::rdma_read || atomic;
     wqe.local_error =
         resolve_segments(state_->memory_regions, qp.pd, wr.sg_list, writes_local, wqe.segments, total, &sole_region);
+    wqe.registrations = state_->memory_regions.changes();
   }
   if (atomic && total != 8) return std::errc::invalid_argument;
   if (destination != nullptr) {
@@ -387,6 +397,8 @@ std::errc Engine::post_recv(std::uint32_t qpn, const RecvWr& wr) {
   transport::RecvWqe wqe;
   wqe.wr_id = wr.wr_id;
   wqe.local_error = resolve_segments(state_->memory_regions, qp.pd, wr.sg_list, true, wqe.segments, wqe.capacity);
+  wqe.pd = qp.pd;
+  wqe.registrations = state_->memory_regions.changes();
   qp.recv_queue.push_back(std::move(wqe));
   if (qp.state == QpState::err) state_->move_to_error(qp);
   return std::errc{};

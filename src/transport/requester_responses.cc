@@ -65,6 +65,9 @@ void EngineState::on_read_response(QueuePair& qp, const wire::RocePacket& packet
   if (packet.headers.aeth && wire::aeth_ack_type(packet.headers.aeth->syndrome) != wire::AckType::ack) {
     return fail_request(qp, psn, WcStatus::bad_resp_err);
   }
+  if (!still_registered(read->segments, qp.pd, read->registrations)) {
+    return fail_request(qp, psn, WcStatus::loc_prot_err);  // its buffer was deregistered meanwhile
+  }
   if (config.carry_payload) {
     transport::scatter(read->segments, read->read_received, packet.payload.data(), packet.payload.size());
   }
@@ -93,6 +96,7 @@ void EngineState::on_atomic_ack(QueuePair& qp, const wire::RocePacket& packet, T
       return fail_request(qp, psn, WcStatus::bad_resp_err);
     }
     acknowledge_through(qp, psn_add(psn, -1), now);
+    if (!still_registered(wqe.segments, qp.pd, wqe.registrations)) return fail_request(qp, psn, WcStatus::loc_prot_err);
     std::uint64_t original = packet.headers.atomic_ack_eth->original;
     std::uint8_t bytes[8];
     std::memcpy(bytes, &original, sizeof bytes);

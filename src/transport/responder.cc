@@ -150,6 +150,7 @@ transport::RecvWqe* EngineState::take_receive(QueuePair& qp) {
       queue = &srq->second.queue;
     }
     if (queue->empty()) return nullptr;
+    recheck_receive(queue->front());
     qp.current_recv = std::move(queue->front());
     queue->pop_front();
     ++qp.receives_taken;
@@ -162,6 +163,25 @@ transport::RecvWqe* EngineState::take_receive(QueuePair& qp) {
     }
   }
   return &*qp.current_recv;
+}
+
+bool EngineState::still_registered(const std::vector<transport::Segment>& segments, std::uint32_t pd,
+                                   std::uint64_t& checked_at) const {
+  if (checked_at == memory_regions.changes()) return true;
+  for (const transport::Segment& segment : segments) {
+    if (!memory_regions.resolve_local(segment.lkey, pd, reinterpret_cast<std::uintptr_t>(segment.data),
+                                      segment.length, true)) {
+      return false;
+    }
+  }
+  checked_at = memory_regions.changes();
+  return true;
+}
+
+void EngineState::recheck_receive(transport::RecvWqe& wqe) const {
+  if (wqe.local_error == WcStatus::success && !still_registered(wqe.segments, wqe.pd, wqe.registrations)) {
+    wqe.local_error = WcStatus::loc_prot_err;
+  }
 }
 
 void EngineState::fail_receive(QueuePair& qp, WcStatus status) {
@@ -320,6 +340,7 @@ bool EngineState::on_send(QueuePair& qp, const wire::RocePacket& packet, bool pl
     return false;
   }
   transport::RecvWqe& wqe = *qp.current_recv;
+  recheck_receive(wqe);
   if (wqe.local_error != WcStatus::success || qp.send_offset + packet.payload.size() > wqe.capacity) {
     WcStatus status = wqe.local_error != WcStatus::success ? wqe.local_error : WcStatus::loc_len_err;
     fail_receive(qp, status);

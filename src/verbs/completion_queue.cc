@@ -22,6 +22,16 @@ void CompletionQueue::grow() {
   head_ = 0;
 }
 
+bool CompletionQueue::resize(std::uint32_t capacity) {
+  if (capacity == 0 || capacity < count_) return false;
+  std::vector<WorkCompletion> moved(std::min<std::size_t>(capacity, std::max(count_, kInitialStorage)));
+  for (std::size_t i = 0; i < count_; ++i) moved[i] = ring_[(head_ + i) % ring_.size()];
+  ring_ = std::move(moved);
+  head_ = 0;
+  capacity_ = capacity;
+  return true;
+}
+
 bool CompletionQueue::fires(bool solicited, bool unsuccessful) {
   if (armed_ == Armed::no || (armed_ == Armed::solicited && !solicited && !unsuccessful)) return false;
   armed_ = Armed::no;

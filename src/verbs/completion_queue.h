@@ -30,6 +30,9 @@ class CompletionQueue {
   std::size_t discard_qp(std::uint32_t qp_num);
   // Whether any waiting completion is this QP's.
   bool holds(std::uint32_t qp_num) const;
+  // ibv_resize_cq: a new capacity, up or down, keeping the waiting
+  // completions in order. False (nothing changed) below their number.
+  bool resize(std::uint32_t capacity);
 
   std::size_t size() const { return count_; }
   std::size_t capacity() const { return capacity_; }

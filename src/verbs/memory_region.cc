@@ -22,15 +22,7 @@ Expected<const MemoryRegion*, std::errc> MemoryRegionTable::register_region(std:
                                                                             std::uint64_t length,
                                                                             std::uint32_t access,
                                                                             const std::optional<RegionBacking>& backing) {
-  constexpr std::uint32_t kKnown = kAccessLocalWrite | kAccessRemoteWrite | kAccessRemoteRead | kAccessRemoteAtomic;
-  if ((access & ~kKnown) != 0) return unexpected(std::errc::invalid_argument);
-  if ((access & (kAccessRemoteWrite | kAccessRemoteAtomic)) != 0 && (access & kAccessLocalWrite) == 0) {
-    return unexpected(std::errc::invalid_argument);
-  }
-  auto start = reinterpret_cast<std::uintptr_t>(addr);
-  if (length > UINTPTR_MAX - start) return unexpected(std::errc::invalid_argument);
-  if (addr == nullptr && length != 0) return unexpected(std::errc::bad_address);
-
+  if (std::errc refused = check_registration(addr, length, access); refused != std::errc{}) return unexpected(refused);
   auto region = std::make_unique<MemoryRegion>();
   region->lkey = fresh_key();
   by_lkey_[region->lkey] = nullptr;  // reserve the lkey while drawing the rkey
@@ -51,10 +43,38 @@ const MemoryRegion* MemoryRegionTable::find_remote(std::uint32_t rkey) const {
   return found == by_rkey_.end() ? nullptr : found->second;
 }
 
+std::errc MemoryRegionTable::check_registration(void* addr, std::uint64_t length, std::uint32_t access) {
+  constexpr std::uint32_t kKnown = kAccessLocalWrite | kAccessRemoteWrite | kAccessRemoteRead | kAccessRemoteAtomic;
+  if ((access & ~kKnown) != 0) return std::errc::invalid_argument;
+  if ((access & (kAccessRemoteWrite | kAccessRemoteAtomic)) != 0 && (access & kAccessLocalWrite) == 0) {
+    return std::errc::invalid_argument;
+  }
+  auto start = reinterpret_cast<std::uintptr_t>(addr);
+  if (length > UINTPTR_MAX - start) return std::errc::invalid_argument;
+  if (addr == nullptr && length != 0) return std::errc::bad_address;
+  return std::errc{};
+}
+
+std::errc MemoryRegionTable::reregister(std::uint32_t lkey, std::uint32_t pd, void* addr, std::uint64_t length,
+                                        std::uint32_t access, const std::optional<RegionBacking>& backing) {
+  auto it = by_lkey_.find(lkey);
+  if (it == by_lkey_.end()) return std::errc::invalid_argument;
+  if (std::errc refused = check_registration(addr, length, access); refused != std::errc{}) return refused;
+  MemoryRegion& region = *it->second;
+  ++changes_;
+  if (region.addr != static_cast<std::uint8_t*>(addr) || region.length != length) region.backing = backing;
+  region.pd = pd;
+  region.addr = static_cast<std::uint8_t*>(addr);
+  region.length = length;
+  region.access = access;
+  return std::errc{};
+}
+
 std::errc MemoryRegionTable::deregister(std::uint32_t lkey) {
   auto it = by_lkey_.find(lkey);
   if (it == by_lkey_.end()) return std::errc::invalid_argument;
   if (last_remote_ == it->second.get()) last_remote_ = nullptr;
+  ++changes_;
   by_rkey_.erase(it->second->rkey);
   by_lkey_.erase(it);
   return std::errc{};

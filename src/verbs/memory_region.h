@@ -44,6 +44,13 @@ class MemoryRegionTable {
   Expected<const MemoryRegion*, std::errc> register_region(std::uint32_t pd, void* addr, std::uint64_t length,
                                                            std::uint32_t access,
                                                            const std::optional<RegionBacking>& backing = std::nullopt);
+  // ibv_rereg_mr: the region behind lkey takes another PD, range or access
+  // (all given; pass the old values to keep them) and keeps its keys. A
+  // region given a new range takes backing with it; one that keeps its range
+  // keeps its backing. The rules of register_region; on an error nothing
+  // changes.
+  std::errc reregister(std::uint32_t lkey, std::uint32_t pd, void* addr, std::uint64_t length, std::uint32_t access,
+                       const std::optional<RegionBacking>& backing);
   // Invalidates both keys; the bytes are untouched.
   std::errc deregister(std::uint32_t lkey);
   // SEND_WITH_INV: invalidates a remote key (the region stays registered locally).
@@ -64,15 +71,20 @@ class MemoryRegionTable {
   const MemoryRegion* find_remote(std::uint32_t rkey) const;
 
   std::size_t size() const { return by_lkey_.size(); }
+  // How many times a registration has changed or gone (reregister,
+  // deregister): what a resolved receive compares to know its keys still hold.
+  std::uint64_t changes() const { return changes_; }
   // True if any region of pd is still registered (ibv_dealloc_pd must fail).
   bool pd_in_use(std::uint32_t pd) const;
 
  private:
   std::uint32_t fresh_key();
+  static std::errc check_registration(void* addr, std::uint64_t length, std::uint32_t access);
   static Expected<std::uint8_t*, AccessError> check_range(const MemoryRegion& region, std::uint64_t start,
                                                           std::uint64_t length);
 
   std::uint64_t rng_state_;
+  std::uint64_t changes_ = 0;
   std::unordered_map<std::uint32_t, std::unique_ptr<MemoryRegion>> by_lkey_;
   std::unordered_map<std::uint32_t, MemoryRegion*> by_rkey_;
   // The region the last remote access found through by_rkey_ (a QP's peer

@@ -245,6 +245,14 @@ std::vector<ProgramCase> loopback_cases() {
   cases.push_back({"ib_read_bw", "-s 65536", 1, "", false, true});
   cases.push_back({"ib_write_bw", sweep_options(), kSweepSizes, "", false, true});
   cases.push_back({"ib_send_bw", sweep_options(), kSweepSizes, "", false, true});
+  // GID 0, the link-local GID as in Soft-RoCE's table: how most people run
+  // the pingpongs on RoCE, and what rdma-core's test suite picks.
+  cases.push_back({"ibv_rc_pingpong", "-g 0 -c", 0});
+  cases.push_back({"ibv_ud_pingpong", "-g 0 -c", 0});
+  cases.push_back({"ibv_rc_pingpong", "-g 0 -c", 0, "", true});
+  cases.push_back({"ibv_ud_pingpong", "-g 0 -c", 0, "", true});
+  cases.push_back({"ib_send_bw", "-x 0", 1, "", true});
+  cases.push_back({"ib_read_lat", "-x 0", 1});
   for (std::size_t i = 0; i < cases.size(); ++i) cases[i].id = static_cast<int>(i);
   return cases;
 }

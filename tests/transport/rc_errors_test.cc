@@ -5,6 +5,7 @@
 // allowed range must stay untouched.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
@@ -286,6 +287,64 @@ TEST_F(RcErrors, DeallocatingBusyObjectsIsRefused) {
   EXPECT_EQ(a_.engine->destroy_qp(a_.qpn), std::errc{});
   EXPECT_EQ(a_.engine->destroy_cq(a_.cq), std::errc{});
   EXPECT_EQ(a_.engine->dealloc_pd(a_.pd), std::errc{});
+}
+
+// A receive posted before its region was deregistered (the buffer may be
+// freed by now) or moved to another PD: the arriving SEND finds the key gone,
+// as a NIC would when it uses the WQE. The receive fails with a local
+// protection error, the sender hears a remote operational error, and not a
+// byte lands in the old buffer.
+TEST_F(RcErrors, AReceiveWhoseRegionWentIsALocalProtectionErrorAndTouchesNothing) {
+  for (bool deregister : {true, false}) {
+    SCOPED_TRACE(deregister ? "deregistered" : "moved to another PD");
+    connect(RcOptions{});
+    std::vector<std::uint8_t> buffer(64, 0x33);
+    MrKeys keys = *b_.engine->reg_mr(b_.pd, buffer.data(), buffer.size(), kAll);
+    Sge sge{reinterpret_cast<std::uintptr_t>(buffer.data()), 64, keys.lkey};
+    ASSERT_EQ(b_.engine->post_recv(b_.qpn, RecvWr{7, {&sge, 1}}), std::errc{});
+    if (deregister) {
+      ASSERT_EQ(b_.engine->dereg_mr(keys.lkey), std::errc{});
+    } else {
+      std::uint32_t other_pd = *b_.engine->alloc_pd();
+      ASSERT_EQ(b_.engine->rereg_mr(keys.lkey, other_pd, buffer.data(), buffer.size(), kAll), std::errc{});
+    }
+    EXPECT_EQ(single_status(rdma(WrOpcode::send, 0, 0, 32)), WcStatus::rem_op_err);
+    auto at_b = drain(b_);
+    ASSERT_EQ(at_b.size(), 1u);
+    EXPECT_EQ(at_b[0].wr_id, 7u);
+    EXPECT_EQ(at_b[0].status, WcStatus::loc_prot_err);
+    EXPECT_TRUE(std::all_of(buffer.begin(), buffer.end(), [](std::uint8_t b) { return b == 0x33; }));
+  }
+}
+
+// The same for a READ's local buffer deregistered while the READ is out.
+TEST_F(RcErrors, AReadWhoseBufferWasDeregisteredMeanwhileWritesNothing) {
+  std::vector<std::uint8_t> buffer(64, 0x44);
+  MrKeys keys = *a_.engine->reg_mr(a_.pd, buffer.data(), buffer.size(), kAll);
+  SendWr wr = rdma(WrOpcode::rdma_read, remote_addr(0), remote_keys_.rkey, 64);
+  Sge sge{reinterpret_cast<std::uintptr_t>(buffer.data()), 64, keys.lkey};
+  wr.sg_list = {&sge, 1};
+  ASSERT_EQ(a_.engine->post_send(a_.qpn, wr), std::errc{});
+  ASSERT_EQ(a_.engine->dereg_mr(keys.lkey), std::errc{});
+  auto all = completions_at_a(1);
+  ASSERT_EQ(all.size(), 1u);
+  EXPECT_EQ(all[0].status, WcStatus::loc_prot_err);
+  EXPECT_TRUE(std::all_of(buffer.begin(), buffer.end(), [](std::uint8_t b) { return b == 0x44; }));
+}
+
+// Moving a QP to RESET clears its completions from its CQs, flushed ones
+// included (as mlx4 and mlx5 do): restarted, it finds its CQs as if new.
+TEST_F(RcErrors, ResettingAQpDropsItsCompletionsFromTheCq) {
+  Sge sge{reinterpret_cast<std::uintptr_t>(local_.data()), 8, local_keys_.lkey};
+  ASSERT_EQ(a_.engine->post_recv(a_.qpn, RecvWr{1, {&sge, 1}}), std::errc{});
+  QpAttr error;
+  error.qp_state = QpState::err;
+  ASSERT_EQ(a_.engine->modify_qp(a_.qpn, error, kQpAttrState), std::errc{});
+  network_->idle_until(network_->now() + kSecond);
+  QpAttr reset;
+  reset.qp_state = QpState::reset;
+  ASSERT_EQ(a_.engine->modify_qp(a_.qpn, reset, kQpAttrState), std::errc{});
+  EXPECT_TRUE(drain(a_).empty());
 }
 
 }  // namespace

@@ -1,5 +1,5 @@
-// Completion queue ring: order, wrap-around, loud overflow and dropping a
-// destroyed QP's completions.
+// Completion queue ring: order, wrap-around, loud overflow, dropping a
+// destroyed QP's completions and resizing with completions waiting.
 #include <gtest/gtest.h>
 
 #include <array>
@@ -52,6 +52,34 @@ TEST(CompletionQueue, DiscardingAQpKeepsTheOthersInOrderAcrossWrapAround) {
   EXPECT_EQ(out[1].wr_id, 3u);
   EXPECT_EQ(out[2].wr_id, 5u);
   EXPECT_EQ(out[3].wr_id, 6u);
+}
+
+// ibv_resize_cq: up and down across a wrapped ring, the waiting completions
+// kept in order; never below their number.
+TEST(CompletionQueue, ResizingKeepsWaitingCompletionsInOrder) {
+  CompletionQueue cq(8);
+  std::array<WorkCompletion, 8> out;
+  for (std::uint64_t i = 0; i < 6; ++i) ASSERT_TRUE(cq.push(WorkCompletion{.wr_id = i}));
+  ASSERT_EQ(cq.poll(std::span(out).first(4)), 4u);
+  for (std::uint64_t i = 6; i < 10; ++i) ASSERT_TRUE(cq.push(WorkCompletion{.wr_id = i}));  // wraps
+  EXPECT_FALSE(cq.resize(5));  // six wait
+  EXPECT_EQ(cq.capacity(), 8u);
+  ASSERT_TRUE(cq.resize(6));
+  EXPECT_FALSE(cq.push(WorkCompletion{.wr_id = 99}));  // full at its new depth
+  cq = CompletionQueue(8);
+  for (std::uint64_t i = 0; i < 6; ++i) ASSERT_TRUE(cq.push(WorkCompletion{.wr_id = i}));
+  ASSERT_EQ(cq.poll(std::span(out).first(4)), 4u);
+  for (std::uint64_t i = 6; i < 10; ++i) ASSERT_TRUE(cq.push(WorkCompletion{.wr_id = i}));
+  ASSERT_TRUE(cq.resize(100));
+  for (std::uint64_t i = 10; i < 100; ++i) ASSERT_TRUE(cq.push(WorkCompletion{.wr_id = i}));
+  EXPECT_FALSE(cq.overflowed());
+  std::uint64_t next = 4;
+  while (!cq.empty()) {
+    std::size_t n = cq.poll(out);
+    for (std::size_t i = 0; i < n; ++i) EXPECT_EQ(out[i].wr_id, next++);
+  }
+  EXPECT_EQ(next, 100u);
+  EXPECT_FALSE(cq.resize(0));
 }
 
 }  // namespace

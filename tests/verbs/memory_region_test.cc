@@ -145,5 +145,34 @@ TEST(MemoryRegion, AKeyThatWorkedIsRefusedOnceRevoked) {
   EXPECT_EQ(table.deregister(one_lkey), std::errc{});
 }
 
+// ibv_rereg_mr: the keys stay, and every access is checked against the new
+// PD, range and access from then on; a refused change leaves the region as
+// it was.
+TEST(MemoryRegion, ReregisteringKeepsTheKeysAndChecksTheNewAttributes) {
+  MemoryRegionTable table(7);
+  std::vector<std::uint8_t> first(4096), second(4096);
+  const MemoryRegion* region = *table.register_region(kPd, first.data(), first.size(), kAll);
+  std::uint32_t lkey = region->lkey, rkey = region->rkey;
+  std::uint64_t changes = table.changes();
+
+  ASSERT_EQ(table.reregister(lkey, kPd, second.data(), second.size(), kAccessLocalWrite, std::nullopt), std::errc{});
+  EXPECT_GT(table.changes(), changes);
+  EXPECT_EQ(region->lkey, lkey);
+  EXPECT_EQ(region->rkey, rkey);
+  EXPECT_FALSE(table.resolve_local(lkey, kPd, va(first), 8, false));  // the old range is gone
+  EXPECT_TRUE(table.resolve_local(lkey, kPd, va(second), 8, true));
+  EXPECT_EQ(table.resolve_remote(rkey, kPd, va(second), 8, kAccessRemoteWrite).error(), AccessError::no_permission);
+
+  ASSERT_EQ(table.reregister(lkey, kPd + 1, second.data(), second.size(), kAll, std::nullopt), std::errc{});
+  EXPECT_EQ(table.resolve_local(lkey, kPd, va(second), 8, true).error(), AccessError::wrong_pd);
+  EXPECT_TRUE(table.resolve_remote(rkey, kPd + 1, va(second), 8, kAccessRemoteWrite));
+
+  // REMOTE_WRITE without LOCAL_WRITE is refused, and nothing changes.
+  EXPECT_EQ(table.reregister(lkey, kPd, first.data(), first.size(), kAccessRemoteWrite, std::nullopt),
+            std::errc::invalid_argument);
+  EXPECT_TRUE(table.resolve_remote(rkey, kPd + 1, va(second), 8, kAccessRemoteWrite));
+  EXPECT_EQ(table.reregister(lkey ^ 1, kPd, first.data(), first.size(), kAll, std::nullopt), std::errc::invalid_argument);
+}
+
 }  // namespace
 }  // namespace uroce::verbs

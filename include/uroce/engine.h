@@ -380,6 +380,9 @@ class Engine {
   std::errc rereg_mr(std::uint32_t lkey, std::uint32_t pd, void* addr, std::uint64_t length, std::uint32_t access,
                      const std::optional<RegionBacking>& backing = std::nullopt);
   std::errc dereg_mr(std::uint32_t lkey);
+  // Whether a WR's element would be accepted now: its key, PD, bounds and,
+  // for write, local write access (ibv_advise_mr asks before prefetching).
+  std::errc check_local(std::uint32_t pd, const Sge& sge, bool write) const;
   Expected<std::uint32_t, std::errc> create_cq(std::uint32_t cqe);
   // A new depth for a CQ, keeping its waiting completions; invalid_argument
   // for fewer entries than are waiting or more than max_cqe.

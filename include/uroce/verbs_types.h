@@ -15,6 +15,10 @@ enum AccessFlags : std::uint32_t {
   kAccessRemoteWrite = 2,
   kAccessRemoteRead = 4,
   kAccessRemoteAtomic = 8,
+  // On-demand paging: nothing is pinned (nothing ever is here). With address
+  // 0 and length UINT64_MAX, an implicit region: the whole address space,
+  // every access checked by faulting its pages in (verbs/page_access.h).
+  kAccessOnDemand = 16,
 };
 
 enum class WrOpcode : std::uint8_t {

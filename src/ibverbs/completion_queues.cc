@@ -94,8 +94,11 @@ int ibv_destroy_comp_channel(ibv_comp_channel* channel) {
   return 0;
 }
 
-ibv_cq* UROCE_V11(ibv_create_cq)(ibv_context* context, int cqe, void* cq_context, ibv_comp_channel* channel,
-                                 int comp_vector) {
+}  // extern "C"
+
+namespace uroce::ibverbs {
+
+ibv_cq* create_cq(ibv_context* context, int cqe, void* cq_context, ibv_comp_channel* channel, int comp_vector) {
   if (cqe <= 0 || comp_vector < 0 || comp_vector >= context->num_comp_vectors) return fail_with<ibv_cq>(EINVAL);
   DeviceRuntime* runtime = runtime_for(context);
   if (runtime == nullptr) return nullptr;
@@ -124,6 +127,15 @@ ibv_cq* UROCE_V11(ibv_create_cq)(ibv_context* context, int cqe, void* cq_context
     ++channel->refcnt;
   }
   return &cq->cq;
+}
+
+}  // namespace uroce::ibverbs
+
+extern "C" {
+
+ibv_cq* UROCE_V11(ibv_create_cq)(ibv_context* context, int cqe, void* cq_context, ibv_comp_channel* channel,
+                                 int comp_vector) {
+  return create_cq(context, cqe, cq_context, channel, comp_vector);
 }
 UROCE_BIND_V11(ibv_create_cq);
 

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "ibverbs/wr_builder.h"
+#include "uroce/verbs_types.h"
 
 namespace uroce::ibverbs {
 
@@ -39,10 +40,18 @@ struct UroceCompChannel {
 };
 
 struct UroceCq {
-  ibv_cq cq;
+  union {
+    ibv_cq cq;
+    ibv_cq_ex cq_ex;  // from ibv_create_cq_ex: cq's fields, then the polling ops (extended_cqs.cc)
+  };
   std::uint32_t handle = 0;
   DeviceRuntime* runtime = nullptr;
   std::uint32_t async_events_reported = 0;  // under cq.mutex (async_event_acks.h)
+  // An extended CQ's completion between start_poll and end_poll, and when
+  // the library took it from the engine (CLOCK_MONOTONIC and CLOCK_REALTIME, ns).
+  WorkCompletion current{};
+  std::uint64_t current_monotonic_ns = 0;
+  std::uint64_t current_wallclock_ns = 0;
 };
 
 struct UroceSrq {

@@ -10,6 +10,7 @@
 
 #include "ibverbs/objects.h"
 #include "runtime/shared_regions.h"
+#include "verbs/page_access.h"
 #include "ibverbs/symbol_versions.h"
 #include "ibverbs/verbs_support.h"
 
@@ -20,14 +21,31 @@ namespace uroce::ibverbs {
 namespace {
 
 // The access flags the engine enforces; IBV_ACCESS_OPTIONAL_RANGE flags are
-// hints a device may ignore (rdma-core's rule), and so are the MW-bind and
-// relaxed-ordering ones: uroce has no memory windows or PCIe ordering.
-constexpr unsigned kEnforcedAccess =
-    IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
-constexpr unsigned kIgnoredAccess = IBV_ACCESS_MW_BIND | IBV_ACCESS_RELAXED_ORDERING | IBV_ACCESS_OPTIONAL_RANGE;
+// hints a device may ignore (rdma-core's rule), and so are the MW-bind,
+// relaxed-ordering and huge-page ones: uroce has no memory windows or PCIe
+// ordering, and pins no pages. IBV_ACCESS_ON_DEMAND is served: nothing is
+// ever pinned, and an implicit region checks each access (verbs/page_access.h).
+constexpr unsigned kEnforcedAccess = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+                                     IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_ON_DEMAND;
+constexpr unsigned kIgnoredAccess =
+    IBV_ACCESS_MW_BIND | IBV_ACCESS_RELAXED_ORDERING | IBV_ACCESS_OPTIONAL_RANGE | IBV_ACCESS_HUGETLB;
+
+// rdma-core's access flags as the engine's AccessFlags.
+unsigned engine_access(unsigned access) {
+  unsigned engine = access & (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+                              IBV_ACCESS_REMOTE_ATOMIC);  // the same bits
+  if ((access & IBV_ACCESS_ON_DEMAND) != 0) engine |= kAccessOnDemand;
+  return engine;
+}
+
+bool implicit_odp(const void* addr, std::size_t length, unsigned access) {
+  return addr == nullptr && length == SIZE_MAX && (access & IBV_ACCESS_ON_DEMAND) != 0;
+}
 
 ibv_mr* register_region(ibv_pd* pd, void* addr, std::size_t length, std::uint64_t iova, unsigned access) {
-  if (pd == nullptr || (addr == nullptr && length != 0)) return fail_with<ibv_mr>(EINVAL);
+  if (pd == nullptr || (addr == nullptr && length != 0 && !implicit_odp(addr, length, access))) {
+    return fail_with<ibv_mr>(EINVAL);
+  }
   if ((access & ~(kEnforcedAccess | kIgnoredAccess)) != 0) return fail_with<ibv_mr>(EOPNOTSUPP);  // ODP, zero-based ...
   // Remote addresses are the process's own: an I/O virtual address other
   // than the buffer's would need a translation uroce does not keep.
@@ -36,22 +54,53 @@ ibv_mr* register_region(ibv_pd* pd, void* addr, std::size_t length, std::uint64_
   auto* region = new (std::nothrow) UroceMr{};
   if (region == nullptr) return fail_with<ibv_mr>(ENOMEM);
   std::optional<RegionBacking> backing;
-  if (owner.runtime->shares_regions()) backing = runtime::SharedRegions::process().share(addr, length);
+  // On-demand regions stay where the program mapped them: it may remap them.
+  if (owner.runtime->shares_regions() && (access & IBV_ACCESS_ON_DEMAND) == 0) {
+    backing = runtime::SharedRegions::process().share(addr, length);
+  }
   auto keys = owner.runtime->device().call(
-      [&](Engine& engine) { return engine.reg_mr(owner.handle, addr, length, access & kEnforcedAccess, backing); });
+      [&](Engine& engine) { return engine.reg_mr(owner.handle, addr, length, engine_access(access), backing); });
   if (!keys) {
     if (backing) runtime::SharedRegions::process().unshare(addr, length);
     delete region;
     return fail_with<ibv_mr>(errno_of(keys.error()));
   }
   region->runtime = owner.runtime;
-  region->access = access & kEnforcedAccess;
+  region->access = engine_access(access);
   region->shared = backing.has_value();
   region->mr = ibv_mr{pd->context, pd, addr, length, keys->lkey, keys->lkey, keys->rkey};
   return &region->mr;
 }
 
 }  // namespace
+
+// ibv_advise_mr: every element must name registered memory of the PD;
+// prefetching then faults the pages in, as an ODP NIC would, and
+// PREFETCH_NO_FAULT leaves them. Synchronous (IBV_ADVISE_MR_FLAG_FLUSH) or
+// not, it is done when the call returns.
+int advise_mr(ibv_pd* pd, ibv_advise_mr_advice advice, std::uint32_t flags, ibv_sge* sg_list, std::uint32_t num_sge) {
+  if (advice != IBV_ADVISE_MR_ADVICE_PREFETCH && advice != IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE &&
+      advice != IBV_ADVISE_MR_ADVICE_PREFETCH_NO_FAULT) {
+    return EOPNOTSUPP;
+  }
+  if ((flags & ~static_cast<std::uint32_t>(IBV_ADVISE_MR_FLAG_FLUSH)) != 0 || sg_list == nullptr || num_sge == 0) {
+    return EINVAL;
+  }
+  bool write = advice == IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE;
+  UrocePd& owner = pd_of(pd);
+  for (std::uint32_t i = 0; i < num_sge; ++i) {
+    Sge sge{sg_list[i].addr, sg_list[i].length, sg_list[i].lkey};
+    std::errc checked =
+        owner.runtime->device().call([&](Engine& engine) { return engine.check_local(owner.handle, sge, write); });
+    if (checked != std::errc{}) return EINVAL;
+  }
+  if (advice == IBV_ADVISE_MR_ADVICE_PREFETCH_NO_FAULT) return 0;
+  for (std::uint32_t i = 0; i < num_sge; ++i) {
+    if (!verbs::pages_accessible(sg_list[i].addr, sg_list[i].length, write)) return EFAULT;
+  }
+  return 0;
+}
+
 }  // namespace uroce::ibverbs
 
 using namespace uroce::ibverbs;
@@ -122,11 +171,11 @@ int ibv_rereg_mr(ibv_mr* mr, int flags, ibv_pd* pd, void* addr, size_t length, i
   ibv_pd* target_pd = new_pd ? pd : mr->pd;
   void* target_addr = new_range ? addr : mr->addr;
   std::size_t target_length = new_range ? length : mr->length;
-  unsigned target_access = new_access ? static_cast<unsigned>(access) & kEnforcedAccess : region.access;
+  unsigned target_access = new_access ? engine_access(static_cast<unsigned>(access)) : region.access;
   // A region moved elsewhere leaves the shared file it was on and joins another.
   std::optional<uroce::RegionBacking> backing;
   auto& shared_regions = uroce::runtime::SharedRegions::process();
-  if (new_range && region.runtime->shares_regions()) backing = shared_regions.share(target_addr, target_length);
+  if (new_range && region.runtime->shares_regions() && (target_access & uroce::kAccessOnDemand) == 0) backing = shared_regions.share(target_addr, target_length);
   std::errc result = region.runtime->device().call([&](uroce::Engine& engine) {
     return engine.rereg_mr(mr->lkey, pd_of(target_pd).handle, target_addr, target_length, target_access, backing);
   });

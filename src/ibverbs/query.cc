@@ -85,6 +85,19 @@ int query_device_extended(ibv_context* context, const ibv_query_device_ex_input*
   std::memset(&full, 0, sizeof full);
   fill_device_attr(device_of(context), full.orig_attr);
   full.phys_port_cnt_ex = 1;
+  // Extended CQs stamp completions in nanoseconds (extended_cqs.cc): a 1 GHz clock, in kHz.
+  full.completion_timestamp_mask = UINT64_MAX;
+  full.hca_core_clock = 1'000'000;
+  // On-demand paging: nothing is ever pinned, so every region is one; implicit
+  // regions check each access (src/verbs/page_access.h).
+  full.odp_caps.general_caps = IBV_ODP_SUPPORT | IBV_ODP_SUPPORT_IMPLICIT;
+  constexpr std::uint32_t kConnected = IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV | IBV_ODP_SUPPORT_WRITE |
+                                       IBV_ODP_SUPPORT_READ | IBV_ODP_SUPPORT_ATOMIC | IBV_ODP_SUPPORT_SRQ_RECV;
+  full.odp_caps.per_transport_caps.rc_odp_caps = kConnected;
+  full.odp_caps.per_transport_caps.uc_odp_caps =
+      IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV | IBV_ODP_SUPPORT_WRITE | IBV_ODP_SUPPORT_SRQ_RECV;
+  full.odp_caps.per_transport_caps.ud_odp_caps =
+      IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV | IBV_ODP_SUPPORT_SRQ_RECV;
   std::memcpy(attr, &full, std::min(length, sizeof full));
   return 0;
 }

@@ -166,7 +166,8 @@ int UROCE_V11(ibv_modify_qp)(ibv_qp* ibv, ibv_qp_attr* attr, int mask) {
   converted.rq_psn = attr->rq_psn;
   converted.sq_psn = attr->sq_psn;
   converted.dest_qp_num = attr->dest_qp_num;
-  converted.qp_access_flags = attr->qp_access_flags;
+  // ON_DEMAND names how the QP's regions are paged, which changes nothing here (every region is on demand).
+  converted.qp_access_flags = attr->qp_access_flags & ~static_cast<unsigned>(IBV_ACCESS_ON_DEMAND);
   converted.cap = to_cap(attr->cap);
   converted.pkey_index = attr->pkey_index;
   converted.max_rd_atomic = attr->max_rd_atomic;

@@ -27,6 +27,8 @@ void install_context_ops(verbs_context& context) {
   ops.dealloc_mw = dealloc_mw_unsupported;
   install_query_ops(context);
   install_qp_create_ops(context);
+  install_extended_cq_ops(context);
+  context.advise_mr = advise_mr;
 }
 
 }  // namespace uroce::ibverbs

@@ -15,6 +15,12 @@ void install_query_ops(verbs_context& context);       // query.cc
 void install_posting_ops(ibv_context_ops& ops);       // posting.cc
 void install_qp_create_ops(verbs_context& context);   // queue_pairs.cc
 int poll_cq(ibv_cq* cq, int entries, ibv_wc* wc);     // completion_queues.cc
+// ibv_create_cq's work, which ibv_create_cq_ex shares (completion_queues.cc).
+ibv_cq* create_cq(ibv_context* context, int cqe, void* cq_context, ibv_comp_channel* channel, int comp_vector);
+// ibv_create_cq_ex and ibv_query_rt_values_ex (extended_cqs.cc).
+void install_extended_cq_ops(verbs_context& context);
+// ibv_advise_mr (pd_mr.cc).
+int advise_mr(ibv_pd* pd, ibv_advise_mr_advice advice, uint32_t flags, ibv_sge* sg_list, uint32_t num_sge);
 int req_notify_cq(ibv_cq* cq, int solicited_only);    // completion_queues.cc
 
 // An extended QP's ibv_wr_* operations (qp_ex_ops.cc).

@@ -269,7 +269,9 @@ std::errc Engine::dealloc_pd(std::uint32_t pd) {
 Expected<MrKeys, std::errc> Engine::reg_mr(std::uint32_t pd, void* addr, std::uint64_t length, std::uint32_t access,
                                            const std::optional<RegionBacking>& backing) {
   if (!state_->pds.contains(pd)) return unexpected(std::errc::invalid_argument);
-  if (length > attributes().max_mr_size) return unexpected(std::errc::invalid_argument);
+  if (length > attributes().max_mr_size && !verbs::is_implicit_region(addr, length, access)) {
+    return unexpected(std::errc::invalid_argument);
+  }
   if (state_->memory_regions.size() >= attributes().max_mr) return unexpected(std::errc::not_enough_memory);
   auto region = state_->memory_regions.register_region(pd, addr, length, access, backing);
   if (!region) return unexpected(region.error());
@@ -278,8 +280,14 @@ Expected<MrKeys, std::errc> Engine::reg_mr(std::uint32_t pd, void* addr, std::ui
 
 std::errc Engine::rereg_mr(std::uint32_t lkey, std::uint32_t pd, void* addr, std::uint64_t length,
                            std::uint32_t access, const std::optional<RegionBacking>& backing) {
-  if (!state_->pds.contains(pd) || length > attributes().max_mr_size) return std::errc::invalid_argument;
+  if (!state_->pds.contains(pd)) return std::errc::invalid_argument;
+  if (length > attributes().max_mr_size && !verbs::is_implicit_region(addr, length, access)) return std::errc::invalid_argument;
   return state_->memory_regions.reregister(lkey, pd, addr, length, access, backing);
+}
+
+std::errc Engine::check_local(std::uint32_t pd, const Sge& sge, bool write) const {
+  bool found = state_->memory_regions.resolve_local(sge.lkey, pd, sge.addr, sge.length, write).has_value();
+  return found ? std::errc{} : std::errc::invalid_argument;
 }
 
 std::errc Engine::dereg_mr(std::uint32_t lkey) { return state_->memory_regions.deregister(lkey); }

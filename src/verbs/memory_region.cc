@@ -1,9 +1,14 @@
 // Memory region registration, key generation and access checks.
 #include "verbs/memory_region.h"
 
+#include "verbs/page_access.h"
+
 #include "uroce/verbs_types.h"
 
 namespace uroce::verbs {
+bool is_implicit_region(const void* addr, std::uint64_t length, std::uint32_t access) {
+  return addr == nullptr && length == UINT64_MAX && (access & kAccessOnDemand) != 0;
+}
 
 MemoryRegionTable::MemoryRegionTable(std::uint64_t seed) : rng_state_(seed) {}
 
@@ -32,6 +37,7 @@ Expected<const MemoryRegion*, std::errc> MemoryRegionTable::register_region(std:
   region->length = length;
   region->access = access;
   region->backing = backing;
+  region->implicit = is_implicit_region(addr, length, access);
   MemoryRegion* raw = region.get();
   by_rkey_[raw->rkey] = raw;
   by_lkey_[raw->lkey] = std::move(region);
@@ -44,14 +50,15 @@ const MemoryRegion* MemoryRegionTable::find_remote(std::uint32_t rkey) const {
 }
 
 std::errc MemoryRegionTable::check_registration(void* addr, std::uint64_t length, std::uint32_t access) {
-  constexpr std::uint32_t kKnown = kAccessLocalWrite | kAccessRemoteWrite | kAccessRemoteRead | kAccessRemoteAtomic;
+  constexpr std::uint32_t kKnown =
+      kAccessLocalWrite | kAccessRemoteWrite | kAccessRemoteRead | kAccessRemoteAtomic | kAccessOnDemand;
   if ((access & ~kKnown) != 0) return std::errc::invalid_argument;
   if ((access & (kAccessRemoteWrite | kAccessRemoteAtomic)) != 0 && (access & kAccessLocalWrite) == 0) {
     return std::errc::invalid_argument;
   }
   auto start = reinterpret_cast<std::uintptr_t>(addr);
   if (length > UINTPTR_MAX - start) return std::errc::invalid_argument;
-  if (addr == nullptr && length != 0) return std::errc::bad_address;
+  if (addr == nullptr && length != 0 && !is_implicit_region(addr, length, access)) return std::errc::bad_address;
   return std::errc{};
 }
 
@@ -67,6 +74,7 @@ std::errc MemoryRegionTable::reregister(std::uint32_t lkey, std::uint32_t pd, vo
   region.addr = static_cast<std::uint8_t*>(addr);
   region.length = length;
   region.access = access;
+  region.implicit = is_implicit_region(addr, length, access);
   return std::errc{};
 }
 
@@ -96,7 +104,11 @@ bool MemoryRegionTable::pd_in_use(std::uint32_t pd) const {
 }
 
 Expected<std::uint8_t*, AccessError> MemoryRegionTable::check_range(const MemoryRegion& region, std::uint64_t start,
-                                                                    std::uint64_t length) {
+                                                                    std::uint64_t length, bool write) {
+  if (region.implicit) {
+    if (!pages_accessible(start, length, write)) return unexpected(AccessError::out_of_bounds);
+    return reinterpret_cast<std::uint8_t*>(static_cast<std::uintptr_t>(start));
+  }
   auto base = reinterpret_cast<std::uintptr_t>(region.addr);
   // Overflow-safe: start >= base, length <= region length, offset + length <= region length.
   if (start < base || length > region.length || start - base > region.length - length) {
@@ -117,7 +129,7 @@ Expected<std::uint8_t*, AccessError> MemoryRegionTable::resolve_remote(std::uint
   const MemoryRegion& region = *last_remote_;
   if (region.pd != pd) return unexpected(AccessError::wrong_pd);
   if ((region.access & needed_access) != needed_access) return unexpected(AccessError::no_permission);
-  return check_range(region, va, length);
+  return check_range(region, va, length, (needed_access & (kAccessRemoteWrite | kAccessRemoteAtomic)) != 0);
 }
 
 Expected<std::uint8_t*, AccessError> MemoryRegionTable::resolve_local(std::uint32_t lkey, std::uint32_t pd,
@@ -129,7 +141,7 @@ Expected<std::uint8_t*, AccessError> MemoryRegionTable::resolve_local(std::uint3
   const MemoryRegion& region = *it->second;
   if (region.pd != pd) return unexpected(AccessError::wrong_pd);
   if (needs_write && (region.access & kAccessLocalWrite) == 0) return unexpected(AccessError::no_permission);
-  auto bytes = length == 0 ? Expected<std::uint8_t*, AccessError>(region.addr) : check_range(region, addr, length);
+  auto bytes = length == 0 ? Expected<std::uint8_t*, AccessError>(region.addr) : check_range(region, addr, length, needs_write);
   if (bytes && found != nullptr) *found = &region;
   return bytes;
 }

@@ -24,7 +24,11 @@ struct MemoryRegion {
   std::uint64_t length = 0;
   std::uint32_t access = 0;  // AccessFlags
   std::optional<RegionBacking> backing;  // where local peers can read its bytes
+  bool implicit = false;  // implicit on-demand paging: any mapped address, checked page by page
 };
+
+// ibv_reg_mr(pd, NULL, SIZE_MAX, IBV_ACCESS_ON_DEMAND ...): the whole address space.
+bool is_implicit_region(const void* addr, std::uint64_t length, std::uint32_t access);
 
 enum class AccessError {
   bad_key,        // no such key (or a deregistered one)
@@ -40,7 +44,8 @@ class MemoryRegionTable {
   explicit MemoryRegionTable(std::uint64_t seed);
 
   // ibv_reg_mr rules: REMOTE_WRITE and REMOTE_ATOMIC need LOCAL_WRITE; the
-  // range must not wrap. Address 0 with length 0 is allowed.
+  // range must not wrap. Address 0 with length 0 is allowed, and so is
+  // address 0 with length UINT64_MAX and kAccessOnDemand: an implicit region.
   Expected<const MemoryRegion*, std::errc> register_region(std::uint32_t pd, void* addr, std::uint64_t length,
                                                            std::uint32_t access,
                                                            const std::optional<RegionBacking>& backing = std::nullopt);
@@ -81,7 +86,7 @@ class MemoryRegionTable {
   std::uint32_t fresh_key();
   static std::errc check_registration(void* addr, std::uint64_t length, std::uint32_t access);
   static Expected<std::uint8_t*, AccessError> check_range(const MemoryRegion& region, std::uint64_t start,
-                                                          std::uint64_t length);
+                                                          std::uint64_t length, bool write);
 
   std::uint64_t rng_state_;
   std::uint64_t changes_ = 0;

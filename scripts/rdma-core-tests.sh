@@ -6,13 +6,16 @@
 # python3-pyverbs installs, which matches its pyverbs; it is copied to the
 # build folder and run from there, never kept in this repository.
 #
-#   scripts/rdma-core-tests.sh [--build DIR] [--jobs N] [--timeout S] [--allowed FILE] [TEST ...]
+#   scripts/rdma-core-tests.sh [--build DIR] [--jobs N] [--timeout S] [--allowed FILE]
+#                              [--huge-pages N] [TEST ...]
 #
 # RDMA_CORE_TESTS=DIR: the suite's folder (default /usr/share/doc/rdma-core/tests);
 #   the script says so and exits 0 when it is absent.
 # --allowed FILE: tests that may still end in an error, a failure or a hang,
 #   one per line with the reason (tests/conformance/rdma-core-allowed.txt).
 #   Any other error, failure or hang makes the script exit 1.
+# --huge-pages N: as root, have N 2 MiB huge pages for the run (the suite's
+#   huge-page tests skip without them) and put the old count back after.
 # TEST: run only these (full names, as the table prints them).
 #
 # Each test gets its own device address in 127.0.13.0/24 (tests/ADDRESSES.md).
@@ -23,6 +26,7 @@ build="$here/build/release"
 jobs="$(nproc)"
 limit=60
 allowed=""
+huge_pages=0
 only=()
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -30,8 +34,9 @@ while [ $# -gt 0 ]; do
     --jobs) jobs="$2"; shift ;;
     --timeout) limit="$2"; shift ;;
     --allowed) allowed="$(realpath -m "$2")"; shift ;;
-    -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
-    -*) echo "usage: $0 [--build DIR] [--jobs N] [--timeout S] [--allowed FILE] [TEST ...]" >&2; exit 2 ;;
+    --huge-pages) huge_pages="$2"; shift ;;
+    -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
+    -*) echo "usage: $0 [--build DIR] [--jobs N] [--timeout S] [--allowed FILE] [--huge-pages N] [TEST ...]" >&2; exit 2 ;;
     *) only+=("$1") ;;
   esac
   shift
@@ -100,6 +105,13 @@ run_one() {
   fi
   printf '%s\t%s\t%s\n' "$test" "$result" "$reason" > "$work/results/$test"
 }
+huge_path=/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages
+if [ "$huge_pages" -gt 0 ] && [ -w "$huge_path" ] && [ "$(cat "$huge_path")" -lt "$huge_pages" ]; then
+  old_huge_pages="$(cat "$huge_path")"
+  trap 'echo "$old_huge_pages" > "$huge_path"' EXIT
+  echo "$huge_pages" > "$huge_path"
+fi
+
 export -f run_one
 export work uroce python limit
 

@@ -381,7 +381,8 @@ class Engine {
                      const std::optional<RegionBacking>& backing = std::nullopt);
   std::errc dereg_mr(std::uint32_t lkey);
   // Whether a WR's element would be accepted now: its key, PD, bounds and,
-  // for write, local write access (ibv_advise_mr asks before prefetching).
+  // for write, local write access (ibv_advise_mr asks before prefetching);
+  // bad_address for a page of an implicit region that is not mapped.
   std::errc check_local(std::uint32_t pd, const Sge& sge, bool write) const;
   Expected<std::uint32_t, std::errc> create_cq(std::uint32_t cqe);
   // A new depth for a CQ, keeping its waiting completions; invalid_argument

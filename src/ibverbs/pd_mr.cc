@@ -92,7 +92,7 @@ int advise_mr(ibv_pd* pd, ibv_advise_mr_advice advice, std::uint32_t flags, ibv_
     Sge sge{sg_list[i].addr, sg_list[i].length, sg_list[i].lkey};
     std::errc checked =
         owner.runtime->device().call([&](Engine& engine) { return engine.check_local(owner.handle, sge, write); });
-    if (checked != std::errc{}) return EINVAL;
+    if (checked != std::errc{}) return errno_of(checked);
   }
   if (advice == IBV_ADVISE_MR_ADVICE_PREFETCH_NO_FAULT) return 0;
   for (std::uint32_t i = 0; i < num_sge; ++i) {

@@ -286,8 +286,9 @@ std::errc Engine::rereg_mr(std::uint32_t lkey, std::uint32_t pd, void* addr, std
 }
 
 std::errc Engine::check_local(std::uint32_t pd, const Sge& sge, bool write) const {
-  bool found = state_->memory_regions.resolve_local(sge.lkey, pd, sge.addr, sge.length, write).has_value();
-  return found ? std::errc{} : std::errc::invalid_argument;
+  auto found = state_->memory_regions.resolve_local(sge.lkey, pd, sge.addr, sge.length, write);
+  if (found) return std::errc{};
+  return found.error() == verbs::AccessError::unmapped ? std::errc::bad_address : std::errc::invalid_argument;
 }
 
 std::errc Engine::dereg_mr(std::uint32_t lkey) { return state_->memory_regions.deregister(lkey); }

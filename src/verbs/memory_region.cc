@@ -106,7 +106,7 @@ bool MemoryRegionTable::pd_in_use(std::uint32_t pd) const {
 Expected<std::uint8_t*, AccessError> MemoryRegionTable::check_range(const MemoryRegion& region, std::uint64_t start,
                                                                     std::uint64_t length, bool write) {
   if (region.implicit) {
-    if (!pages_accessible(start, length, write)) return unexpected(AccessError::out_of_bounds);
+    if (!pages_accessible(start, length, write)) return unexpected(AccessError::unmapped);
     return reinterpret_cast<std::uint8_t*>(static_cast<std::uintptr_t>(start));
   }
   auto base = reinterpret_cast<std::uintptr_t>(region.addr);

@@ -35,6 +35,7 @@ enum class AccessError {
   wrong_pd,       // the region belongs to another protection domain
   no_permission,  // the access flags do not allow this operation
   out_of_bounds,  // the range leaves the region (or wraps around)
+  unmapped,       // an implicit region's page the program has not mapped (or not writable)
 };
 
 class MemoryRegionTable {

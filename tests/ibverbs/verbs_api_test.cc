@@ -3,14 +3,19 @@
 // RC QPs joined by their RoCE v2 GIDs, WRITE / READ / fetch-and-add through
 // ibv_post_send and through the ibv_wr_* builders, completions through a
 // completion channel, asynchronous events (port active, a refused remote
-// access), a destroyed QP's completions leaving its CQ, and the errors a
-// program gets for what it may not do.
+// access), a destroyed QP's completions leaving its CQ, extended CQs,
+// ibv_rereg_mr and ibv_resize_cq, implicit on-demand paging, and the errors
+// a program gets for what it may not do.
 #include <gtest/gtest.h>
 
 #include <fcntl.h>
 #include <infiniband/verbs.h>
+#include <arpa/inet.h>
 #include <poll.h>
 #include <stdlib.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
 
 #include <array>
 #include <atomic>
@@ -36,6 +41,9 @@ const char* addresses_for(const std::string& test) {
       {"WhatAProgramMayNotDoIsRefusedWithItsErrno", "127.0.4.13,127.0.4.14"},
       {"DestroyingAQpWaitsForItsAsyncEventsToBeAcknowledged", "127.0.4.32,127.0.4.33"},
       {"ADestroyedQpsCompletionsLeaveItsCq", "127.0.4.30,127.0.4.31"},
+      {"AnExtendedCqReadsEachFieldAndStampsTheCompletion", "127.0.4.34,127.0.4.35"},
+      {"RereggedRegionsAndResizedCqsServeWithTheirNewAttributes", "127.0.4.36,127.0.4.37"},
+      {"AnImplicitOdpRegionReachesMappedMemoryAndRefusesTheRest", "127.0.4.38,127.0.4.39"},
   };
   for (const auto& [name, pair] : kPairs) {
     if (test == name) return pair;
@@ -189,9 +197,182 @@ class VerbsApi : public ::testing::Test {
     return wr;
   }
 
+  // New QPs for both sides, on these CQs, connected again.
+  void replace_qps(ibv_cq* a_cq, ibv_cq* b_cq) {
+    for (auto [side, cq] : {std::pair{&a_, a_cq}, std::pair{&b_, b_cq}}) {
+      ASSERT_EQ(ibv_destroy_qp(side->qp), 0);
+      ibv_qp_init_attr init{};
+      init.send_cq = cq;
+      init.recv_cq = cq;
+      init.qp_type = IBV_QPT_RC;
+      init.cap = {16, 16, 1, 1, 64};
+      side->qp = ibv_create_qp(side->pd, &init);
+      ASSERT_NE(side->qp, nullptr);
+    }
+    ASSERT_NO_FATAL_FAILURE(connect(a_, b_));
+    ASSERT_NO_FATAL_FAILURE(connect(b_, a_));
+  }
+
+  // Posts one WR from a and waits for its completion on a's own CQ.
+  ibv_wc post_and_wait(ibv_send_wr& wr) {
+    ibv_send_wr* bad = nullptr;
+    EXPECT_EQ(ibv_post_send(a_.qp, &wr, &bad), 0);
+    return next_completion(a_);
+  }
+
   ibv_device** devices_ = nullptr;
   Side a_, b_;
 };
+
+std::uint64_t monotonic_ns() {
+  timespec now{};
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  return static_cast<std::uint64_t>(now.tv_sec) * 1'000'000'000ULL + static_cast<std::uint64_t>(now.tv_nsec);
+}
+
+// ibv_create_cq_ex with every field Soft-RoCE's provider offers and the
+// completion timestamp: a WRITE with immediate read back field by field on
+// both sides, stamped (in the 1 GHz clock query_device_ex reports) between
+// the post and the poll.
+TEST_F(VerbsApi, AnExtendedCqReadsEachFieldAndStampsTheCompletion) {
+  ibv_cq_init_attr_ex attr{};
+  attr.cqe = 32;
+  attr.wc_flags = std::uint64_t{IBV_WC_STANDARD_FLAGS} | IBV_WC_EX_WITH_COMPLETION_TIMESTAMP;
+  ibv_cq_ex* a_cq = ibv_create_cq_ex(a_.context, &attr);
+  ibv_cq_ex* b_cq = ibv_create_cq_ex(b_.context, &attr);
+  ASSERT_NE(a_cq, nullptr) << std::strerror(errno);
+  ASSERT_NE(b_cq, nullptr);
+  ASSERT_NO_FATAL_FAILURE(replace_qps(ibv_cq_ex_to_cq(a_cq), ibv_cq_ex_to_cq(b_cq)));
+  ibv_device_attr_ex device{};
+  ASSERT_EQ(ibv_query_device_ex(a_.context, nullptr, &device), 0);
+  EXPECT_EQ(device.hca_core_clock, 1'000'000u);  // kHz
+
+  ibv_sge landing{reinterpret_cast<std::uintptr_t>(b_.buffer.data()), 0, b_.mr->lkey};
+  ibv_recv_wr receive{};
+  receive.wr_id = 33;
+  receive.sg_list = &landing;
+  receive.num_sge = 1;
+  ibv_recv_wr* bad_receive = nullptr;
+  ASSERT_EQ(ibv_post_recv(b_.qp, &receive, &bad_receive), 0);
+  std::memcpy(a_.buffer.data(), "extended", 8);
+  ibv_sge sge{reinterpret_cast<std::uintptr_t>(a_.buffer.data()), 8, a_.mr->lkey};
+  ibv_send_wr write = remote(IBV_WR_RDMA_WRITE_WITH_IMM, sge, 64, b_.mr->rkey);
+  write.imm_data = htonl(0x12345678);
+  std::uint64_t posted = monotonic_ns();
+  ibv_send_wr* bad = nullptr;
+  ASSERT_EQ(ibv_post_send(a_.qp, &write, &bad), 0);
+
+  ibv_poll_cq_attr poll{};
+  int polled = ENOENT;
+  for (int i = 0; i < 5'000'000 && polled == ENOENT; ++i) polled = ibv_start_poll(b_cq, &poll);
+  ASSERT_EQ(polled, 0);
+  std::uint64_t taken = monotonic_ns();
+  EXPECT_EQ(b_cq->status, IBV_WC_SUCCESS);
+  EXPECT_EQ(b_cq->wr_id, 33u);
+  EXPECT_EQ(ibv_wc_read_opcode(b_cq), IBV_WC_RECV_RDMA_WITH_IMM);
+  EXPECT_EQ(ibv_wc_read_byte_len(b_cq), 8u);
+  EXPECT_EQ(ntohl(ibv_wc_read_imm_data(b_cq)), 0x12345678u);
+  EXPECT_TRUE(ibv_wc_read_wc_flags(b_cq) & IBV_WC_WITH_IMM);
+  EXPECT_EQ(ibv_wc_read_qp_num(b_cq), b_.qp->qp_num);
+  EXPECT_EQ(ibv_wc_read_src_qp(b_cq), a_.qp->qp_num);
+  std::uint64_t stamp = ibv_wc_read_completion_ts(b_cq);
+  EXPECT_GE(stamp, posted);
+  EXPECT_LE(stamp, taken);
+  EXPECT_EQ(ibv_next_poll(b_cq), ENOENT);
+  ibv_end_poll(b_cq);
+  EXPECT_EQ(std::memcmp(b_.buffer.data() + 64, "extended", 8), 0);
+
+  polled = ENOENT;
+  for (int i = 0; i < 5'000'000 && polled == ENOENT; ++i) polled = ibv_start_poll(a_cq, &poll);
+  ASSERT_EQ(polled, 0);
+  EXPECT_EQ(ibv_wc_read_opcode(a_cq), IBV_WC_RDMA_WRITE);
+  EXPECT_EQ(a_cq->wr_id, 7u);
+  ibv_end_poll(a_cq);
+
+  attr.wc_flags = IBV_WC_EX_WITH_FLOW_TAG;  // a NIC's steering: not offered
+  errno = 0;
+  EXPECT_EQ(ibv_create_cq_ex(a_.context, &attr), nullptr);
+  EXPECT_EQ(errno, EOPNOTSUPP);
+  for (Side* side : {&a_, &b_}) {
+    ASSERT_EQ(ibv_destroy_qp(side->qp), 0);
+    side->qp = nullptr;
+  }
+  EXPECT_EQ(ibv_destroy_cq(ibv_cq_ex_to_cq(a_cq)), 0);
+  EXPECT_EQ(ibv_destroy_cq(ibv_cq_ex_to_cq(b_cq)), 0);
+}
+
+// ibv_rereg_mr keeps the keys and from then on every access is checked
+// against the new access flags, PD or range; ibv_resize_cq grows and shrinks.
+TEST_F(VerbsApi, RereggedRegionsAndResizedCqsServeWithTheirNewAttributes) {
+  ibv_sge sge{reinterpret_cast<std::uintptr_t>(a_.buffer.data()), 8, a_.mr->lkey};
+  std::uint32_t rkey = b_.mr->rkey;
+  ASSERT_EQ(ibv_rereg_mr(b_.mr, IBV_REREG_MR_CHANGE_ACCESS, nullptr, nullptr, 0, IBV_ACCESS_LOCAL_WRITE), 0);
+  EXPECT_EQ(b_.mr->rkey, rkey);
+  ibv_send_wr write = remote(IBV_WR_RDMA_WRITE, sge, 0, rkey);
+  EXPECT_EQ(post_and_wait(write).status, IBV_WC_REM_ACCESS_ERR);
+
+  // Bad arguments, as rdma-core reports them.
+  errno = 0;
+  EXPECT_EQ(ibv_rereg_mr(b_.mr, 1 << 7, nullptr, nullptr, 0, 0), IBV_REREG_MR_ERR_INPUT);
+  EXPECT_EQ(errno, EINVAL);
+  EXPECT_EQ(ibv_rereg_mr(b_.mr, IBV_REREG_MR_CHANGE_TRANSLATION, nullptr, nullptr, 0, 0), IBV_REREG_MR_ERR_INPUT);
+  EXPECT_EQ(ibv_rereg_mr(b_.mr, IBV_REREG_MR_CHANGE_ACCESS, nullptr, nullptr, 0, IBV_ACCESS_REMOTE_WRITE),
+            IBV_REREG_MR_ERR_CMD);  // remote write without local write
+
+  // A new range: the old addresses are outside it, the new ones inside.
+  ibv_pd* other = ibv_alloc_pd(b_.context);
+  ASSERT_NE(other, nullptr);
+  ASSERT_EQ(ibv_rereg_mr(b_.mr, IBV_REREG_MR_CHANGE_TRANSLATION | IBV_REREG_MR_CHANGE_ACCESS, nullptr,
+                         b_.buffer.data() + 1024, 1024, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE),
+            0);
+  EXPECT_EQ(ibv_dealloc_pd(other), 0);
+  EXPECT_EQ(b_.mr->addr, b_.buffer.data() + 1024);
+  EXPECT_EQ(b_.mr->length, 1024u);
+  ASSERT_NO_FATAL_FAILURE(replace_qps(a_.cq, b_.cq));  // the refused WRITE left the QPs in error
+  write = remote(IBV_WR_RDMA_WRITE, sge, 1024, rkey);
+  EXPECT_EQ(post_and_wait(write).status, IBV_WC_SUCCESS);
+  write = remote(IBV_WR_RDMA_WRITE, sge, 0, rkey);
+  EXPECT_EQ(post_and_wait(write).status, IBV_WC_REM_ACCESS_ERR);
+
+  EXPECT_EQ(ibv_resize_cq(a_.cq, 4096), 0);
+  EXPECT_EQ(a_.cq->cqe, 4096);
+  EXPECT_EQ(ibv_resize_cq(a_.cq, 8), 0);
+  EXPECT_EQ(ibv_resize_cq(a_.cq, 0), EINVAL);
+}
+
+// An implicit ODP region (the whole address space) lets a peer write any
+// page the program has mapped writable, and refuses one it unmapped, with a
+// remote access error rather than a crash; ibv_advise_mr faults mapped pages
+// in and reports an unmapped one.
+TEST_F(VerbsApi, AnImplicitOdpRegionReachesMappedMemoryAndRefusesTheRest) {
+  ibv_mr* implicit = ibv_reg_mr(b_.pd, nullptr, SIZE_MAX,
+                                IBV_ACCESS_ON_DEMAND | IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+  ASSERT_NE(implicit, nullptr) << std::strerror(errno);
+  long page = sysconf(_SC_PAGESIZE);
+  void* mapped = mmap(nullptr, 2 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(mapped, MAP_FAILED);
+  auto* target = static_cast<std::uint8_t*>(mapped);
+  ASSERT_EQ(munmap(target + page, page), 0);  // the second page is gone
+
+  std::memcpy(a_.buffer.data(), "anywhere", 8);
+  ibv_sge sge{reinterpret_cast<std::uintptr_t>(a_.buffer.data()), 8, a_.mr->lkey};
+  ibv_send_wr write = remote(IBV_WR_RDMA_WRITE, sge, 0, implicit->rkey);
+  write.wr.rdma.remote_addr = reinterpret_cast<std::uintptr_t>(target) + 100;
+  EXPECT_EQ(post_and_wait(write).status, IBV_WC_SUCCESS);
+  EXPECT_EQ(std::memcmp(target + 100, "anywhere", 8), 0);
+
+  ibv_sge advice{reinterpret_cast<std::uintptr_t>(target), static_cast<std::uint32_t>(page), implicit->lkey};
+  EXPECT_EQ(ibv_advise_mr(b_.pd, IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE, IBV_ADVISE_MR_FLAG_FLUSH, &advice, 1), 0);
+  advice.addr += static_cast<std::uint64_t>(page);
+  EXPECT_EQ(ibv_advise_mr(b_.pd, IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE, IBV_ADVISE_MR_FLAG_FLUSH, &advice, 1), EFAULT);
+  advice.lkey ^= 1;
+  EXPECT_EQ(ibv_advise_mr(b_.pd, IBV_ADVISE_MR_ADVICE_PREFETCH, 0, &advice, 1), EINVAL);
+
+  write.wr.rdma.remote_addr = reinterpret_cast<std::uintptr_t>(target) + page + 8;
+  EXPECT_EQ(post_and_wait(write).status, IBV_WC_REM_ACCESS_ERR);
+  EXPECT_EQ(ibv_dereg_mr(implicit), 0);
+  EXPECT_EQ(munmap(target, page), 0);
+}
 
 TEST_F(VerbsApi, WriteReadAndFetchAddCompleteThroughTheChannel) {
   std::memcpy(a_.buffer.data(), "uroce over libibverbs", 21);

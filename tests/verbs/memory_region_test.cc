@@ -2,6 +2,9 @@
 // access goes through: key, PD, permission, bounds (including wrap-around).
 #include <gtest/gtest.h>
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <set>
 #include <vector>
 
@@ -172,6 +175,37 @@ TEST(MemoryRegion, ReregisteringKeepsTheKeysAndChecksTheNewAttributes) {
             std::errc::invalid_argument);
   EXPECT_TRUE(table.resolve_remote(rkey, kPd + 1, va(second), 8, kAccessRemoteWrite));
   EXPECT_EQ(table.reregister(lkey ^ 1, kPd, first.data(), first.size(), kAll, std::nullopt), std::errc::invalid_argument);
+}
+
+// An implicit on-demand region is the whole address space: any page the
+// process mapped is reachable, and a page it unmapped, or mapped read-only
+// for a write, is refused (unmapped) instead of crashing the process.
+TEST(MemoryRegion, AnImplicitRegionChecksEachAccessAgainstTheProcessesPages) {
+  MemoryRegionTable table(11);
+  const MemoryRegion* region =
+      *table.register_region(kPd, nullptr, UINT64_MAX, kAccessLocalWrite | kAccessRemoteWrite | kAccessOnDemand);
+  EXPECT_TRUE(region->implicit);
+  EXPECT_EQ(table.register_region(kPd, nullptr, UINT64_MAX, kAccessLocalWrite).error(), std::errc::bad_address);
+
+  auto page = static_cast<std::uint64_t>(sysconf(_SC_PAGESIZE));
+  void* mapped = mmap(nullptr, 3 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(mapped, MAP_FAILED);
+  auto base = reinterpret_cast<std::uint64_t>(mapped);
+  ASSERT_EQ(munmap(reinterpret_cast<void*>(base + page), page), 0);
+  ASSERT_EQ(mprotect(reinterpret_cast<void*>(base + 2 * page), page, PROT_READ), 0);
+
+  auto written = table.resolve_remote(region->rkey, kPd, base + 8, 16, kAccessRemoteWrite);
+  ASSERT_TRUE(written);
+  EXPECT_EQ(*written, reinterpret_cast<std::uint8_t*>(base + 8));
+  EXPECT_EQ(table.resolve_remote(region->rkey, kPd, base + page + 8, 16, kAccessRemoteWrite).error(),
+            AccessError::unmapped);
+  EXPECT_EQ(table.resolve_remote(region->rkey, kPd, base + page - 8, 16, kAccessRemoteWrite).error(),
+            AccessError::unmapped);  // straddles into the hole
+  EXPECT_EQ(table.resolve_local(region->lkey, kPd, base + 2 * page, 16, true).error(), AccessError::unmapped);
+  EXPECT_TRUE(table.resolve_local(region->lkey, kPd, base + 2 * page, 16, false));  // read-only reads
+  EXPECT_EQ(table.resolve_remote(region->rkey, kPd + 1, base, 8, kAccessRemoteWrite).error(), AccessError::wrong_pd);
+  munmap(mapped, page);
+  munmap(reinterpret_cast<void*>(base + 2 * page), page);
 }
 
 }  // namespace

@@ -384,6 +384,12 @@ class Engine {
   // for write, local write access (ibv_advise_mr asks before prefetching);
   // bad_address for a page of an implicit region that is not mapped.
   std::errc check_local(std::uint32_t pd, const Sge& sge, bool write) const;
+  // Memory windows of type 1 or 2: the window's first rkey; any later key
+  // of it (binds change its low byte) names it to dealloc_mw. A window is
+  // bound by a WrOpcode::bind_mw work request and closed by local_inv,
+  // send_with_inv (type 2) or a zero-length bind (type 1).
+  Expected<std::uint32_t, std::errc> alloc_mw(std::uint32_t pd, std::uint8_t type);
+  std::errc dealloc_mw(std::uint32_t rkey);
   Expected<std::uint32_t, std::errc> create_cq(std::uint32_t cqe);
   // A new depth for a CQ, keeping its waiting completions; invalid_argument
   // for fewer entries than are waiting or more than max_cqe.

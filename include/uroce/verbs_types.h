@@ -19,6 +19,7 @@ enum AccessFlags : std::uint32_t {
   // 0 and length UINT64_MAX, an implicit region: the whole address space,
   // every access checked by faulting its pages in (verbs/page_access.h).
   kAccessOnDemand = 16,
+  kAccessMwBind = 32,  // memory windows may be bound to the region
 };
 
 enum class WrOpcode : std::uint8_t {
@@ -29,6 +30,8 @@ enum class WrOpcode : std::uint8_t {
   rdma_read = 4,
   atomic_cmp_and_swp = 5,
   atomic_fetch_and_add = 6,
+  local_inv = 7,  // invalidates a type 2 window's key (invalidate_rkey), no packet
+  bind_mw = 8,    // binds a memory window (bind), no packet
   send_with_inv = 9,
 };
 
@@ -70,6 +73,8 @@ enum class WcOpcode : std::uint8_t {
   rdma_read = 2,
   comp_swap = 3,
   fetch_add = 4,
+  bind_mw = 5,
+  local_inv = 6,
   recv = 128,
   recv_rdma_with_imm = 129,
 };
@@ -119,13 +124,25 @@ struct Sge {
   std::uint32_t lkey = 0;
 };
 
+// A memory window bind (WrOpcode::bind_mw): the window's new key (its upper
+// 24 bits name the window), the region it opens and how.
+struct MwBind {
+  std::uint32_t rkey = 0;
+  std::uint32_t lkey = 0;
+  std::uint64_t addr = 0;
+  std::uint64_t length = 0;  // 0 closes a type 1 window
+  std::uint32_t access = 0;  // remote AccessFlags
+  std::uint8_t type = 2;     // 1: ibv_bind_mw's; 2: a work request's
+};
+
 struct SendWr {
   std::uint64_t wr_id = 0;
   WrOpcode opcode = WrOpcode::send;
   std::uint32_t send_flags = 0;  // SendFlags
   std::span<const Sge> sg_list;
   std::uint32_t imm_data = 0;        // network byte order is the caller's business, as in verbs
-  std::uint32_t invalidate_rkey = 0;  // send_with_inv
+  std::uint32_t invalidate_rkey = 0;  // send_with_inv, local_inv
+  MwBind bind;                        // bind_mw
   struct {
     std::uint64_t remote_addr = 0;
     std::uint32_t rkey = 0;

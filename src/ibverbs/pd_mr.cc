@@ -21,20 +21,21 @@ namespace uroce::ibverbs {
 namespace {
 
 // The access flags the engine enforces; IBV_ACCESS_OPTIONAL_RANGE flags are
-// hints a device may ignore (rdma-core's rule), and so are the MW-bind,
-// relaxed-ordering and huge-page ones: uroce has no memory windows or PCIe
-// ordering, and pins no pages. IBV_ACCESS_ON_DEMAND is served: nothing is
+// hints a device may ignore (rdma-core's rule), and so are the
+// relaxed-ordering and huge-page ones: uroce has no PCIe ordering, and pins
+// no pages. MW_BIND lets memory windows open the region. IBV_ACCESS_ON_DEMAND is served: nothing is
 // ever pinned, and an implicit region checks each access (verbs/page_access.h).
 constexpr unsigned kEnforcedAccess = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
-                                     IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_ON_DEMAND;
+                                     IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_ON_DEMAND | IBV_ACCESS_MW_BIND;
 constexpr unsigned kIgnoredAccess =
-    IBV_ACCESS_MW_BIND | IBV_ACCESS_RELAXED_ORDERING | IBV_ACCESS_OPTIONAL_RANGE | IBV_ACCESS_HUGETLB;
+    unsigned{IBV_ACCESS_RELAXED_ORDERING} | unsigned{IBV_ACCESS_OPTIONAL_RANGE} | unsigned{IBV_ACCESS_HUGETLB};
 
 // rdma-core's access flags as the engine's AccessFlags.
 unsigned engine_access(unsigned access) {
   unsigned engine = access & (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
                               IBV_ACCESS_REMOTE_ATOMIC);  // the same bits
   if ((access & IBV_ACCESS_ON_DEMAND) != 0) engine |= kAccessOnDemand;
+  if ((access & IBV_ACCESS_MW_BIND) != 0) engine |= kAccessMwBind;
   return engine;
 }
 

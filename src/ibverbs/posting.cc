@@ -8,6 +8,7 @@
 
 #include <cstddef>
 
+#include "ibverbs/memory_windows.h"
 #include "ibverbs/objects.h"
 #include "ibverbs/runtime.h"
 #include "ibverbs/verbs_ops.h"
@@ -31,8 +32,10 @@ bool served_opcode(ibv_wr_opcode opcode) {
     case IBV_WR_RDMA_READ:
     case IBV_WR_ATOMIC_CMP_AND_SWP:
     case IBV_WR_ATOMIC_FETCH_AND_ADD:
-    case IBV_WR_SEND_WITH_INV: return true;
-    default: return false;  // memory windows, local invalidate, TSO ...
+    case IBV_WR_SEND_WITH_INV:
+    case IBV_WR_BIND_MW:
+    case IBV_WR_LOCAL_INV: return true;
+    default: return false;  // TSO, driver opcodes ...
   }
 }
 
@@ -49,7 +52,12 @@ int convert(const ibv_send_wr& from, SendWr& to) {
   to.send_flags = from.send_flags & kServedSendFlags;
   to.sg_list = scatter_list(from.sg_list, from.num_sge);
   to.imm_data = ntohl(from.imm_data);  // the program gives it in network order; the engine holds values
-  to.invalidate_rkey = from.opcode == IBV_WR_SEND_WITH_INV ? from.invalidate_rkey : 0;
+  bool invalidates = from.opcode == IBV_WR_SEND_WITH_INV || from.opcode == IBV_WR_LOCAL_INV;
+  to.invalidate_rkey = invalidates ? from.invalidate_rkey : 0;
+  if (from.opcode == IBV_WR_BIND_MW) {
+    to.sg_list = {};
+    return to_mw_bind(from.bind_mw.mw, from.bind_mw.rkey, from.bind_mw.bind_info, to.bind);
+  }
   to.rdma.remote_addr = from.wr.rdma.remote_addr;
   to.rdma.rkey = from.wr.rdma.rkey;
   to.atomic.remote_addr = from.wr.atomic.remote_addr;

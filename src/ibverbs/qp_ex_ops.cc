@@ -9,6 +9,7 @@
 
 #include <cstring>
 
+#include "ibverbs/memory_windows.h"
 #include "ibverbs/objects.h"
 #include "ibverbs/runtime.h"
 #include "ibverbs/verbs_ops.h"
@@ -134,13 +135,20 @@ void wr_set_ud_addr(ibv_qp_ex* qpx, ibv_ah* ah, std::uint32_t remote_qpn, std::u
   entry->wr.ud = {ah_of(ah).handle, remote_qpn, remote_qkey};
 }
 
+void wr_bind_mw(ibv_qp_ex* qpx, ibv_mw* mw, std::uint32_t rkey, const ibv_mw_bind_info* info) {
+  BuiltWr& entry = begin(qpx, WrOpcode::bind_mw);
+  if (info == nullptr || to_mw_bind(mw, rkey, *info, entry.wr.bind) != 0) qp_of(qpx).builder.fail(EINVAL);
+}
+
+void wr_local_inv(ibv_qp_ex* qpx, std::uint32_t invalidate_rkey) {
+  begin(qpx, WrOpcode::local_inv).wr.invalidate_rkey = invalidate_rkey;
+}
+
 // Operations uroce does not serve: the batch fails with EOPNOTSUPP.
 void refuse(ibv_qp_ex* qpx) {
   qp_of(qpx).builder.add();
   qp_of(qpx).builder.fail(EOPNOTSUPP);
 }
-void wr_bind_mw(ibv_qp_ex* qpx, ibv_mw*, std::uint32_t, const ibv_mw_bind_info*) { refuse(qpx); }
-void wr_local_inv(ibv_qp_ex* qpx, std::uint32_t) { refuse(qpx); }
 void wr_send_tso(ibv_qp_ex* qpx, void*, std::uint16_t, std::uint16_t) { refuse(qpx); }
 void wr_set_xrc_srqn(ibv_qp_ex* qpx, std::uint32_t) { refuse(qpx); }
 void wr_atomic_write(ibv_qp_ex* qpx, std::uint32_t, std::uint64_t, const void*) { refuse(qpx); }

@@ -32,12 +32,14 @@ void fill_device_attr(const UroceDevice& device, ibv_device_attr& attr) {
   attr.hw_ver = 0;
   attr.max_qp = static_cast<int>(limits.max_qp);
   attr.max_qp_wr = static_cast<int>(limits.max_qp_wr);
-  attr.device_cap_flags = IBV_DEVICE_RC_RNR_NAK_GEN | IBV_DEVICE_SRQ_RESIZE | IBV_DEVICE_N_NOTIFY_CQ;
+  attr.device_cap_flags = IBV_DEVICE_RC_RNR_NAK_GEN | IBV_DEVICE_SRQ_RESIZE | IBV_DEVICE_N_NOTIFY_CQ |
+                          IBV_DEVICE_MEM_WINDOW | IBV_DEVICE_MEM_WINDOW_TYPE_2B;
   attr.max_sge = static_cast<int>(limits.max_sge);
   attr.max_sge_rd = static_cast<int>(limits.max_sge);
   attr.max_cq = static_cast<int>(limits.max_cq);
   attr.max_cqe = static_cast<int>(limits.max_cqe);
   attr.max_mr = static_cast<int>(limits.max_mr);
+  attr.max_mw = static_cast<int>(limits.max_mr);  // windows share the keys' space with regions
   attr.max_pd = static_cast<int>(limits.max_pd);
   attr.max_qp_rd_atom = static_cast<int>(limits.max_qp_rd_atom);
   attr.max_res_rd_atom = static_cast<int>(limits.max_qp_rd_atom * limits.max_qp);

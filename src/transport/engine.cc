@@ -291,6 +291,13 @@ std::errc Engine::check_local(std::uint32_t pd, const Sge& sge, bool write) cons
   return found.error() == verbs::AccessError::unmapped ? std::errc::bad_address : std::errc::invalid_argument;
 }
 
+Expected<std::uint32_t, std::errc> Engine::alloc_mw(std::uint32_t pd, std::uint8_t type) {
+  if (!state_->pds.contains(pd)) return unexpected(std::errc::invalid_argument);
+  return state_->memory_regions.allocate_window(pd, type);
+}
+
+std::errc Engine::dealloc_mw(std::uint32_t rkey) { return state_->memory_regions.deallocate_window(rkey); }
+
 std::errc Engine::dereg_mr(std::uint32_t lkey) { return state_->memory_regions.deregister(lkey); }
 
 Expected<std::uint32_t, std::errc> Engine::create_cq(std::uint32_t cqe) {

@@ -111,6 +111,9 @@ class EngineState {
   void move_to_error(transport::QueuePair& qp);
   // Completes, in order, the WQEs at the front of the send queue that are done.
   void retire_completed(transport::QueuePair& qp);
+  // A bind or local invalidate at the head of what the requester sends: done
+  // at once; its status (mw_bind_err, loc_qp_op_err) when refused.
+  WcStatus execute_local_operation(transport::QueuePair& qp, transport::SendWqe& wqe);
   std::uint32_t mtu(const transport::QueuePair& qp) const {
     return mtu_bytes(qp.type == QpType::ud ? config.port_mtu : qp.attr.path_mtu);
   }

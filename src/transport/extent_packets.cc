@@ -47,7 +47,8 @@ std::size_t EngineState::read_response_by_extent(QueuePair& qp, transport::Respo
   const verbs::MemoryRegion* region = memory_regions.find_remote(next.rkey);
   if (region == nullptr || !region->backing) return 0;
   // The checks every response packet gets; the packets' path NAKs a failure.
-  auto source = memory_regions.resolve_remote(next.rkey, qp.pd, next.va + next.offset, remaining, kAccessRemoteRead);
+  auto source =
+      memory_regions.resolve_remote(next.rkey, qp.pd, next.va + next.offset, remaining, kAccessRemoteRead, qp.qpn);
   if (!source) return 0;
   wire::TransportHeaders headers;
   headers.bth.opcode = wire::opcode::kRcRdmaReadResponseOnly;

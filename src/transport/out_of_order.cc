@@ -77,7 +77,7 @@ std::uint8_t* EngineState::early_target(const QueuePair& qp, const wire::RocePac
       (qp.attr.qp_access_flags & kAccessRemoteWrite) == 0) {
     return nullptr;
   }
-  auto target = memory_regions.resolve_remote(reth.rkey, qp.pd, reth.va, length, kAccessRemoteWrite);
+  auto target = memory_regions.resolve_remote(reth.rkey, qp.pd, reth.va, length, kAccessRemoteWrite, qp.qpn);
   return target ? *target : nullptr;
 }
 

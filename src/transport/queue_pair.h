@@ -40,6 +40,7 @@ struct SendWqe {
   bool fence = false;
   std::uint32_t imm_data = 0;
   std::uint32_t invalidate_rkey = 0;
+  MwBind bind;  // bind_mw
   std::uint64_t remote_addr = 0;
   std::uint32_t rkey = 0;
   std::uint64_t compare_add = 0;
@@ -69,6 +70,8 @@ struct SendWqe {
     return opcode == WrOpcode::send || opcode == WrOpcode::send_with_imm || opcode == WrOpcode::send_with_inv ||
            opcode == WrOpcode::rdma_write_with_imm;
   }
+  // Done by the requester itself, in queue order, with no packet.
+  bool is_local_operation() const { return opcode == WrOpcode::bind_mw || opcode == WrOpcode::local_inv; }
   bool is_read_or_atomic() const {
     return opcode == WrOpcode::rdma_read || opcode == WrOpcode::atomic_cmp_and_swp ||
            opcode == WrOpcode::atomic_fetch_and_add;

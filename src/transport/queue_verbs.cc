@@ -316,8 +316,14 @@ std::errc Engine::post_send(std::uint32_t qpn, const SendWr& wr) {
     case WrOpcode::send_with_inv:
     case WrOpcode::rdma_read:
     case WrOpcode::atomic_cmp_and_swp:
-    case WrOpcode::atomic_fetch_and_add: break;
+    case WrOpcode::atomic_fetch_and_add:
+    case WrOpcode::bind_mw:
+    case WrOpcode::local_inv: break;
     default: return std::errc::invalid_argument;
+  }
+  bool local_operation = wr.opcode == WrOpcode::bind_mw || wr.opcode == WrOpcode::local_inv;
+  if (local_operation && (qp.type == QpType::ud || !wr.sg_list.empty() || inline_data)) {
+    return std::errc::invalid_argument;
   }
   if (inline_data && (wr.opcode == WrOpcode::rdma_read || atomic)) return std::errc::invalid_argument;
   bool rc_only = wr.opcode == WrOpcode::rdma_read || atomic || wr.opcode == WrOpcode::send_with_inv;
@@ -339,6 +345,7 @@ std::errc Engine::post_send(std::uint32_t qpn, const SendWr& wr) {
   wqe.fence = (wr.send_flags & kSendFence) != 0;
   wqe.imm_data = wr.imm_data;
   wqe.invalidate_rkey = wr.invalidate_rkey;
+  wqe.bind = wr.bind;
   wqe.remote_addr = atomic ? wr.atomic.remote_addr : wr.rdma.remote_addr;
   wqe.rkey = atomic ? wr.atomic.rkey : wr.rdma.rkey;
   wqe.compare_add = wr.atomic.compare_add;

@@ -46,6 +46,8 @@ WcOpcode completion_opcode(WrOpcode op) {
     case WrOpcode::rdma_read: return WcOpcode::rdma_read;
     case WrOpcode::atomic_cmp_and_swp: return WcOpcode::comp_swap;
     case WrOpcode::atomic_fetch_and_add: return WcOpcode::fetch_add;
+    case WrOpcode::bind_mw: return WcOpcode::bind_mw;
+    case WrOpcode::local_inv: return WcOpcode::local_inv;
     default: return WcOpcode::send;
   }
 }
@@ -129,11 +131,24 @@ std::size_t EngineState::requester_transmit(QueuePair& qp, MutableByteSpan out, 
     }
   }
   // A WQE finished while the cursor was on it (late responses to a READ we
-  // were about to ask again) needs nothing more.
-  while (qp.send_cursor < qp.send_queue.size() && qp.send_queue[qp.send_cursor].done) {
+  // were about to ask again) needs nothing more; a local operation (bind,
+  // local invalidate) is done here, in queue order, and completes in order.
+  bool local_done = false;
+  while (qp.send_cursor < qp.send_queue.size()) {
+    SendWqe& next = qp.send_queue[qp.send_cursor];
+    if (!next.done && !(next.is_local_operation() && !next.started && qp.state == QpState::rts)) break;
+    if (!next.done) {
+      WcStatus status = execute_local_operation(qp, next);
+      if (status != WcStatus::success) {
+        fail_request(qp, qp.next_psn, status);
+        return 0;
+      }
+      local_done = true;
+    }
     ++qp.send_cursor;
     qp.send_cursor_packet = 0;
   }
+  if (local_done) retire_completed(qp);
   if (qp.send_cursor >= qp.send_queue.size()) return 0;
   if (paced_out(qp, now)) return 0;
   SendWqe& wqe = qp.send_queue[qp.send_cursor];
@@ -339,6 +354,20 @@ std::size_t EngineState::send_request_packet(QueuePair& qp, SendWqe& wqe, std::u
     qp.any_sent = true;
   }
   return finish_packet(out, *layout);
+}
+
+WcStatus EngineState::execute_local_operation(QueuePair& qp, SendWqe& wqe) {
+  wqe.started = true;
+  wqe.first_psn = qp.next_psn;
+  wqe.packet_count = 0;
+  WcStatus status = WcStatus::success;
+  if (wqe.opcode == WrOpcode::bind_mw) {
+    status = memory_regions.bind_window(qp.qpn, qp.pd, wqe.bind);
+  } else if (!memory_regions.invalidate_rkey(wqe.invalidate_rkey, qp.pd, qp.qpn)) {
+    status = WcStatus::loc_qp_op_err;  // no such key of this QP's to invalidate
+  }
+  if (status == WcStatus::success) wqe.done = true;
+  return status;
 }
 
 void EngineState::retire_completed(QueuePair& qp) {

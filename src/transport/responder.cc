@@ -354,7 +354,7 @@ bool EngineState::on_send(QueuePair& qp, const wire::RocePacket& packet, bool pl
   }
   qp.send_offset += packet.payload.size();
   if (is_last_or_only(position)) {
-    if (packet.headers.ieth) memory_regions.invalidate_rkey(packet.headers.ieth->rkey, qp.pd);
+    if (packet.headers.ieth) memory_regions.invalidate_rkey(packet.headers.ieth->rkey, qp.pd, qp.qpn);
     qp.receiving_send = false;
     qp.msn = psn_add(qp.msn, 1);
     complete_receive(qp, packet, qp.send_offset, WcOpcode::recv);
@@ -393,7 +393,7 @@ bool EngineState::on_write(QueuePair& qp, const wire::RocePacket& packet, bool p
     qp.write_remaining = reth.dma_length;
     qp.write_length = reth.dma_length;
     // The whole message must fit before its first byte lands.
-    if (!memory_regions.resolve_remote(reth.rkey, qp.pd, reth.va, reth.dma_length, kAccessRemoteWrite)) {
+    if (!memory_regions.resolve_remote(reth.rkey, qp.pd, reth.va, reth.dma_length, kAccessRemoteWrite, qp.qpn)) {
       fail_responder(qp, psn, wire::NakCode::remote_access_error);
       return false;
     }
@@ -412,7 +412,7 @@ bool EngineState::on_write(QueuePair& qp, const wire::RocePacket& packet, bool p
     fail_responder(qp, psn, wire::NakCode::invalid_request);
     return false;
   }
-  auto target = memory_regions.resolve_remote(qp.write_rkey, qp.pd, qp.write_va, length, kAccessRemoteWrite);
+  auto target = memory_regions.resolve_remote(qp.write_rkey, qp.pd, qp.write_va, length, kAccessRemoteWrite, qp.qpn);
   if (!target) {
     fail_responder(qp, psn, wire::NakCode::remote_access_error);
     return false;

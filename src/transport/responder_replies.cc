@@ -27,7 +27,7 @@ bool EngineState::on_read_request(QueuePair& qp, const wire::RocePacket& packet)
     fail_responder(qp, psn, wire::NakCode::remote_access_error);
     return false;
   }
-  if (!memory_regions.resolve_remote(reth.rkey, qp.pd, reth.va, reth.dma_length, kAccessRemoteRead)) {
+  if (!memory_regions.resolve_remote(reth.rkey, qp.pd, reth.va, reth.dma_length, kAccessRemoteRead, qp.qpn)) {
     fail_responder(qp, psn, wire::NakCode::remote_access_error);
     return false;
   }
@@ -53,7 +53,7 @@ bool EngineState::on_atomic(QueuePair& qp, const wire::RocePacket& packet) {
     fail_responder(qp, psn, wire::NakCode::remote_access_error);
     return false;
   }
-  auto target = memory_regions.resolve_remote(atomic.rkey, qp.pd, atomic.va, 8, kAccessRemoteAtomic);
+  auto target = memory_regions.resolve_remote(atomic.rkey, qp.pd, atomic.va, 8, kAccessRemoteAtomic, qp.qpn);
   if (!target) {
     fail_responder(qp, psn, wire::NakCode::remote_access_error);
     return false;
@@ -179,7 +179,7 @@ std::size_t EngineState::responder_transmit(QueuePair& qp, MutableByteSpan out, 
         headers.aeth = wire::AethRepr{wire::make_syndrome(wire::AckType::ack, wire::kCreditNoLimit), next.msn};
       }
       auto source = memory_regions.resolve_remote(next.rkey, qp.pd, next.va + next.offset, payload_length,
-                                                  kAccessRemoteRead);
+                                                  kAccessRemoteRead, qp.qpn);
       if (!source) {
         // The region went away under a READ in progress.
         std::uint32_t psn = next.psn;

@@ -19,7 +19,7 @@ std::uint32_t MemoryRegionTable::fresh_key() {
     z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
     z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
     auto key = static_cast<std::uint32_t>(z ^ (z >> 31));
-    if (key != 0 && !by_lkey_.contains(key) && !by_rkey_.contains(key)) return key;
+    if (key != 0 && !by_lkey_.contains(key) && !by_rkey_.contains(key) && !windows_.contains(key >> 8)) return key;
   }
 }
 
@@ -50,8 +50,8 @@ const MemoryRegion* MemoryRegionTable::find_remote(std::uint32_t rkey) const {
 }
 
 std::errc MemoryRegionTable::check_registration(void* addr, std::uint64_t length, std::uint32_t access) {
-  constexpr std::uint32_t kKnown =
-      kAccessLocalWrite | kAccessRemoteWrite | kAccessRemoteRead | kAccessRemoteAtomic | kAccessOnDemand;
+  constexpr std::uint32_t kKnown = kAccessLocalWrite | kAccessRemoteWrite | kAccessRemoteRead | kAccessRemoteAtomic |
+                                   kAccessOnDemand | kAccessMwBind;
   if ((access & ~kKnown) != 0) return std::errc::invalid_argument;
   if ((access & (kAccessRemoteWrite | kAccessRemoteAtomic)) != 0 && (access & kAccessLocalWrite) == 0) {
     return std::errc::invalid_argument;
@@ -68,6 +68,7 @@ std::errc MemoryRegionTable::reregister(std::uint32_t lkey, std::uint32_t pd, vo
   if (it == by_lkey_.end()) return std::errc::invalid_argument;
   if (std::errc refused = check_registration(addr, length, access); refused != std::errc{}) return refused;
   MemoryRegion& region = *it->second;
+  if (region.windows > 0) return std::errc::device_or_resource_busy;  // windows open part of it
   ++changes_;
   if (region.addr != static_cast<std::uint8_t*>(addr) || region.length != length) region.backing = backing;
   region.pd = pd;
@@ -81,6 +82,7 @@ std::errc MemoryRegionTable::reregister(std::uint32_t lkey, std::uint32_t pd, vo
 std::errc MemoryRegionTable::deregister(std::uint32_t lkey) {
   auto it = by_lkey_.find(lkey);
   if (it == by_lkey_.end()) return std::errc::invalid_argument;
+  if (it->second->windows > 0) return std::errc::device_or_resource_busy;  // windows still open it
   if (last_remote_ == it->second.get()) last_remote_ = nullptr;
   ++changes_;
   by_rkey_.erase(it->second->rkey);
@@ -88,15 +90,26 @@ std::errc MemoryRegionTable::deregister(std::uint32_t lkey) {
   return std::errc{};
 }
 
-bool MemoryRegionTable::invalidate_rkey(std::uint32_t rkey, std::uint32_t pd) {
+bool MemoryRegionTable::invalidate_rkey(std::uint32_t rkey, std::uint32_t pd, std::uint32_t qpn) {
   auto it = by_rkey_.find(rkey);
-  if (it == by_rkey_.end() || it->second->pd != pd) return false;
+  if (it == by_rkey_.end()) {
+    auto window = windows_.find(rkey >> 8);
+    if (window == windows_.end()) return false;
+    MemoryWindow& found = window->second;
+    if (found.type != 2 || !found.bound || found.rkey != rkey || found.pd != pd || found.qpn != qpn) return false;
+    unbind(found);
+    return true;
+  }
+  if (it->second->pd != pd) return false;
   if (last_remote_ == it->second) last_remote_ = nullptr;
   by_rkey_.erase(it);
   return true;
 }
 
 bool MemoryRegionTable::pd_in_use(std::uint32_t pd) const {
+  for (const auto& [name, window] : windows_) {
+    if (window.pd == pd) return true;
+  }
   for (const auto& [key, region] : by_lkey_) {
     if (region->pd == pd) return true;
   }
@@ -119,11 +132,12 @@ Expected<std::uint8_t*, AccessError> MemoryRegionTable::check_range(const Memory
 
 Expected<std::uint8_t*, AccessError> MemoryRegionTable::resolve_remote(std::uint32_t rkey, std::uint32_t pd,
                                                                        std::uint64_t va, std::uint64_t length,
-                                                                       std::uint32_t needed_access) const {
+                                                                       std::uint32_t needed_access,
+                                                                       std::uint32_t qpn) const {
   if (length == 0) return static_cast<std::uint8_t*>(nullptr);
   if (last_remote_ == nullptr || last_remote_->rkey != rkey) {
     auto it = by_rkey_.find(rkey);
-    if (it == by_rkey_.end()) return unexpected(AccessError::bad_key);
+    if (it == by_rkey_.end()) return resolve_window(rkey, pd, va, length, needed_access, qpn);
     last_remote_ = it->second;
   }
   const MemoryRegion& region = *last_remote_;

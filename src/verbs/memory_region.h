@@ -25,7 +25,27 @@ struct MemoryRegion {
   std::uint32_t access = 0;  // AccessFlags
   std::optional<RegionBacking> backing;  // where local peers can read its bytes
   bool implicit = false;  // implicit on-demand paging: any mapped address, checked page by page
+  std::uint32_t windows = 0;  // memory windows bound to it: it cannot be deregistered meanwhile
 };
+
+// A memory window: remote access to part of a region under a key of its own,
+// opened and closed by work requests (IBTA 10.6.7). Its rkey's upper 24 bits
+// name it for good; a bind gives it a new low byte. Type 1 is bound by
+// ibv_bind_mw and answers any QP of its PD; type 2 by a BIND_MW work request,
+// and answers only the QP that bound it until invalidated.
+struct MemoryWindow {
+  std::uint32_t pd = 0;
+  std::uint8_t type = 1;
+  std::uint32_t rkey = 0;
+  bool bound = false;
+  std::uint32_t qpn = 0;   // type 2: the QP it was bound through
+  std::uint32_t lkey = 0;  // the region it opens
+  std::uint64_t addr = 0;
+  std::uint64_t length = 0;
+  std::uint32_t access = 0;  // remote access flags
+};
+
+
 
 // ibv_reg_mr(pd, NULL, SIZE_MAX, IBV_ACCESS_ON_DEMAND ...): the whole address space.
 bool is_implicit_region(const void* addr, std::uint64_t length, std::uint32_t access);
@@ -59,13 +79,27 @@ class MemoryRegionTable {
                        const std::optional<RegionBacking>& backing);
   // Invalidates both keys; the bytes are untouched.
   std::errc deregister(std::uint32_t lkey);
-  // SEND_WITH_INV: invalidates a remote key (the region stays registered locally).
-  bool invalidate_rkey(std::uint32_t rkey, std::uint32_t pd);
+  // SEND_WITH_INV and LOCAL_INV: invalidates a remote key (the region stays
+  // registered locally), or unbinds a type 2 window bound through qpn.
+  bool invalidate_rkey(std::uint32_t rkey, std::uint32_t pd, std::uint32_t qpn = 0);
+
+  // Memory windows (memory_windows.cc). allocate_window gives the window's
+  // first rkey; any later key of it names it to deallocate_window.
+  Expected<std::uint32_t, std::errc> allocate_window(std::uint32_t pd, std::uint8_t type);
+  std::errc deallocate_window(std::uint32_t rkey);
+  // A bind (or, type 1 with length 0, an unbind) through a QP of qp_pd:
+  // mw_bind_err for any rule it breaks (wrong PD or QP, a region without
+  // MW_BIND, a range outside the region, remote write without local write,
+  // a type 2 window still bound, a key that is not the window's).
+  WcStatus bind_window(std::uint32_t qpn, std::uint32_t qp_pd, const MwBind& bind);
+  const MemoryWindow* find_window(std::uint32_t rkey) const;
 
   // A peer's access through an rkey to [va, va + length). A zero-length
   // access touches nothing and is allowed with any key, as IBTA specifies.
+  // The key may be a bound window's: qpn is the QP the access came on.
   Expected<std::uint8_t*, AccessError> resolve_remote(std::uint32_t rkey, std::uint32_t pd, std::uint64_t va,
-                                                      std::uint64_t length, std::uint32_t needed_access) const;
+                                                      std::uint64_t length, std::uint32_t needed_access,
+                                                      std::uint32_t qpn = 0) const;
   // A local scatter/gather element; needs_write for receive buffers and READ
   // or atomic results. found, if given, is set to the region on success.
   Expected<std::uint8_t*, AccessError> resolve_local(std::uint32_t lkey, std::uint32_t pd, std::uint64_t addr,
@@ -88,6 +122,10 @@ class MemoryRegionTable {
   static std::errc check_registration(void* addr, std::uint64_t length, std::uint32_t access);
   static Expected<std::uint8_t*, AccessError> check_range(const MemoryRegion& region, std::uint64_t start,
                                                           std::uint64_t length, bool write);
+  Expected<std::uint8_t*, AccessError> resolve_window(std::uint32_t rkey, std::uint32_t pd, std::uint64_t va,
+                                                      std::uint64_t length, std::uint32_t needed_access,
+                                                      std::uint32_t qpn) const;
+  void unbind(MemoryWindow& window);
 
   std::uint64_t rng_state_;
   std::uint64_t changes_ = 0;
@@ -98,6 +136,8 @@ class MemoryRegionTable {
   // engines the map's buckets and nodes are cache misses). Forgotten when
   // its rkey stops being valid; an access still passes every check.
   mutable const MemoryRegion* last_remote_ = nullptr;
+  // Windows by the upper 24 bits of their keys, which no region's rkey shares.
+  std::unordered_map<std::uint32_t, MemoryWindow> windows_;
 };
 
 }  // namespace uroce::verbs

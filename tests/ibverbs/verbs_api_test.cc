@@ -532,7 +532,7 @@ TEST_F(VerbsApi, WhatAProgramMayNotDoIsRefusedWithItsErrno) {
   ibv_send_wr* bad = nullptr;
   EXPECT_EQ(ibv_post_send(fresh, &send, &bad), EINVAL);  // still in RESET
   EXPECT_EQ(bad, &send);
-  send.opcode = IBV_WR_BIND_MW;
+  send.opcode = IBV_WR_TSO;  // segmentation offload: a NIC's, not served
   EXPECT_EQ(ibv_post_send(a_.qp, &send, &bad), EOPNOTSUPP);
   ibv_qp_attr attr{};
   EXPECT_EQ(ibv_modify_qp(fresh, &attr, IBV_QP_RATE_LIMIT), EOPNOTSUPP);

@@ -1,5 +1,6 @@
 // Device discovery and opening: ibv_get_device_list and friends, and
-// ibv_open_device / ibv_close_device, which make an extended context.
+// ibv_open_device / ibv_close_device, which make an extended context with a
+// command fd of its own (importing.h).
 #include <arpa/inet.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
@@ -13,6 +14,7 @@
 #include "ibverbs/configuration.h"
 #include "ibverbs/device_identity.h"
 #include "ibverbs/ibverbs_device.h"
+#include "ibverbs/importing.h"
 #include "ibverbs/runtime.h"
 #include "ibverbs/symbol_versions.h"
 #include "ibverbs/verbs_ops.h"
@@ -67,6 +69,32 @@ const std::vector<UroceDevice*>& all_devices() {
   return devices;
 }
 
+ibv_context* make_context(ibv_device* device, int command_fd) {
+  auto* context = new (std::nothrow) UroceContext{};
+  if (context == nullptr) {
+    errno = ENOMEM;
+    return nullptr;
+  }
+  context->device = reinterpret_cast<UroceDevice*>(device);
+  ibv_context& ibv = context->verbs.context;
+  ibv.device = device;
+  ibv.cmd_fd = command_fd;
+  ibv.async_fd = ::eventfd(0, EFD_SEMAPHORE | EFD_CLOEXEC);  // counts the queued async events
+  if (ibv.async_fd < 0) {
+    int error = errno;
+    delete context;
+    errno = error;
+    return nullptr;
+  }
+  ibv.num_comp_vectors = 1;
+  pthread_mutex_init(&ibv.mutex, nullptr);
+  ibv.abi_compat = __VERBS_ABI_IS_EXTENDED;
+  context->verbs.sz = sizeof(verbs_context);
+  install_context_ops(context->verbs);
+  remember_command_fd(command_fd, context->device);
+  return &ibv;
+}
+
 }  // namespace uroce::ibverbs
 
 using uroce::ibverbs::UroceContext;
@@ -105,34 +133,19 @@ __be64 UROCE_V11(ibv_get_device_guid)(ibv_device* device) { return uroce_device(
 UROCE_BIND_V11(ibv_get_device_guid);
 
 ibv_context* UROCE_V11(ibv_open_device)(ibv_device* device) {
-  auto* context = new (std::nothrow) UroceContext{};
-  if (context == nullptr) {
-    errno = ENOMEM;
-    return nullptr;
-  }
-  context->device = uroce_device(device);
-  ibv_context& ibv = context->verbs.context;
-  ibv.device = device;
-  ibv.cmd_fd = -1;
-  ibv.async_fd = ::eventfd(0, EFD_SEMAPHORE | EFD_CLOEXEC);  // counts the queued async events
-  if (ibv.async_fd < 0) {
-    int error = errno;
-    delete context;
-    errno = error;
-    return nullptr;
-  }
-  ibv.num_comp_vectors = 1;
-  pthread_mutex_init(&ibv.mutex, nullptr);
-  ibv.abi_compat = __VERBS_ABI_IS_EXTENDED;
-  context->verbs.sz = sizeof(verbs_context);
-  uroce::ibverbs::install_context_ops(context->verbs);
-  return &ibv;
+  int command_fd = uroce::ibverbs::new_command_fd();
+  if (command_fd < 0) return nullptr;
+  ibv_context* context = uroce::ibverbs::make_context(device, command_fd);
+  if (context == nullptr) ::close(command_fd);
+  return context;
 }
 UROCE_BIND_V11(ibv_open_device);
 
 int UROCE_V11(ibv_close_device)(ibv_context* context) {
   UroceContext* uroce = uroce::ibverbs::context_of(context);
   uroce::ibverbs::release_runtime(*uroce);
+  uroce::ibverbs::forget_command_fd(context->cmd_fd);
+  ::close(context->cmd_fd);
   ::close(context->async_fd);
   pthread_mutex_destroy(&context->mutex);
   delete uroce;

@@ -1,5 +1,5 @@
-// Verbs that uroce's libibverbs does not serve: multicast, importing objects
-// from another process, ECE. Each fails the way rdma-core reports an
+// Verbs that uroce's libibverbs does not serve: multicast, device memory,
+// ECE. Each fails the way rdma-core reports an
 // unsupported operation (NULL with errno EOPNOTSUPP, or EOPNOTSUPP
 // returned), never aborts.
 #include "ibverbs/rdma_core_private.h"
@@ -30,12 +30,7 @@ int ibv_resolve_eth_l2_from_gid(ibv_context*, ibv_ah_attr*, uint8_t[ETHERNET_LL_
   return EOPNOTSUPP;
 }
 
-// Sharing objects between processes through a kernel fd: no kernel device here.
-ibv_context* ibv_import_device(int) { return fail_null<ibv_context>(); }
-ibv_pd* ibv_import_pd(ibv_context*, uint32_t) { return fail_null<ibv_pd>(); }
-void ibv_unimport_pd(ibv_pd*) {}
-ibv_mr* ibv_import_mr(ibv_pd*, uint32_t) { return fail_null<ibv_mr>(); }
-void ibv_unimport_mr(ibv_mr*) {}
+// Device memory: no software RNIC has any (importing contexts, PDs and MRs: importing.cc).
 ibv_dm* ibv_import_dm(ibv_context*, uint32_t) { return fail_null<ibv_dm>(); }
 void ibv_unimport_dm(ibv_dm*) {}
 int ibv_query_ece(ibv_qp*, ibv_ece*) { return EOPNOTSUPP; }

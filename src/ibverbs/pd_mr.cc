@@ -59,8 +59,11 @@ ibv_mr* register_region(ibv_pd* pd, void* addr, std::size_t length, std::uint64_
   if (owner.runtime->shares_regions() && (access & IBV_ACCESS_ON_DEMAND) == 0) {
     backing = runtime::SharedRegions::process().share(addr, length);
   }
-  auto keys = owner.runtime->device().call(
-      [&](Engine& engine) { return engine.reg_mr(owner.handle, addr, length, engine_access(access), backing); });
+  auto keys = owner.runtime->device().call([&](Engine& engine) {
+    auto made = engine.reg_mr(owner.handle, addr, length, engine_access(access), backing);
+    if (made) owner.runtime->mrs[made->lkey] = region;
+    return made;
+  });
   if (!keys) {
     if (backing) runtime::SharedRegions::process().unshare(addr, length);
     delete region;
@@ -113,7 +116,11 @@ ibv_pd* UROCE_V11(ibv_alloc_pd)(ibv_context* context) {
   if (runtime == nullptr) return nullptr;
   auto* pd = new (std::nothrow) UrocePd{};
   if (pd == nullptr) return fail_with<ibv_pd>(ENOMEM);
-  auto handle = runtime->device().call([](uroce::Engine& engine) { return engine.alloc_pd(); });
+  auto handle = runtime->device().call([&](uroce::Engine& engine) {
+    auto made = engine.alloc_pd();
+    if (made) runtime->pds.emplace(*made, pd);
+    return made;
+  });
   if (!handle) {
     delete pd;
     return fail_with<ibv_pd>(errno_of(handle.error()));
@@ -128,7 +135,11 @@ UROCE_BIND_V11(ibv_alloc_pd);
 
 int UROCE_V11(ibv_dealloc_pd)(ibv_pd* pd) {
   UrocePd& owned = pd_of(pd);
-  std::errc result = owned.runtime->device().call([&](uroce::Engine& engine) { return engine.dealloc_pd(owned.handle); });
+  std::errc result = owned.runtime->device().call([&](uroce::Engine& engine) {
+    std::errc done = engine.dealloc_pd(owned.handle);
+    if (done == std::errc{}) owned.runtime->pds.erase(owned.handle);
+    return done;
+  });
   if (result != std::errc{}) return errno_of(result);
   delete &owned;
   return 0;
@@ -197,7 +208,11 @@ int ibv_rereg_mr(ibv_mr* mr, int flags, ibv_pd* pd, void* addr, size_t length, i
 
 int UROCE_V11(ibv_dereg_mr)(ibv_mr* mr) {
   UroceMr& region = mr_of(mr);
-  std::errc result = region.runtime->device().call([&](uroce::Engine& engine) { return engine.dereg_mr(mr->lkey); });
+  std::errc result = region.runtime->device().call([&](uroce::Engine& engine) {
+    std::errc done = engine.dereg_mr(mr->lkey);
+    if (done == std::errc{}) region.runtime->mrs.erase(mr->lkey);
+    return done;
+  });
   if (result != std::errc{}) return errno_of(result);
   if (region.shared) uroce::runtime::SharedRegions::process().unshare(mr->addr, mr->length);
   delete &region;

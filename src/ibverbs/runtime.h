@@ -18,6 +18,8 @@
 namespace uroce::ibverbs {
 
 struct UroceCq;
+struct UroceMr;
+struct UrocePd;
 struct UroceQp;
 struct UroceSrq;
 
@@ -36,6 +38,9 @@ class DeviceRuntime {
   std::unordered_map<std::uint32_t, UroceCq*> cqs;
   std::unordered_map<std::uint32_t, UroceQp*> qps;
   std::unordered_map<std::uint32_t, UroceSrq*> srqs;
+  // Engine handle / lkey -> the PD or MR made with it, for ibv_import_pd and ibv_import_mr.
+  std::unordered_map<std::uint32_t, UrocePd*> pds;
+  std::unordered_map<std::uint32_t, UroceMr*> mrs;
   std::vector<UroceContext*> contexts;  // port events go to each
 
   // Drops queued events that name an object about to be freed.

@@ -162,7 +162,13 @@ TEST_F(LoadedLibrary, QueriesAnswerAndUnservedVerbsFailWithEopnotsupp) {
   errno = 0;
   EXPECT_EQ(reg_dmabuf_mr(pd, 0, 4096, 0, 3, 0), nullptr);
   EXPECT_EQ(errno, EOPNOTSUPP);
-  EXPECT_EQ(context->ops.alloc_mw(pd, IBV_MW_TYPE_1), nullptr);
+  ibv_mw* window = context->ops.alloc_mw(pd, IBV_MW_TYPE_2);  // memory windows are served
+  ASSERT_NE(window, nullptr) << std::strerror(errno);
+  EXPECT_EQ(window->type, IBV_MW_TYPE_2);
+  EXPECT_EQ(context->ops.dealloc_mw(window), 0);
+  errno = 0;
+  EXPECT_EQ(context->ops.alloc_mw(pd, static_cast<ibv_mw_type>(3)), nullptr);
+  EXPECT_EQ(errno, EINVAL);
   EXPECT_EQ(attach_mcast(nullptr, &gid, 0), EOPNOTSUPP);
   EXPECT_EQ(dealloc_pd(pd), 0);
   errno = 0;

@@ -88,7 +88,12 @@ ibv_cq_ex* create_cq_ex(ibv_context* context, ibv_cq_init_attr_ex* attr) {
   if ((attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_FLAGS) != 0 && (attr->flags & ~kServedCreateFlags) != 0) {
     return fail_with<ibv_cq_ex>(EOPNOTSUPP);
   }
-  if ((attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_PD) != 0) return fail_with<ibv_cq_ex>(EOPNOTSUPP);  // parent domains
+  // A CQ may name the parent domain whose allocators would hold its buffer (parent_domains.cc).
+  if ((attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_PD) != 0 &&
+      (attr->parent_domain == nullptr || pd_of(attr->parent_domain).protection_domain == nullptr ||
+       attr->parent_domain->context != context)) {
+    return fail_with<ibv_cq_ex>(EINVAL);
+  }
   if (attr->cqe == 0 || attr->cqe > static_cast<std::uint32_t>(INT32_MAX)) return fail_with<ibv_cq_ex>(EINVAL);
   ibv_cq* created = create_cq(context, static_cast<int>(attr->cqe), attr->cq_context, attr->channel,
                               static_cast<int>(attr->comp_vector > INT32_MAX ? INT32_MAX : attr->comp_vector));

@@ -22,6 +22,7 @@ struct UrocePd {
   ibv_pd pd;
   std::uint32_t handle = 0;
   DeviceRuntime* runtime = nullptr;
+  ibv_pd* protection_domain = nullptr;  // a parent domain's PD (parent_domains.cc), whose handle it carries
 };
 
 struct UroceMr {

@@ -135,6 +135,10 @@ UROCE_BIND_V11(ibv_alloc_pd);
 
 int UROCE_V11(ibv_dealloc_pd)(ibv_pd* pd) {
   UrocePd& owned = pd_of(pd);
+  if (owned.protection_domain != nullptr) {  // a parent domain: its PD stays
+    delete &owned;
+    return 0;
+  }
   std::errc result = owned.runtime->device().call([&](uroce::Engine& engine) {
     std::errc done = engine.dealloc_pd(owned.handle);
     if (done == std::errc{}) owned.runtime->pds.erase(owned.handle);

@@ -17,6 +17,7 @@ void install_context_ops(verbs_context& context) {
   install_qp_create_ops(context);
   install_extended_cq_ops(context);
   context.advise_mr = advise_mr;
+  install_domain_ops(context);
 }
 
 }  // namespace uroce::ibverbs

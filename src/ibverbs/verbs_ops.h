@@ -19,6 +19,8 @@ int poll_cq(ibv_cq* cq, int entries, ibv_wc* wc);     // completion_queues.cc
 ibv_cq* create_cq(ibv_context* context, int cqe, void* cq_context, ibv_comp_channel* channel, int comp_vector);
 // ibv_create_cq_ex and ibv_query_rt_values_ex (extended_cqs.cc).
 void install_extended_cq_ops(verbs_context& context);
+// ibv_alloc_parent_domain, ibv_alloc_td and ibv_dealloc_td (parent_domains.cc).
+void install_domain_ops(verbs_context& context);
 // ibv_advise_mr (pd_mr.cc).
 int advise_mr(ibv_pd* pd, ibv_advise_mr_advice advice, uint32_t flags, ibv_sge* sg_list, uint32_t num_sge);
 int req_notify_cq(ibv_cq* cq, int solicited_only);    // completion_queues.cc

@@ -47,6 +47,7 @@ ordered_json frame_to_json(const wire::RoceFrame& frame) {
     }
     if (h.atomic_ack_eth) out["atomic_ack"] = {{"orig", h.atomic_ack_eth->original}};
     if (h.deth) out["deth"] = {{"qkey", h.deth->qkey}, {"src_qp", h.deth->src_qp}};
+    if (h.xrceth) out["xrceth"] = {{"srqn", h.xrceth->srqn}};
     if (h.imm_dt) out["imm"] = h.imm_dt->imm;
     if (h.ieth) out["ieth"] = {{"rkey", h.ieth->rkey}};
     out["payload_len"] = packet.payload.size();

@@ -56,6 +56,7 @@ std::string describe_packet(const wire::RocePacket& packet) {
   if (bth.becn) text += " BECN";
   if (bth.pkey != wire::kDefaultPkey) text += fmt::format(" PKey=0x{:04x}", bth.pkey);
   if (h.deth) text += fmt::format(" QKey=0x{:08x} SrcQP=0x{:06x}", h.deth->qkey, h.deth->src_qp);
+  if (h.xrceth) text += fmt::format(" XRCSRQ=0x{:06x}", h.xrceth->srqn);
   if (h.reth) text += fmt::format(" VA=0x{:x} RKey=0x{:08x} DMALen={}", h.reth->va, h.reth->rkey, h.reth->dma_length);
   if (h.atomic_eth) {
     text += fmt::format(" VA=0x{:x} RKey=0x{:08x} SwapAdd=0x{:x} Compare=0x{:x}", h.atomic_eth->va,

@@ -52,4 +52,11 @@ void DethRepr::emit(MutableByteSpan out) const {
   store_be24(&out[kSrcQpOffset], src_qp);
 }
 
+XrcethRepr XrcethRepr::parse(ByteSpan b) { return XrcethRepr{load_be24(&b[1])}; }
+
+void XrcethRepr::emit(MutableByteSpan out) const {
+  out[0] = 0;
+  store_be24(&out[1], srqn);
+}
+
 }  // namespace uroce::wire

@@ -1,5 +1,5 @@
 // The extension transport headers that follow the BTH: RETH, AETH, AtomicETH,
-// AtomicAckETH, ImmDt, IETH and DETH. Each is fixed-size; parse() takes at
+// AtomicAckETH, ImmDt, IETH, DETH and XRCETH. Each is fixed-size; parse() takes at
 // least kLength bytes (the caller checks), emit() writes exactly kLength.
 #pragma once
 
@@ -88,6 +88,16 @@ struct DethRepr {
   static DethRepr parse(ByteSpan bytes);
   void emit(MutableByteSpan out) const;
   bool operator==(const DethRepr&) const = default;
+};
+
+// XRC Extended Transport Header: the XRC SRQ a request's message goes to.
+struct XrcethRepr {
+  static constexpr std::size_t kLength = 4;
+  std::uint32_t srqn = 0;  // 24 bits, after a reserved byte
+
+  static XrcethRepr parse(ByteSpan bytes);
+  void emit(MutableByteSpan out) const;
+  bool operator==(const XrcethRepr&) const = default;
 };
 
 // A CNP carries 16 reserved bytes after its BTH.

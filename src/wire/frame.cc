@@ -34,6 +34,7 @@ std::uint8_t pad_for(std::size_t payload_length) {
 std::size_t transport_headers_length(const OpcodeInfo& op) {
   std::size_t length = kBthLength;
   if (op.has(kExtDeth)) length += DethRepr::kLength;
+  if (op.has(kExtXrceth)) length += XrcethRepr::kLength;
   if (op.has(kExtReth)) length += RethRepr::kLength;
   if (op.has(kExtAtomicEth)) length += AtomicEthRepr::kLength;
   if (op.has(kExtAeth)) length += AethRepr::kLength;
@@ -62,6 +63,7 @@ std::optional<WireError> parse_packet_into(ByteSpan bytes, RocePacket& packet) {
   packet.headers.bth = *BthRepr::parse(*bth_view);
   std::size_t offset = kBthLength;
   take_header(bytes, offset, op->has(kExtDeth), packet.headers.deth);
+  take_header(bytes, offset, op->has(kExtXrceth), packet.headers.xrceth);
   take_header(bytes, offset, op->has(kExtReth), packet.headers.reth);
   take_header(bytes, offset, op->has(kExtAtomicEth), packet.headers.atomic_eth);
   take_header(bytes, offset, op->has(kExtAeth), packet.headers.aeth);
@@ -164,6 +166,7 @@ WireResult<std::size_t> write_transport_headers(const TransportHeaders& headers,
   bth.emit(out);
   std::size_t offset = kBthLength;
   bool ok = put_header(out, offset, op.has(kExtDeth), headers.deth) &&
+            put_header(out, offset, op.has(kExtXrceth), headers.xrceth) &&
             put_header(out, offset, op.has(kExtReth), headers.reth) &&
             put_header(out, offset, op.has(kExtAtomicEth), headers.atomic_eth) &&
             put_header(out, offset, op.has(kExtAeth), headers.aeth) &&

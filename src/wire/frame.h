@@ -27,6 +27,7 @@ namespace uroce::wire {
 struct TransportHeaders {
   BthRepr bth;
   std::optional<DethRepr> deth;
+  std::optional<XrcethRepr> xrceth;
   std::optional<RethRepr> reth;
   std::optional<AtomicEthRepr> atomic_eth;
   std::optional<AethRepr> aeth;

@@ -1,4 +1,5 @@
-// The opcode table (IBTA Vol. 1 section 9.2, RoCEv2 Annex A17 for the CNP).
+// The opcode table (IBTA Vol. 1 section 9.2, XRC in Annex A14, RoCEv2 Annex
+// A17 for the CNP).
 #include "wire/opcode.h"
 
 #include <array>
@@ -56,6 +57,12 @@ constexpr std::array<std::optional<OpcodeInfo>, 256> build_table() {
       table[uc] = OpcodeInfo{uc, op.name, Transport::uc, op.kind, op.position, op.headers,
                              op.carries_payload};
     }
+    // XRC has every RC opcode; its requests name their XRC SRQ in an XRCETH.
+    bool request = op.kind != rdma_read_response && op.kind != acknowledge && op.kind != atomic_acknowledge;
+    auto xrc = static_cast<std::uint8_t>(opcode::kXrcBase + op.value);
+    table[xrc] = OpcodeInfo{xrc, op.name, Transport::xrc, op.kind, op.position,
+                            static_cast<std::uint16_t>(op.headers | (request ? kExtXrceth : kExtNone)),
+                            op.carries_payload};
   }
   table[opcode::kUdSendOnly] =
       OpcodeInfo{opcode::kUdSendOnly, "SEND_ONLY", Transport::ud, send, only, kExtDeth, true};
@@ -82,6 +89,7 @@ std::string_view to_string(Transport transport) {
     case Transport::uc: return "UC";
     case Transport::ud: return "UD";
     case Transport::cnp: return "CNP";
+    case Transport::xrc: return "XRC";
   }
   return "?";
 }

@@ -8,7 +8,7 @@
 
 namespace uroce::wire {
 
-enum class Transport : std::uint8_t { rc, uc, ud, cnp };
+enum class Transport : std::uint8_t { rc, uc, ud, cnp, xrc };
 
 enum class OpKind : std::uint8_t {
   send,
@@ -36,6 +36,7 @@ enum ExtHeader : std::uint16_t {
   kExtImmDt = 1 << 5,
   kExtIeth = 1 << 6,
   kExtCnpReserved = 1 << 7,  // the 16 reserved bytes of a CNP
+  kExtXrceth = 1 << 8,       // XRC requests: the destination XRC SRQ, right after the BTH
 };
 
 struct OpcodeInfo {
@@ -80,13 +81,14 @@ inline constexpr std::uint8_t kRcFetchAdd = 0x14;
 inline constexpr std::uint8_t kRcSendLastWithInvalidate = 0x16;
 inline constexpr std::uint8_t kRcSendOnlyWithInvalidate = 0x17;
 inline constexpr std::uint8_t kUcBase = 0x20;  // UC opcode = kUcBase + RC send/write opcode
+inline constexpr std::uint8_t kXrcBase = 0xA0;  // XRC opcode = kXrcBase + RC opcode (every one)
 inline constexpr std::uint8_t kUdSendOnly = 0x64;
 inline constexpr std::uint8_t kUdSendOnlyWithImmediate = 0x65;
 inline constexpr std::uint8_t kCnp = 0x81;
 }  // namespace opcode
 
 // The table entry for an opcode, or nullptr if RoCEv2 does not define it
-// (reserved values, RD, XRC and vendor opcodes).
+// (reserved values, RD and vendor opcodes).
 const OpcodeInfo* find_opcode(std::uint8_t value);
 
 std::string_view to_string(Transport transport);

@@ -21,6 +21,7 @@ wire::TransportHeaders headers_for(std::uint8_t opcode, std::uint32_t seed) {
     h.bth.solicited_event = h.bth.ack_req = false;
   }
   if (op->has(wire::kExtDeth)) h.deth = wire::DethRepr{0x11111111u + seed, 0x00ABCDEFu ^ seed};
+  if (op->has(wire::kExtXrceth)) h.xrceth = wire::XrcethRepr{(0x00C0FFEEu + seed) & 0xFFFFFF};
   if (op->has(wire::kExtReth)) h.reth = wire::RethRepr{s, 0xCAFE0000u + seed, 4096 * seed};
   if (op->has(wire::kExtAtomicEth)) h.atomic_eth = wire::AtomicEthRepr{s & ~7ull, 0xBEEFu + seed, ~s, s ^ 0x55};
   if (op->has(wire::kExtAeth)) h.aeth = wire::AethRepr{wire::kCreditNoLimit, (seed * 7) & 0xFFFFFF};

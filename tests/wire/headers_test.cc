@@ -198,6 +198,16 @@ TEST(ExtensionHeaders, RoundTripWithFullWidthValues) {
   expect_round_trip(ImmDtRepr{0x01020304});
   expect_round_trip(IethRepr{0xA5A5A5A5});
   expect_round_trip(DethRepr{0x80010000, 0xFFFFFF});
+  expect_round_trip(XrcethRepr{0xFFFFFF});
+}
+
+// The XRCETH: a reserved byte, then the 24-bit XRC SRQ number, big-endian.
+TEST(ExtensionHeaders, XrcethIsAReservedByteAndTheSrqNumber) {
+  std::vector<std::uint8_t> bytes(XrcethRepr::kLength, 0xAA);
+  XrcethRepr{0x123456}.emit(bytes);
+  EXPECT_EQ(bytes, (std::vector<std::uint8_t>{0x00, 0x12, 0x34, 0x56}));
+  bytes[0] = 0xFF;  // the reserved byte is ignored on receipt
+  EXPECT_EQ(XrcethRepr::parse(bytes).srqn, 0x123456u);
 }
 
 TEST(ExtensionHeaders, DethReservedByteIsZeroOnEmit) {

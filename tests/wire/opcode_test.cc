@@ -56,13 +56,33 @@ TEST(Opcode, UcHasExactlyTheSendAndWriteFamilies) {
   }
 }
 
+// XRC (IBTA Annex A14) has every RC opcode at 0xA0 + the RC value; its
+// requests carry an XRCETH after the BTH, its responses do not.
+TEST(Opcode, XrcHasEveryRcOpcodeAndItsRequestsNameAnXrcSrq) {
+  for (std::uint8_t rc = 0; rc <= 0x17; ++rc) {
+    const OpcodeInfo* rc_op = find_opcode(rc);
+    const OpcodeInfo* xrc_op = find_opcode(static_cast<std::uint8_t>(opcode::kXrcBase + rc));
+    ASSERT_EQ(xrc_op != nullptr, rc_op != nullptr) << int(rc);
+    if (xrc_op == nullptr) continue;
+    EXPECT_EQ(xrc_op->transport, Transport::xrc);
+    EXPECT_EQ(xrc_op->name, rc_op->name);
+    EXPECT_EQ(xrc_op->kind, rc_op->kind);
+    bool response = rc_op->kind == OpKind::acknowledge || rc_op->kind == OpKind::atomic_acknowledge ||
+                    rc_op->kind == OpKind::rdma_read_response;
+    EXPECT_EQ(xrc_op->headers, rc_op->headers | (response ? kExtNone : kExtXrceth)) << xrc_op->name;
+  }
+  EXPECT_EQ(find_opcode(0xA4)->name, "SEND_ONLY");
+  EXPECT_EQ(find_opcode(0xB1)->kind, OpKind::acknowledge);
+  EXPECT_EQ(find_opcode(0xB5), nullptr);
+}
+
 TEST(Opcode, ReservedAndOtherTransportsAreUnknown) {
-  for (int value : {0x15, 0x18, 0x1F, 0x2C, 0x40, 0x60, 0x63, 0x66, 0x80, 0x82, 0xC0, 0xFF}) {
+  for (int value : {0x15, 0x18, 0x1F, 0x2C, 0x40, 0x60, 0x63, 0x66, 0x80, 0x82, 0xB5, 0xB8, 0xC0, 0xFF}) {
     EXPECT_EQ(find_opcode(static_cast<std::uint8_t>(value)), nullptr) << value;
   }
   int known = 0;
   for (int value = 0; value < 256; ++value) known += find_opcode(static_cast<std::uint8_t>(value)) != nullptr;
-  EXPECT_EQ(known, 23 + 12 + 2 + 1);
+  EXPECT_EQ(known, 23 + 12 + 2 + 1 + 23);
 }
 
 }  // namespace

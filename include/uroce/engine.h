@@ -223,6 +223,9 @@ struct QpInitAttr {
   // The General Services QP: a UD QP numbered 1, one per engine, through
   // which the connection manager's MADs come and go (Q_Key 0x80010000).
   bool gsi = false;
+  // xrc_recv: its XRC domain; such a QP has no PD, CQs or queues of its own
+  // (each request names the XRC SRQ, of this domain, that serves it).
+  std::uint32_t xrcd = 0;
 };
 
 struct AddressVector {
@@ -415,6 +418,15 @@ class Engine {
   // Shared receive queues: receives posted once, consumed by any QP created
   // with QpInitAttr::srq (same PD).
   Expected<std::uint32_t, std::errc> create_srq(std::uint32_t pd, std::uint32_t max_wr, std::uint32_t max_sge);
+  // XRC (IBTA Annex A14, transport/xrc.cc): domains, and SRQs of a domain
+  // with a CQ of their own, whose number a remote xrc_send QP names in each
+  // message (SendWr::xrc_remote_srqn). An xrc_recv QP of the domain answers
+  // it as an RC responder would, taking receives from that SRQ and checking
+  // remote keys against that SRQ's PD.
+  Expected<std::uint32_t, std::errc> open_xrcd();
+  std::errc close_xrcd(std::uint32_t xrcd);
+  Expected<std::uint32_t, std::errc> create_xrc_srq(std::uint32_t pd, std::uint32_t xrcd, std::uint32_t cq,
+                                                    std::uint32_t max_wr, std::uint32_t max_sge);
   std::errc destroy_srq(std::uint32_t srq);
   std::errc post_srq_recv(std::uint32_t srq, const RecvWr& wr);
   // ibv_modify_srq with IBV_SRQ_LIMIT: raise srq_limit_reached once when
@@ -460,6 +472,8 @@ class Engine {
   std::string describe() const;
 
  private:
+  Expected<std::uint32_t, std::errc> create_xrc_recv_qp(const QpInitAttr& init);
+
   std::unique_ptr<EngineState> state_;
 };
 

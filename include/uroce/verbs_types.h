@@ -85,7 +85,9 @@ enum WcFlags : std::uint32_t {
   kWcWithInv = 8,
 };
 
-enum class QpType : std::uint8_t { rc = 2, uc = 3, ud = 4 };
+// xrc_send and xrc_recv: the two halves of an XRC connection (IBTA Annex A14,
+// engine.h); their values are ibv_qp_type's.
+enum class QpType : std::uint8_t { rc = 2, uc = 3, ud = 4, xrc_send = 9, xrc_recv = 10 };
 
 enum class QpState : std::uint8_t { reset = 0, init = 1, rtr = 2, rts = 3, sqd = 4, sqe = 5, err = 6 };
 
@@ -143,6 +145,7 @@ struct SendWr {
   std::uint32_t imm_data = 0;        // network byte order is the caller's business, as in verbs
   std::uint32_t invalidate_rkey = 0;  // send_with_inv, local_inv
   MwBind bind;                        // bind_mw
+  std::uint32_t xrc_remote_srqn = 0;  // xrc_send: the remote XRC SRQ the message goes to
   struct {
     std::uint64_t remote_addr = 0;
     std::uint32_t rkey = 0;

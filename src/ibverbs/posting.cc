@@ -81,6 +81,7 @@ int post_send(ibv_qp* ibv, ibv_send_wr* wr, ibv_send_wr** bad_wr) {
           converted.ud = {ah_of(wr->wr.ud.ah).handle, wr->wr.ud.remote_qpn, wr->wr.ud.remote_qkey};
         }
       }
+      if (ibv->qp_type == IBV_QPT_XRC_SEND) converted.xrc_remote_srqn = wr->qp_type.xrc.remote_srqn;
       if (error == 0) error = errno_of(engine.post_send(ibv->qp_num, converted));
       if (error != 0) {
         *bad_wr = wr;

@@ -144,13 +144,16 @@ void wr_local_inv(ibv_qp_ex* qpx, std::uint32_t invalidate_rkey) {
   begin(qpx, WrOpcode::local_inv).wr.invalidate_rkey = invalidate_rkey;
 }
 
+void wr_set_xrc_srqn(ibv_qp_ex* qpx, std::uint32_t remote_srqn) {
+  if (BuiltWr* entry = current(qpx)) entry->wr.xrc_remote_srqn = remote_srqn;
+}
+
 // Operations uroce does not serve: the batch fails with EOPNOTSUPP.
 void refuse(ibv_qp_ex* qpx) {
   qp_of(qpx).builder.add();
   qp_of(qpx).builder.fail(EOPNOTSUPP);
 }
 void wr_send_tso(ibv_qp_ex* qpx, void*, std::uint16_t, std::uint16_t) { refuse(qpx); }
-void wr_set_xrc_srqn(ibv_qp_ex* qpx, std::uint32_t) { refuse(qpx); }
 void wr_atomic_write(ibv_qp_ex* qpx, std::uint32_t, std::uint64_t, const void*) { refuse(qpx); }
 
 }  // namespace

@@ -33,7 +33,7 @@ void fill_device_attr(const UroceDevice& device, ibv_device_attr& attr) {
   attr.max_qp = static_cast<int>(limits.max_qp);
   attr.max_qp_wr = static_cast<int>(limits.max_qp_wr);
   attr.device_cap_flags = IBV_DEVICE_RC_RNR_NAK_GEN | IBV_DEVICE_SRQ_RESIZE | IBV_DEVICE_N_NOTIFY_CQ |
-                          IBV_DEVICE_MEM_WINDOW | IBV_DEVICE_MEM_WINDOW_TYPE_2B;
+                          IBV_DEVICE_MEM_WINDOW | IBV_DEVICE_MEM_WINDOW_TYPE_2B | IBV_DEVICE_XRC;
   attr.max_sge = static_cast<int>(limits.max_sge);
   attr.max_sge_rd = static_cast<int>(limits.max_sge);
   attr.max_cq = static_cast<int>(limits.max_cq);

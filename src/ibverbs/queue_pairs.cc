@@ -45,18 +45,29 @@ ibv_qp_cap to_ibv_cap(const QpCap& cap) {
   return ibv_qp_cap{cap.max_send_wr, cap.max_recv_wr, cap.max_send_sge, cap.max_recv_sge, cap.max_inline_data};
 }
 
-ibv_qp* create(ibv_pd* pd, const ibv_qp_init_attr& requested, bool gsi = false) {
-  if (pd == nullptr || requested.send_cq == nullptr || requested.recv_cq == nullptr) return fail_with<ibv_qp>(EINVAL);
-  if (requested.qp_type != IBV_QPT_RC && requested.qp_type != IBV_QPT_UC && requested.qp_type != IBV_QPT_UD) {
-    return fail_with<ibv_qp>(EOPNOTSUPP);  // XRC, raw packet and driver QPs
+// xrcd: an XRC_RECV QP's domain, which it has instead of a PD and CQs.
+ibv_qp* create(ibv_context* context, ibv_pd* pd, const ibv_qp_init_attr& requested, std::uint32_t xrcd = 0,
+               bool gsi = false) {
+  ibv_qp_type type = requested.qp_type;
+  if (type != IBV_QPT_RC && type != IBV_QPT_UC && type != IBV_QPT_UD && type != IBV_QPT_XRC_SEND &&
+      type != IBV_QPT_XRC_RECV) {
+    return fail_with<ibv_qp>(EOPNOTSUPP);  // raw packet and driver QPs
   }
-  UrocePd& owner = pd_of(pd);
-  DeviceRuntime& runtime = *owner.runtime;
+  bool xrc_recv = type == IBV_QPT_XRC_RECV;
+  bool needs_recv_cq = type != IBV_QPT_XRC_SEND && !xrc_recv;
+  if (xrc_recv ? xrcd == 0
+               : pd == nullptr || requested.send_cq == nullptr || (needs_recv_cq && requested.recv_cq == nullptr)) {
+    return fail_with<ibv_qp>(EINVAL);
+  }
+  DeviceRuntime* found = xrc_recv ? runtime_for(context) : pd_of(pd).runtime;
+  if (found == nullptr) return nullptr;
+  DeviceRuntime& runtime = *found;
   QpInitAttr init;
-  init.qp_type = static_cast<QpType>(requested.qp_type);
-  init.pd = owner.handle;
-  init.send_cq = cq_of(requested.send_cq).handle;
-  init.recv_cq = cq_of(requested.recv_cq).handle;
+  init.qp_type = static_cast<QpType>(type);
+  init.pd = pd != nullptr ? pd_of(pd).handle : 0;
+  init.send_cq = requested.send_cq != nullptr ? cq_of(requested.send_cq).handle : 0;
+  init.recv_cq = requested.recv_cq != nullptr ? cq_of(requested.recv_cq).handle : 0;
+  init.xrcd = xrcd;
   init.cap = to_cap(requested.cap);
   init.sq_sig_all = requested.sq_sig_all != 0;
   init.srq = requested.srq != nullptr ? srq_of(requested.srq).handle : 0;
@@ -79,7 +90,7 @@ ibv_qp* create(ibv_pd* pd, const ibv_qp_init_attr& requested, bool gsi = false) 
   qp->init = requested;
   qp->init.cap = to_ibv_cap(init.cap);
   ibv_qp& base = qp->qpx.qp_base;
-  base.context = pd->context;
+  base.context = context;
   base.qp_context = requested.qp_context;
   base.pd = pd;
   base.send_cq = requested.send_cq;
@@ -97,9 +108,15 @@ ibv_qp* create(ibv_pd* pd, const ibv_qp_init_attr& requested, bool gsi = false) 
 
 ibv_qp* create_qp_extended(ibv_context* context, ibv_qp_init_attr_ex* attr) {
   constexpr std::uint32_t kServedMask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS |
-                                        IBV_QP_INIT_ATTR_CREATE_FLAGS;
+                                        IBV_QP_INIT_ATTR_CREATE_FLAGS | IBV_QP_INIT_ATTR_XRCD;
   if ((attr->comp_mask & ~kServedMask) != 0) return fail_with<ibv_qp>(EOPNOTSUPP);
-  if (!(attr->comp_mask & IBV_QP_INIT_ATTR_PD) || attr->pd == nullptr || attr->pd->context != context) {
+  std::uint32_t xrcd = 0;
+  if (attr->qp_type == IBV_QPT_XRC_RECV) {  // a domain, not a PD
+    if (!(attr->comp_mask & IBV_QP_INIT_ATTR_XRCD) || attr->xrcd == nullptr || attr->xrcd->context != context) {
+      return fail_with<ibv_qp>(EINVAL);
+    }
+    xrcd = xrcd_handle(attr->xrcd);
+  } else if (!(attr->comp_mask & IBV_QP_INIT_ATTR_PD) || attr->pd == nullptr || attr->pd->context != context) {
     return fail_with<ibv_qp>(EINVAL);
   }
   if ((attr->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) && attr->create_flags != 0) return fail_with<ibv_qp>(EOPNOTSUPP);
@@ -114,7 +131,7 @@ ibv_qp* create_qp_extended(ibv_context* context, ibv_qp_init_attr_ex* attr) {
   classic.cap = attr->cap;
   classic.qp_type = attr->qp_type;
   classic.sq_sig_all = attr->sq_sig_all;
-  ibv_qp* qp = create(attr->pd, classic);
+  ibv_qp* qp = create(context, attr->qp_type == IBV_QPT_XRC_RECV ? nullptr : attr->pd, classic, xrcd);
   if (qp != nullptr) attr->cap = qp_of(qp).init.cap;
   return qp;
 }
@@ -130,7 +147,8 @@ using namespace uroce::ibverbs;
 extern "C" {
 
 ibv_qp* UROCE_V11(ibv_create_qp)(ibv_pd* pd, ibv_qp_init_attr* attr) {
-  ibv_qp* qp = create(pd, *attr);
+  if (pd == nullptr || attr == nullptr) return fail_with<ibv_qp>(EINVAL);
+  ibv_qp* qp = create(pd->context, pd, *attr);
   if (qp != nullptr) attr->cap = qp_of(qp).init.cap;
   return qp;
 }
@@ -142,7 +160,8 @@ UROCE_BIND_V11(ibv_create_qp);
 // connection manager runs in the process, so its library asks for it.
 ibv_qp* uroce_create_gsi_qp(ibv_pd* pd, ibv_qp_init_attr* attr) {
   if (attr == nullptr || attr->qp_type != IBV_QPT_UD) return fail_with<ibv_qp>(EINVAL);
-  ibv_qp* qp = create(pd, *attr, /*gsi=*/true);
+  if (pd == nullptr) return fail_with<ibv_qp>(EINVAL);
+  ibv_qp* qp = create(pd->context, pd, *attr, 0, /*gsi=*/true);
   if (qp != nullptr) attr->cap = qp_of(qp).init.cap;
   return qp;
 }

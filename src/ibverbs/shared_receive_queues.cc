@@ -1,4 +1,5 @@
-// Shared receive queues: created in a PD, filled with ibv_post_srq_recv
+// Shared receive queues: created in a PD (or, for XRC, also in an XRC domain
+// with a CQ of their own: xrc.cc), filled with ibv_post_srq_recv
 // (posting.cc), armed with a limit through ibv_modify_srq.
 #include <infiniband/verbs.h>
 
@@ -7,20 +8,20 @@
 #include "ibverbs/async_event_acks.h"
 #include "ibverbs/objects.h"
 #include "ibverbs/symbol_versions.h"
+#include "ibverbs/verbs_ops.h"
 #include "ibverbs/verbs_support.h"
 
-using namespace uroce::ibverbs;
+namespace uroce::ibverbs {
 
-extern "C" {
-
-ibv_srq* UROCE_V11(ibv_create_srq)(ibv_pd* pd, ibv_srq_init_attr* init) {
+ibv_srq* create_srq(ibv_pd* pd, ibv_srq_init_attr* init, std::uint32_t xrcd, std::uint32_t cq) {
   if (pd == nullptr || init == nullptr || init->attr.max_wr == 0) return fail_with<ibv_srq>(EINVAL);
   UrocePd& owner = pd_of(pd);
   DeviceRuntime& runtime = *owner.runtime;
   auto* srq = new (std::nothrow) UroceSrq{};
   if (srq == nullptr) return fail_with<ibv_srq>(ENOMEM);
   auto handle = runtime.device().call([&](uroce::Engine& engine) -> uroce::Expected<std::uint32_t, std::errc> {
-    auto created = engine.create_srq(owner.handle, init->attr.max_wr, init->attr.max_sge);
+    auto created = xrcd != 0 ? engine.create_xrc_srq(owner.handle, xrcd, cq, init->attr.max_wr, init->attr.max_sge)
+                             : engine.create_srq(owner.handle, init->attr.max_wr, init->attr.max_sge);
     if (!created) return created;
     if (init->attr.srq_limit != 0) {
       std::errc armed = engine.arm_srq_limit(*created, init->attr.srq_limit);
@@ -47,6 +48,14 @@ ibv_srq* UROCE_V11(ibv_create_srq)(ibv_pd* pd, ibv_srq_init_attr* init) {
   pthread_cond_init(&srq->srq.cond, nullptr);
   return &srq->srq;
 }
+
+}  // namespace uroce::ibverbs
+
+using namespace uroce::ibverbs;
+
+extern "C" {
+
+ibv_srq* UROCE_V11(ibv_create_srq)(ibv_pd* pd, ibv_srq_init_attr* init) { return create_srq(pd, init, 0, 0); }
 UROCE_BIND_V11(ibv_create_srq);
 
 // IBV_SRQ_LIMIT arms the limit event; the engine does not resize an SRQ.

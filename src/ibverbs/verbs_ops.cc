@@ -18,6 +18,7 @@ void install_context_ops(verbs_context& context) {
   install_extended_cq_ops(context);
   context.advise_mr = advise_mr;
   install_domain_ops(context);
+  install_xrc_ops(context);
 }
 
 }  // namespace uroce::ibverbs

@@ -21,6 +21,11 @@ ibv_cq* create_cq(ibv_context* context, int cqe, void* cq_context, ibv_comp_chan
 void install_extended_cq_ops(verbs_context& context);
 // ibv_alloc_parent_domain, ibv_alloc_td and ibv_dealloc_td (parent_domains.cc).
 void install_domain_ops(verbs_context& context);
+// ibv_create_srq's work; xrcd and cq non-zero for an XRC SRQ (shared_receive_queues.cc).
+ibv_srq* create_srq(ibv_pd* pd, ibv_srq_init_attr* init, uint32_t xrcd, uint32_t cq);
+// XRC domains, ibv_create_srq_ex and ibv_get_srq_num (xrc.cc).
+void install_xrc_ops(verbs_context& context);
+uint32_t xrcd_handle(ibv_xrcd* xrcd);
 // ibv_advise_mr (pd_mr.cc).
 int advise_mr(ibv_pd* pd, ibv_advise_mr_advice advice, uint32_t flags, ibv_sge* sg_list, uint32_t num_sge);
 int req_notify_cq(ibv_cq* cq, int solicited_only);    // completion_queues.cc

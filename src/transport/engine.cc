@@ -11,6 +11,7 @@
 #include "transport/engine_state.h"
 #include "transport/psn.h"
 #include "transport/receive_checks.h"
+#include "transport/xrc.h"
 #include "wire/udp.h"
 
 namespace uroce {
@@ -413,9 +414,7 @@ void Engine::on_datagram(std::span<const std::uint8_t> bytes, TimeNs now, bool v
     s.schedule_timer(*target);
     return;
   }
-  QpType type = packet.op->transport == wire::Transport::rc   ? QpType::rc
-                : packet.op->transport == wire::Transport::uc ? QpType::uc
-                                                              : QpType::ud;
+  QpType type = transport::receiving_qp_type(*packet.op);
   QueuePair* found = s.find_qp(packet.headers.bth.dest_qp);
   if (found == nullptr || found->type != type) {
     ++s.counters.unknown_qp_packets;
@@ -440,6 +439,8 @@ void Engine::on_datagram(std::span<const std::uint8_t> bytes, TimeNs now, bool v
     default:
       if (type == QpType::ud) {
         s.ud_on_datagram(qp, packet, bytes.first(ip_header_length));
+      } else if (type == QpType::xrc_recv && !s.adopt_xrc_srq(qp, packet)) {
+        break;
       } else {
         s.responder_on_request(
             qp, packet, bytes.subspan(ip_header_length + wire::kUdpHeaderLength, datagram->udp.payload_length));

@@ -62,9 +62,13 @@ class EngineState {
     std::uint32_t max_sge;
     std::deque<transport::RecvWqe> queue;
     std::uint32_t limit = 0;  // armed srq_limit_reached threshold, 0 when disarmed
+    std::uint32_t xrcd = 0;   // an XRC SRQ's domain, 0 for an ordinary SRQ
+    std::uint32_t cq = 0;     // an XRC SRQ's CQ, where its receives complete
   };
   std::unordered_map<std::uint32_t, SharedReceiveQueue> srqs;
   std::uint32_t next_srq = 1;
+  std::unordered_map<std::uint32_t, std::uint32_t> xrcds;  // XRC domain -> how many SRQs and QPs use it
+  std::uint32_t next_xrcd = 1;
   std::deque<AsyncEvent> events;
   std::deque<std::uint32_t> cq_events;  // CQs whose armed notification fired, oldest first
   void raise(AsyncEventType type, std::uint32_t element) { events.push_back(AsyncEvent{type, element}); }
@@ -152,6 +156,10 @@ class EngineState {
   void responder_on_request(transport::QueuePair& qp, const wire::RocePacket& packet, ByteSpan bytes);
   void responder_on_trimmed(transport::QueuePair& qp, std::uint32_t psn);
   void ud_on_datagram(transport::QueuePair& qp, const wire::RocePacket& packet, ByteSpan ip_header);
+  // An xrc_recv QP takes the XRC SRQ a request names (its receives, CQ and
+  // PD) for the message; false, with the request refused, when the SRQ is
+  // not one of the QP's domain or changes in the middle of a message.
+  bool adopt_xrc_srq(transport::QueuePair& qp, const wire::RocePacket& packet);
   // An extent packet's payload replaced by the bytes it names (extent_packets.cc);
   // false (and the packet dropped or NAKed) when it is not a lone SEND or
   // WRITE of an RC QP or its bytes cannot be read.

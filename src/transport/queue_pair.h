@@ -41,6 +41,7 @@ struct SendWqe {
   std::uint32_t imm_data = 0;
   std::uint32_t invalidate_rkey = 0;
   MwBind bind;  // bind_mw
+  std::uint32_t xrc_srqn = 0;  // xrc_send: the remote XRC SRQ
   std::uint64_t remote_addr = 0;
   std::uint32_t rkey = 0;
   std::uint64_t compare_add = 0;
@@ -127,6 +128,9 @@ struct ReadAtomicRecord {
 struct QueuePair {
   std::uint32_t qpn = 0;
   QpType type = QpType::rc;
+  std::uint32_t xrcd = 0;  // xrc_recv: its XRC domain
+  // Acknowledged, retransmitted, connected: RC and both halves of XRC.
+  bool reliable() const { return type == QpType::rc || type == QpType::xrc_send || type == QpType::xrc_recv; }
   LossRecovery recovery = LossRecovery::go_back_n;
   TimeNs tail_timeout_ns = 0;  // QpInitAttr::tail_timeout_ns
   std::uint32_t tail_timeout_packets = 3;

@@ -46,7 +46,13 @@ WcStatus resolve_segments(const verbs::MemoryRegionTable& regions, std::uint32_t
 
 Expected<std::uint32_t, std::errc> Engine::create_qp(const QpInitAttr& init) {
   const DeviceAttributes& limits = attributes();
-  if (!state_->pds.contains(init.pd) || !state_->cqs.contains(init.send_cq) || !state_->cqs.contains(init.recv_cq)) {
+  if (init.qp_type == QpType::xrc_recv) return create_xrc_recv_qp(init);
+  // An xrc_send QP receives nothing: its receive CQ, if not given, is its send CQ.
+  std::uint32_t recv_cq = init.qp_type == QpType::xrc_send && init.recv_cq == 0 ? init.send_cq : init.recv_cq;
+  if (!state_->pds.contains(init.pd) || !state_->cqs.contains(init.send_cq) || !state_->cqs.contains(recv_cq)) {
+    return unexpected(std::errc::invalid_argument);
+  }
+  if (init.qp_type == QpType::xrc_send && (init.srq != 0 || init.cap.max_recv_wr != 0)) {
     return unexpected(std::errc::invalid_argument);
   }
   const QpCap& cap = init.cap;
@@ -86,13 +92,31 @@ Expected<std::uint32_t, std::errc> Engine::create_qp(const QpInitAttr& init) {
   qp.multipath = init.multipath;
   qp.pd = init.pd;
   qp.send_cq = init.send_cq;
-  qp.recv_cq = init.recv_cq;
+  qp.recv_cq = recv_cq;
   qp.sq_sig_all = init.sq_sig_all;
   qp.cap = cap;
   qp.cap.max_send_sge = std::max<std::uint32_t>(cap.max_send_sge, 1);
   qp.cap.max_recv_sge = std::max<std::uint32_t>(cap.max_recv_sge, 1);
   qp.udp_source_port = wire::roce_source_port(qp.qpn);
   if (state_->config.congestion.reaction_point) qp.dcqcn.emplace(state_->config.congestion.dcqcn);
+  std::uint32_t qpn = qp.qpn;
+  state_->qps.emplace(qpn, std::move(qp));
+  return qpn;
+}
+
+// The responder half of XRC: a domain, and nothing else of its own until a
+// request names an XRC SRQ (EngineState::adopt_xrc_srq).
+Expected<std::uint32_t, std::errc> Engine::create_xrc_recv_qp(const QpInitAttr& init) {
+  auto domain = state_->xrcds.find(init.xrcd);
+  if (domain == state_->xrcds.end() || init.srq != 0 || init.gsi) return unexpected(std::errc::invalid_argument);
+  if (state_->qps.size() >= attributes().max_qp) return unexpected(std::errc::not_enough_memory);
+  QueuePair qp;
+  qp.qpn = state_->fresh_qpn();
+  qp.type = QpType::xrc_recv;
+  qp.xrcd = init.xrcd;
+  qp.udp_source_port = wire::roce_source_port(qp.qpn);
+  if (state_->config.congestion.reaction_point) qp.dcqcn.emplace(state_->config.congestion.dcqcn);
+  ++domain->second;
   std::uint32_t qpn = qp.qpn;
   state_->qps.emplace(qpn, std::move(qp));
   return qpn;
@@ -182,7 +206,8 @@ std::errc Engine::modify_qp(std::uint32_t qpn, const QpAttr& attr, std::uint32_t
     fresh.sq_sig_all = qp.sq_sig_all;
     fresh.cap = qp.cap;
     fresh.udp_source_port = qp.udp_source_port;
-    fresh.srq = qp.srq;
+    fresh.srq = qp.type == QpType::xrc_recv ? 0 : qp.srq;  // an XRC responder takes its SRQ per message
+    fresh.xrcd = qp.xrcd;
     if (qp.dcqcn) fresh.dcqcn.emplace(state_->config.congestion.dcqcn);
     fresh.in_ready_list = qp.in_ready_list;
     qp = std::move(fresh);
@@ -247,8 +272,9 @@ Expected<std::uint32_t, std::errc> Engine::create_srq(std::uint32_t pd, std::uin
 std::errc Engine::destroy_srq(std::uint32_t srq) {
   if (!state_->srqs.contains(srq)) return std::errc::invalid_argument;
   for (const auto& [qpn, qp] : state_->qps) {
-    if (qp.srq == srq) return std::errc::device_or_resource_busy;
+    if (qp.srq == srq && qp.type != QpType::xrc_recv) return std::errc::device_or_resource_busy;
   }
+  if (std::uint32_t xrcd = state_->srqs.at(srq).xrcd; xrcd != 0) --state_->xrcds.at(xrcd);
   state_->srqs.erase(srq);
   return std::errc{};
 }
@@ -282,6 +308,7 @@ std::errc Engine::destroy_qp(std::uint32_t qpn) {
     auto found = state_->cqs.find(cq);
     if (found != state_->cqs.end()) found->second.discard_qp(qpn);
   }
+  if (it->second.type == QpType::xrc_recv) --state_->xrcds.at(it->second.xrcd);
   state_->erase_qp(qpn);
   return std::errc{};
 }
@@ -301,7 +328,8 @@ std::errc Engine::post_send(std::uint32_t qpn, const SendWr& wr) {
   auto it = state_->qps.find(qpn);
   if (it == state_->qps.end()) return std::errc::invalid_argument;
   QueuePair& qp = it->second;
-  if (qp.state == QpState::reset || qp.state == QpState::init || qp.state == QpState::rtr) {
+  if (qp.state == QpState::reset || qp.state == QpState::init || qp.state == QpState::rtr ||
+      qp.type == QpType::xrc_recv) {
     return std::errc::invalid_argument;
   }
   if (qp.send_queue.size() >= qp.cap.max_send_wr) return std::errc::not_enough_memory;
@@ -346,6 +374,7 @@ std::errc Engine::post_send(std::uint32_t qpn, const SendWr& wr) {
   wqe.imm_data = wr.imm_data;
   wqe.invalidate_rkey = wr.invalidate_rkey;
   wqe.bind = wr.bind;
+  wqe.xrc_srqn = wr.xrc_remote_srqn;
   wqe.remote_addr = atomic ? wr.atomic.remote_addr : wr.rdma.remote_addr;
   wqe.rkey = atomic ? wr.atomic.rkey : wr.rdma.rkey;
   wqe.compare_add = wr.atomic.compare_add;
@@ -398,7 +427,9 @@ std::errc Engine::post_recv(std::uint32_t qpn, const RecvWr& wr) {
   auto it = state_->qps.find(qpn);
   if (it == state_->qps.end()) return std::errc::invalid_argument;
   QueuePair& qp = it->second;
-  if (qp.state == QpState::reset || qp.srq != 0) return std::errc::invalid_argument;
+  if (qp.state == QpState::reset || qp.srq != 0 || qp.type == QpType::xrc_send || qp.type == QpType::xrc_recv) {
+    return std::errc::invalid_argument;
+  }
   if (qp.recv_queue.size() >= qp.cap.max_recv_wr) return std::errc::not_enough_memory;
   if (wr.sg_list.size() > qp.cap.max_recv_sge) return std::errc::invalid_argument;
   transport::RecvWqe wqe;

@@ -96,7 +96,7 @@ std::uint32_t EngineState::unacked_psn(const QueuePair& qp) const {
 }
 
 bool EngineState::window_full(const QueuePair& qp, std::uint32_t psn) const {
-  if (qp.type != QpType::rc) return false;  // nothing is ever acknowledged on UC or UD
+  if (!qp.reliable()) return false;  // nothing is ever acknowledged on UC or UD
   return psn_diff(psn, unacked_psn(qp)) >= static_cast<std::int32_t>(config.max_inflight_packets);
 }
 
@@ -169,7 +169,8 @@ std::size_t EngineState::requester_transmit(QueuePair& qp, MutableByteSpan out, 
     // A local peer reads a long message's bytes itself: one packet names
     // them. A READ asks the peer for that; it reserves its PSNs either way.
     bool read = wqe.opcode == WrOpcode::rdma_read;
-    bool by_extent = (wqe.extent || read) && qp.peer_local && wqe.length > mtu(qp) && !qp.paths && !qp.sacks;
+    bool by_extent = (wqe.extent || read) && qp.peer_local && wqe.length > mtu(qp) && !qp.paths && !qp.sacks &&
+                     qp.type == QpType::rc;
     if (by_extent && !read && extent_window_full(qp, wqe.length)) return 0;
     wqe.started = true;
     wqe.first_psn = qp.next_psn;
@@ -198,7 +199,7 @@ std::size_t EngineState::requester_transmit(QueuePair& qp, MutableByteSpan out, 
     ++qp.send_cursor_packet;
   }
   account_data_packet(qp, length, now);
-  if (qp.type != QpType::rc) {
+  if (!qp.reliable()) {
     // Unreliable: a UC or UD WQE is complete once its last packet is on the wire.
     if (whole) {
       wqe.done = true;
@@ -306,7 +307,11 @@ std::size_t EngineState::send_request_packet(QueuePair& qp, SendWqe& wqe, std::u
       break;
     }
   }
-  if (qp.type == QpType::rc) {  // UC has no acknowledgements to ask for
+  if (qp.type == QpType::xrc_send) {  // an RC opcode in the XRC range, naming the remote SRQ
+    headers.bth.opcode = static_cast<std::uint8_t>(headers.bth.opcode + wire::opcode::kXrcBase);
+    headers.xrceth = wire::XrcethRepr{wqe.xrc_srqn};
+  }
+  if (qp.reliable()) {  // UC has no acknowledgements to ask for
     ++qp.packets_since_ack_request;
     std::uint32_t interval = qp.paths ? std::min(config.ack_request_interval, qp.multipath.ack_every_packets)
                                       : config.ack_request_interval;

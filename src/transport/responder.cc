@@ -28,7 +28,7 @@ bool is_last_or_only(wire::Position position) {
 }  // namespace
 
 void EngineState::queue_ack(QueuePair& qp, std::uint32_t psn) {
-  if (qp.type != QpType::rc) return;
+  if (!qp.reliable()) return;
   // Coalesce: a newer ACK replaces one still waiting at the tail.
   if (!qp.outputs.empty()) {
     ResponderOutput& tail = qp.outputs.back();
@@ -77,7 +77,7 @@ void EngineState::queue_atomic_ack(QueuePair& qp, std::uint32_t psn, std::uint64
 
 void EngineState::queue_nak(QueuePair& qp, std::uint32_t psn, wire::AckType type, std::uint8_t code,
                             std::optional<std::uint32_t> msn) {
-  if (qp.type != QpType::rc) return;  // UC drops silently
+  if (!qp.reliable()) return;  // UC drops silently
   ResponderOutput nak;
   nak.kind = ResponderOutput::Kind::ack;
   nak.psn = psn;

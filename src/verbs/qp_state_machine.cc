@@ -79,13 +79,27 @@ std::errc check_qp_transition(QpType type, QpState current, QpState next, std::u
   if ((mask & kQpAttrState) == 0) next = current;
   const auto& rule = kTable[static_cast<std::size_t>(current)][static_cast<std::size_t>(next)];
   if (!rule) return std::errc::invalid_argument;
-  if (type == QpType::rc && current == QpState::sqe && next == QpState::rts) return std::errc::invalid_argument;
+  bool connected = type == QpType::rc || type == QpType::xrc_send || type == QpType::xrc_recv;  // RC's rules
+  if (connected && current == QpState::sqe && next == QpState::rts) return std::errc::invalid_argument;
 
   std::uint32_t required = 0, optional = 0;
   switch (type) {
-    case QpType::rc: required = rule->required_rc, optional = rule->optional_rc; break;
+    case QpType::rc:
+    case QpType::xrc_send:
+    case QpType::xrc_recv: required = rule->required_rc, optional = rule->optional_rc; break;
     case QpType::uc: required = rule->required_uc, optional = rule->optional_uc; break;
     case QpType::ud: required = rule->required_ud, optional = rule->optional_ud; break;
+  }
+  // XRC's halves take RC's rules, less what their missing half would use
+  // (as Linux's table has them): an xrc_send QP answers no requests, an
+  // xrc_recv QP sends none.
+  constexpr std::uint32_t kResponderOnly = kQpAttrMaxDestRdAtomic | kQpAttrMinRnrTimer;
+  constexpr std::uint32_t kRequesterOnly = kQpAttrRetryCnt | kQpAttrRnrRetry | kQpAttrMaxQpRdAtomic;
+  if (type == QpType::xrc_send && current == QpState::init && next == QpState::rtr) {
+    required &= ~kResponderOnly, optional |= kResponderOnly;
+  }
+  if (type == QpType::xrc_recv && current == QpState::rtr && next == QpState::rts) {
+    required &= ~kRequesterOnly, optional |= kRequesterOnly;
   }
   // CUR_STATE is accepted in any transition; the caller checks it names the QP's state.
   std::uint32_t attributes = mask & ~(kQpAttrState | kQpAttrCurState);

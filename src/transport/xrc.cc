@@ -1,0 +1,69 @@
+// XRC: domains, XRC SRQs, and the xrc_recv QP's adoption of the SRQ each
+// request names (transport/xrc.h, uroce/engine.h).
+#include "transport/xrc.h"
+
+#include "transport/engine_state.h"
+#include "uroce/engine.h"
+
+namespace uroce {
+
+namespace transport {
+
+QpType receiving_qp_type(const wire::OpcodeInfo& op) {
+  switch (op.transport) {
+    case wire::Transport::rc: return QpType::rc;
+    case wire::Transport::uc: return QpType::uc;
+    case wire::Transport::xrc: {
+      bool response = op.kind == wire::OpKind::acknowledge || op.kind == wire::OpKind::atomic_acknowledge ||
+                      op.kind == wire::OpKind::rdma_read_response;
+      return response ? QpType::xrc_send : QpType::xrc_recv;
+    }
+    default: return QpType::ud;
+  }
+}
+
+}  // namespace transport
+
+Expected<std::uint32_t, std::errc> Engine::open_xrcd() {
+  std::uint32_t xrcd = state_->next_xrcd++;
+  state_->xrcds.emplace(xrcd, 0);
+  return xrcd;
+}
+
+std::errc Engine::close_xrcd(std::uint32_t xrcd) {
+  auto it = state_->xrcds.find(xrcd);
+  if (it == state_->xrcds.end()) return std::errc::invalid_argument;
+  if (it->second > 0) return std::errc::device_or_resource_busy;  // SRQs or QPs of it remain
+  state_->xrcds.erase(it);
+  return std::errc{};
+}
+
+Expected<std::uint32_t, std::errc> Engine::create_xrc_srq(std::uint32_t pd, std::uint32_t xrcd, std::uint32_t cq,
+                                                          std::uint32_t max_wr, std::uint32_t max_sge) {
+  auto domain = state_->xrcds.find(xrcd);
+  if (domain == state_->xrcds.end() || !state_->cqs.contains(cq)) return unexpected(std::errc::invalid_argument);
+  auto srq = create_srq(pd, max_wr, max_sge);
+  if (!srq) return srq;
+  EngineState::SharedReceiveQueue& created = state_->srqs.at(*srq);
+  created.xrcd = xrcd;
+  created.cq = cq;
+  ++domain->second;
+  return srq;
+}
+
+bool EngineState::adopt_xrc_srq(transport::QueuePair& qp, const wire::RocePacket& packet) {
+  std::uint32_t srqn = packet.headers.xrceth ? packet.headers.xrceth->srqn : 0;
+  auto srq = srqs.find(srqn);
+  bool mid_message = qp.receiving_send || qp.receiving_write;
+  if (srq == srqs.end() || srq->second.xrcd == 0 || srq->second.xrcd != qp.xrcd || (mid_message && srqn != qp.srq)) {
+    // Only the packet the responder expects may fail the QP (a stale duplicate is ignored, as RC's are).
+    if (packet.headers.bth.psn == qp.expected_psn) fail_responder(qp, packet.headers.bth.psn, wire::NakCode::invalid_request);
+    return false;
+  }
+  qp.srq = srqn;
+  qp.pd = srq->second.pd;
+  qp.recv_cq = srq->second.cq;
+  return true;
+}
+
+}  // namespace uroce

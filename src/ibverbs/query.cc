@@ -96,6 +96,7 @@ int query_device_extended(ibv_context* context, const ibv_query_device_ex_input*
   constexpr std::uint32_t kConnected = IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV | IBV_ODP_SUPPORT_WRITE |
                                        IBV_ODP_SUPPORT_READ | IBV_ODP_SUPPORT_ATOMIC | IBV_ODP_SUPPORT_SRQ_RECV;
   full.odp_caps.per_transport_caps.rc_odp_caps = kConnected;
+  full.xrc_odp_caps = kConnected;
   full.odp_caps.per_transport_caps.uc_odp_caps =
       IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV | IBV_ODP_SUPPORT_WRITE | IBV_ODP_SUPPORT_SRQ_RECV;
   full.odp_caps.per_transport_caps.ud_odp_caps =

@@ -6,7 +6,9 @@
 // the ICRC check. Registered regions sit inside guard bytes that must never
 // change (and are separate heap blocks, so ASan sees any stray access). A
 // record may come as from a local device's shared memory, whose extent
-// packets name bytes of a guarded stand-in for the sender's file.
+// packets name bytes of a guarded stand-in for the sender's file. An XRC
+// opcode goes to an XRC pair, whose receiving half takes receives from the
+// XRC SRQ the forged XRCETH names.
 #include <array>
 #include <cstdint>
 #include <cstdlib>
@@ -61,9 +63,11 @@ struct Harness {
   testing::Endpoint sr_a, sr_b;  // RC with selective repeat and a tail timeout, with work in flight
   testing::Endpoint mp_a, mp_b;  // RC with multipath (8 EVs), with work in flight
   std::uint32_t ud_b = 0;        // a UD QP on B
+  std::uint32_t xrc_a = 0, xrc_b = 0, xrc_srq_b = 0;  // XRC: the sending half on A, the receiving half and its SRQ on B
   GuardedRegion a_local{4096}, b_remote{4096}, b_recv{2048};
   GuardedRegion sr_local{4096}, sr_remote{4096};
   GuardedRegion mp_local{4096}, mp_remote{4096};
+  GuardedRegion xrc_remote{4096};
   MrKeys a_keys, b_keys, b_recv_keys;
 
   Harness() {
@@ -151,6 +155,50 @@ struct Harness {
       Sge mp_recv{reinterpret_cast<std::uintptr_t>(mp_remote.data()) + 2048 + i * 1024, 1024, mp_remote_keys.lkey};
       engine_b.post_recv(mp_b.qpn, RecvWr{5 + i, {&mp_recv, 1}});
     }
+    make_xrc_pair(engine_a, engine_b, write);
+  }
+
+  // XRC: an xrc_send QP on A with a WRITE in flight, an xrc_recv QP on B
+  // whose domain has an XRC SRQ (its number is XRC_SRQ in the seed corpus)
+  // with a receive posted into a guarded region.
+  void make_xrc_pair(Engine& engine_a, Engine& engine_b, SendWr write) {
+    std::uint32_t xrcd = *engine_b.open_xrcd();
+    MrKeys keys = *engine_b.reg_mr(b.pd, xrc_remote.data(), xrc_remote.size(), kAll);
+    xrc_srq_b = *engine_b.create_xrc_srq(b.pd, xrcd, b.cq, 4, 1);
+    Sge recv{reinterpret_cast<std::uintptr_t>(xrc_remote.data()) + 2048, 2048, keys.lkey};
+    engine_b.post_srq_recv(xrc_srq_b, RecvWr{7, {&recv, 1}});
+    QpInitAttr target;
+    target.qp_type = QpType::xrc_recv;
+    target.xrcd = xrcd;
+    xrc_b = *engine_b.create_qp(target);
+    QpInitAttr sender;
+    sender.qp_type = QpType::xrc_send;
+    sender.pd = a.pd;
+    sender.send_cq = a.cq;
+    sender.cap = QpCap{4, 0, 1, 0, 0};
+    xrc_a = *engine_a.create_qp(sender);
+    for (auto [engine, qpn, peer, peer_engine] :
+         {std::tuple{&engine_a, xrc_a, xrc_b, &engine_b}, std::tuple{&engine_b, xrc_b, xrc_a, &engine_a}}) {
+      QpAttr attr;
+      attr.qp_state = QpState::init;
+      attr.qp_access_flags = kAll;
+      engine->modify_qp(qpn, attr, kQpAttrState | kQpAttrPkeyIndex | kQpAttrPort | kQpAttrAccessFlags);
+      attr.qp_state = QpState::rtr;
+      attr.dest_qp_num = peer;
+      attr.ah_attr.dgid = peer_engine->gid();
+      attr.max_dest_rd_atomic = 4;
+      engine->modify_qp(qpn, attr, kQpAttrState | kQpAttrAv | kQpAttrPathMtu | kQpAttrDestQpn | kQpAttrRqPsn |
+                                       kQpAttrMaxDestRdAtomic | kQpAttrMinRnrTimer);
+      attr.qp_state = QpState::rts;
+      attr.timeout = 8;
+      attr.retry_cnt = 2;
+      attr.max_rd_atomic = 4;
+      engine->modify_qp(qpn, attr, kQpAttrState | kQpAttrSqPsn | kQpAttrTimeout | kQpAttrRetryCnt | kQpAttrRnrRetry |
+                                       kQpAttrMaxQpRdAtomic);
+    }
+    write.rdma = {reinterpret_cast<std::uintptr_t>(xrc_remote.data()), keys.rkey};
+    write.xrc_remote_srqn = xrc_srq_b;
+    engine_a.post_send(xrc_a, write);
   }
 
   // Wraps transport bytes (BTH onwards, ICRC appended here) into a datagram
@@ -179,7 +227,7 @@ struct Harness {
   bool intact() const {
     return extents.file.guards_intact() && a_local.guards_intact() && b_remote.guards_intact() && b_recv.guards_intact() &&
            sr_local.guards_intact() && sr_remote.guards_intact() && mp_local.guards_intact() &&
-           mp_remote.guards_intact();
+           mp_remote.guards_intact() && xrc_remote.guards_intact();
   }
 };
 
@@ -210,6 +258,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       if (qp_choice == 1) qpn = to_a ? h.uc_a.qpn : h.uc_b.qpn;
       if (qp_choice == 3) qpn = to_a ? h.sr_a.qpn : h.sr_b.qpn;
       if (qp_choice == 2) qpn = to_a ? h.mp_a.qpn : h.ud_b;
+      if (transport[0] >= 0xA0 && transport[0] <= 0xB7) qpn = to_a ? h.xrc_a : h.xrc_b;  // an XRC opcode: the XRC pair
       store_be24(&transport[5], qpn);
     }
     ExtentSource* extents = local ? &h.extents : nullptr;

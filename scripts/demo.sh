@@ -4,7 +4,8 @@
 # 127.0.0.3) doing RDMA WRITE, READ, SEND and atomics with every byte checked,
 # then perftest's bandwidth and latency tables, unmodified perftest on the
 # libibverbs (through shared memory, with shared regions, then on the
-# wire), a decode of the
+# wire), rdma-core's own tests of memory windows, XRC, extended CQs and
+# on-demand paging, a decode of the
 # public RoCEv2 sample capture, forged packets and a killed peer, rdma_cm
 # programs, UCX, Open MPI and libfabric unchanged; last, the
 # fabric simulator on the parking lot, a link failure, collectives, trimming
@@ -44,10 +45,11 @@ echo "== uroce perf read_lat"
 pair read_lat -n 1000
 echo
 echo "== Unmodified rdma-core and perftest programs on uroce's libibverbs (uroce run)"
-"$uroce" run --address 127.0.0.2 -- ibv_rc_pingpong -p $port -c >/dev/null &
+# GID 0 (the link-local GID, as most people run the pingpongs on RoCE)
+"$uroce" run --address 127.0.0.2 -- ibv_rc_pingpong -p $port -g 0 -c >/dev/null &
 server=$!
 sleep 1
-"$uroce" run --address 127.0.0.3 -- ibv_rc_pingpong -p $port -c 127.0.0.1 | tail -n 1
+"$uroce" run --address 127.0.0.3 -- ibv_rc_pingpong -p $port -g 0 -c 127.0.0.1 | tail -n 1
 wait $server
 port=$((port + 1))
 "$uroce" run --address 127.0.0.2 -- ib_write_bw -p $port >/dev/null &
@@ -83,6 +85,11 @@ for shared in "" --shared-mr; do
     grep -A1 "#bytes" | tail -n 1
   wait $server
 done
+echo "== rdma-core's own tests (pyverbs): memory windows, XRC, extended CQs, on-demand paging, rereg and resize"
+./scripts/rdma-core-tests.sh tests.test_mr.MWTest.test_mw_type2_invalidate_remote tests.test_mr.MWTest.test_mw_type1 \
+  tests.test_qpex.QpExTestCase.test_qp_ex_xrc_send tests.test_cqex.CqExTestCase.test_rc_traffic_cq_ex \
+  tests.test_odp.OdpTestCase.test_odp_implicit_rc_traffic tests.test_mr.MRTest.test_mr_rereg_pd \
+  tests.test_cq.CQTest.test_resize_cq | tail -n 9
 echo "== Unmodified rping -v over uroce's librdmacm: the connection manager on QP 1 (REQ, REP, RTU ... DREQ, DREP)"
 rping_server_log=$(mktemp)
 "$uroce" run --address 127.0.0.2 -- rping -s -a 127.0.0.2 -p 7174 -v -C 3 > "$rping_server_log" 2>&1 &

@@ -149,6 +149,8 @@ else
 if [ "$cm_only" = 0 ]; then
 serve rc_guest_server 18515 ibv_rc_pingpong -d rxe0 -g 1 -p 18515
 connect rc_guest_client ibv_rc_pingpong -d rxe0 -g 1 -p 18516 $host_address
+serve rc_gid0_guest_server 18521 ibv_rc_pingpong -d rxe0 -g 0 -p 18521
+connect rc_gid0_guest_client ibv_rc_pingpong -d rxe0 -g 0 -p 18522 $host_address
 serve write_guest_server 18517 ib_write_bw -d rxe0 -x 1 -n $bw_iterations -p 18517
 connect write_guest_client ib_write_bw -d rxe0 -x 1 -n $bw_iterations -p 18518 $host_address
 serve read_guest_server 18519 ib_read_bw -d rxe0 -x 1 -n $bw_iterations -p 18519
@@ -283,6 +285,9 @@ echo "guest up: kernel Soft-RoCE (rxe0) at $guest_address, uroce on tap0 at $hos
 if [ "$cm_only" = 0 ]; then
   guest_serves rc_guest_server 18515 ibv_rc_pingpong -g 1 -p 18515
   host_serves rc_guest_client 18516 ibv_rc_pingpong -g 1 -p 18516
+  # GID 0, the link-local GIDs: RoCEv2 over IPv6 link-local each way.
+  guest_serves rc_gid0_guest_server 18521 ibv_rc_pingpong -g 0 -p 18521
+  host_serves rc_gid0_guest_client 18522 ibv_rc_pingpong -g 0 -p 18522
   guest_serves write_guest_server 18517 ib_write_bw -n "$bw_iterations" -p 18517
   host_serves write_guest_client 18518 ib_write_bw -n "$bw_iterations" -p 18518
   guest_serves read_guest_server 18519 ib_read_bw -n "$bw_iterations" -p 18519

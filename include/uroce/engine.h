@@ -230,6 +230,9 @@ struct QpInitAttr {
 
 struct AddressVector {
   Gid dgid{};
+  // The source address, when not the engine's own (all zero): its IPv6
+  // link-local GID, on a port that carries IPv6 link-local frames (the raw port).
+  Gid sgid{};
   std::uint8_t traffic_class = 0;  // DSCP << 2 | ECN; the engine sets ECT(0) itself
   std::uint8_t hop_limit = 64;
   std::uint32_t flow_label = 0;

@@ -40,9 +40,16 @@ int to_address_vector(const UroceDevice& device, const ibv_ah_attr& attr, Addres
   if (attr.is_global) {
     if (attr.grh.sgid_index >= gid_table(device).size()) return EINVAL;
     std::memcpy(av.dgid.data(), attr.grh.dgid.raw, av.dgid.size());
-    // GID 0 of a uroce device is its link-local GID (as in Soft-RoCE's
-    // table); what goes on the wire is the address it stands for.
-    if (auto address = address_behind_link_local(av.dgid)) av.dgid = *address;
+    // GID 0 of a uroce device on the UDP port is a link-local GID made of
+    // its IPv4 address: what goes on the wire is that address. Any other
+    // link-local GID (kernel Soft-RoCE's, a raw-port device's) is reached
+    // over IPv6 from our own link-local GID, on the raw port, which carries
+    // IPv6 link-local frames (the UDP port has no IPv6 link to do it on).
+    if (auto address = address_behind_link_local(av.dgid)) {
+      av.dgid = *address;
+    } else if (is_link_local(av.dgid) && !device.spec.interface.empty() && gid_is_ipv4(device.gid)) {
+      av.sgid = gid_table(device).front();
+    }
     av.traffic_class = attr.grh.traffic_class;
     av.hop_limit = attr.grh.hop_limit == 0 ? kDefaultHopLimit : attr.grh.hop_limit;
     av.flow_label = attr.grh.flow_label;

@@ -65,6 +65,10 @@ std::vector<Gid> gid_table(const Gid& gid, std::uint64_t guid) {
   return {link_local, gid};
 }
 
+bool is_link_local(const Gid& gid) {
+  return gid[0] == 0xFE && gid[1] == 0x80 && std::all_of(gid.begin() + 2, gid.begin() + 8, [](std::uint8_t b) { return b == 0; });
+}
+
 std::optional<Gid> address_behind_link_local(const Gid& gid) {
   static constexpr std::array<std::uint8_t, 10> kLinkLocalOfMadeUpMac{0xFE, 0x80, 0, 0, 0, 0, 0, 0, 0x00, 0x00};
   if (!std::equal(kLinkLocalOfMadeUpMac.begin(), kLinkLocalOfMadeUpMac.end(), gid.begin())) return std::nullopt;

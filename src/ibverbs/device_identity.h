@@ -35,4 +35,7 @@ std::vector<Gid> gid_table(const Gid& gid, std::uint64_t guid);
 // and uroce sends to that address instead. Nothing for any other GID.
 std::optional<Gid> address_behind_link_local(const Gid& gid);
 
+// fe80::/64, an IPv6 link-local address.
+bool is_link_local(const Gid& gid);
+
 }  // namespace uroce::ibverbs

@@ -3,6 +3,8 @@
 // kernel holds the address, and ARP. The batched frame I/O is in raw_port_io.cc.
 #include "port/raw_port.h"
 
+#include "port/link_local.h"
+
 #include <arpa/inet.h>
 #include <linux/filter.h>
 #include <linux/if_ether.h>
@@ -66,6 +68,29 @@ int reserve_udp_port(const Ipv4Address& ip, std::uint16_t port) {
   return fd;
 }
 
+// The same on the link-local address of interface: bound freely (the kernel
+// may hold the address only once duplicate detection is over, or never), so
+// that it never answers a RoCE datagram to our GID 0 with port unreachable.
+int reserve_link_local_udp_port(const Gid& address, unsigned interface, std::uint16_t port) {
+  int fd = ::socket(AF_INET6, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0) return -1;
+  sock_filter drop_all{BPF_RET | BPF_K, 0, 0, 0};
+  sock_fprog program{1, &drop_all};
+  int one = 1;
+  sockaddr_in6 bound{};
+  bound.sin6_family = AF_INET6;
+  bound.sin6_port = htons(port);
+  bound.sin6_scope_id = interface;
+  std::memcpy(&bound.sin6_addr, address.data(), address.size());
+  if (::setsockopt(fd, SOL_SOCKET, SO_ATTACH_FILTER, &program, sizeof program) != 0 ||
+      ::setsockopt(fd, SOL_IPV6, IPV6_FREEBIND, &one, sizeof one) != 0 ||
+      ::bind(fd, reinterpret_cast<const sockaddr*>(&bound), sizeof bound) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
 std::string dotted(const Ipv4Address& ip) {
   return std::to_string(ip[0]) + "." + std::to_string(ip[1]) + "." + std::to_string(ip[2]) + "." +
          std::to_string(ip[3]);
@@ -78,6 +103,7 @@ RawPort::RawPort() : io_(std::make_unique<Io>()) {}
 RawPort::~RawPort() {
   if (fd_ >= 0) ::close(fd_);
   if (reserve_fd_ >= 0) ::close(reserve_fd_);
+  if (reserve_link_local_fd_ >= 0) ::close(reserve_link_local_fd_);
 }
 
 Expected<std::unique_ptr<RawPort>, std::string> RawPort::open(const std::string& interface,
@@ -102,6 +128,7 @@ Expected<std::unique_ptr<RawPort>, std::string> RawPort::open(const std::string&
     return unexpected("not an IPv4 address: '" + address + "'");
   }
   port->gid_ = gid_from_ipv4(port->ip_);
+  port->link_local_ = link_local_of(port->mac_);
 
   port->reserve_fd_ = reserve_udp_port(port->ip_, options.udp_port);
   if (port->reserve_fd_ < 0) {
@@ -111,6 +138,8 @@ Expected<std::unique_ptr<RawPort>, std::string> RawPort::open(const std::string&
     }
     port->answer_arp_ = true;  // the kernel does not hold the address: nobody else answers for it
   }
+  port->reserve_link_local_fd_ =
+      reserve_link_local_udp_port(port->link_local_, static_cast<unsigned>(info->index), options.udp_port);
 
   // Protocol 0 until the filter is on, so nothing unfiltered queues up first.
   port->fd_ = ::socket(AF_PACKET, SOCK_RAW | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
@@ -118,8 +147,11 @@ Expected<std::unique_ptr<RawPort>, std::string> RawPort::open(const std::string&
     if (errno == EPERM) return unexpected(std::string("the raw port needs CAP_NET_RAW (run as root)"));
     return unexpected(errno_text("socket(AF_PACKET)"));
   }
-  std::string expression =
-      "arp or (ip dst " + dotted(port->ip_) + " and udp dst port " + std::to_string(options.udp_port) + ")";
+  char link_local[INET6_ADDRSTRLEN];
+  ::inet_ntop(AF_INET6, port->link_local_.data(), link_local, sizeof link_local);
+  std::string udp_port = std::to_string(options.udp_port);
+  std::string expression = "arp or (ip dst " + dotted(port->ip_) + " and udp dst port " + udp_port + ") or (ip6 dst " +
+                           link_local + " and udp dst port " + udp_port + ")";
   if (auto failed = attach_filter(port->fd_, expression)) return unexpected(*failed);
   int one = 1;
   // Our own sends are not arrivals; and frames go straight to the driver.

@@ -65,8 +65,13 @@ class RawPort : public Port {
 
   Gid gid_{};
   Ipv4Address ip_{};
+  // fe80::EUI-64 of mac_: the link-local GID (GID 0) peers reach us at over
+  // IPv6, with no neighbour discovery: a link-local GID made of a MAC names
+  // that MAC, as Soft-RoCE's GID 0 does.
+  Gid link_local_{};
   int fd_ = -1;
   int reserve_fd_ = -1;  // the UDP port on our address, where the kernel holds it
+  int reserve_link_local_fd_ = -1;  // and on our link-local address (where IPv6 is on)
   int mtu_ = 1500;
   wire::MacAddress mac_{};
   bool answer_arp_ = false;

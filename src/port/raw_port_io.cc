@@ -1,7 +1,8 @@
 // RawPort's batched frame I/O: sendmmsg of Ethernet header + engine datagram
-// pairs to peers whose MAC address is known (the others wait for ARP), and
-// recvmmsg of frames, which are checked for our address, stripped of their
-// Ethernet header and trimmed to their IP length.
+// pairs to peers whose MAC address is known (the others wait for ARP; a
+// link-local GID names its MAC itself), and recvmmsg of frames, which are
+// checked for our address (IPv4, or our IPv6 link-local GID), stripped of
+// their Ethernet header and trimmed to their IP length.
 #include <linux/if_packet.h>
 
 #include <algorithm>
@@ -9,8 +10,10 @@
 #include <cstring>
 
 #include "common/monotonic_clock.h"
+#include "port/link_local.h"
 #include "port/raw_port_io.h"
 #include "wire/ipv4.h"
+#include "wire/ipv6.h"
 #include "wire/udp.h"
 
 namespace uroce::port {
@@ -28,20 +31,34 @@ std::optional<Ipv4Address> ipv4_destination(ByteSpan datagram) {
   return ip;
 }
 
+constexpr std::size_t kIpv6DestinationOffset = 24;
+
+// The MAC of an IPv6 datagram's link-local destination made of one (a GID 0).
+std::optional<wire::MacAddress> link_local_destination(ByteSpan datagram) {
+  if (datagram.size() < wire::kIpv6HeaderLength + wire::kUdpHeaderLength || (datagram[0] >> 4) != 6) {
+    return std::nullopt;
+  }
+  Gid destination;
+  std::copy_n(datagram.data() + kIpv6DestinationOffset, destination.size(), destination.begin());
+  return mac_of_link_local(destination);
+}
+
 }  // namespace
 
 std::size_t RawPort::send(std::span<const MutableByteSpan> datagrams) {
   Io& io = *io_;
   std::size_t taken = 0;
   while (taken < datagrams.size()) {
-    // The head cannot go now: not IPv4 (dropped) or its peer not resolved (held).
+    // The head cannot go now: neither IPv4 nor to a link-local GID (dropped)
+    // or its IPv4 peer not resolved (held).
     std::optional<Ipv4Address> head = ipv4_destination(datagrams[taken]);
+    if (!head && link_local_destination(datagrams[taken])) head = Ipv4Address{};  // needs no resolving
     if (!head) {
       ++counters_.send_errors;
       ++taken;
       continue;
     }
-    if (neighbors_.find(*head) == nullptr) {
+    if (ipv4_destination(datagrams[taken]) && neighbors_.find(*head) == nullptr) {
       NeighborTable::HoldResult held = neighbors_.hold(*head, datagrams[taken], monotonic_now());
       counters_.unresolved_drops += held.dropped_oldest;
       if (held.send_request) send_arp(wire::ArpOperation::request, wire::kBroadcastMac, *head, wire::MacAddress{});
@@ -53,9 +70,11 @@ std::size_t RawPort::send(std::span<const MutableByteSpan> datagrams) {
     while (taken + messages < datagrams.size() && messages < kRawMessagesPerCall) {
       ByteSpan datagram = datagrams[taken + messages];
       std::optional<Ipv4Address> destination = ipv4_destination(datagram);
-      const wire::MacAddress* mac = destination ? neighbors_.find(*destination) : nullptr;
+      std::optional<wire::MacAddress> link_local = destination ? std::nullopt : link_local_destination(datagram);
+      const wire::MacAddress* mac = destination ? neighbors_.find(*destination) : link_local ? &*link_local : nullptr;
       if (mac == nullptr) break;
-      write_ethernet_header(io.send_headers[messages].data(), *mac, wire::kEthertypeIpv4);
+      write_ethernet_header(io.send_headers[messages].data(), *mac,
+                            destination ? wire::kEthertypeIpv4 : wire::kEthertypeIpv6);
       io.send_iovs[messages][0] = iovec{io.send_headers[messages].data(), wire::kEthernetHeaderLength};
       io.send_iovs[messages][1] = iovec{const_cast<std::uint8_t*>(datagram.data()), datagram.size()};
       msghdr& header = io.send_messages[messages].msg_hdr;
@@ -104,14 +123,16 @@ std::span<const ReceivedDatagram> RawPort::receive(TimeNs /*now*/) {
       continue;
     }
     ByteSpan datagram = ethernet->payload();
-    bool ours = ethernet->dst() == mac_ && ethernet->ethertype() == wire::kEthertypeIpv4 &&
-                datagram.size() >= wire::kIpv4HeaderLength && std::equal(ip_.begin(), ip_.end(), datagram.data() + 16);
-    if (!ours) {
+    bool ipv4 = ethernet->ethertype() == wire::kEthertypeIpv4 && datagram.size() >= wire::kIpv4HeaderLength &&
+                std::equal(ip_.begin(), ip_.end(), datagram.data() + 16);
+    bool ipv6 = ethernet->ethertype() == wire::kEthertypeIpv6 && datagram.size() >= wire::kIpv6HeaderLength &&
+                std::equal(link_local_.begin(), link_local_.end(), datagram.data() + kIpv6DestinationOffset);
+    if (ethernet->dst() != mac_ || (!ipv4 && !ipv6)) {
       ++counters_.foreign_frames;
       continue;
     }
     // Ethernet pads short frames: the IP total length says where the datagram ends.
-    std::size_t ip_length = load_be16(datagram.data() + 2);
+    std::size_t ip_length = ipv4 ? load_be16(datagram.data() + 2) : wire::kIpv6HeaderLength + load_be16(datagram.data() + 4);
     io.received.push_back(ReceivedDatagram{datagram.first(std::min(ip_length, datagram.size())), true});
   }
   return io.received;

@@ -193,12 +193,13 @@ wire::WireResult<wire::DatagramLayout> EngineState::begin_packet_to(const Addres
   // switch marks them and no CNP answers them.
   const wire::OpcodeInfo* op = wire::find_opcode(headers.bth.opcode);
   wire::Ecn ecn = op != nullptr && op->ecn_capable() ? wire::Ecn::ect0 : wire::Ecn::not_ect;
-  if (gid_is_ipv4(config.gid) && gid_is_ipv4(av.dgid)) {
+  const Gid& source = av.sgid == Gid{} ? config.gid : av.sgid;
+  if (gid_is_ipv4(source) && gid_is_ipv4(av.dgid)) {
     wire::Ipv4Repr ip;
     ip.dscp = dscp;
     ip.ecn = ecn;
     ip.ttl = av.hop_limit;
-    std::copy_n(config.gid.begin() + 12, 4, ip.src.begin());
+    std::copy_n(source.begin() + 12, 4, ip.src.begin());
     std::copy_n(av.dgid.begin() + 12, 4, ip.dst.begin());
     spec.ip = ip;
   } else {
@@ -207,7 +208,7 @@ wire::WireResult<wire::DatagramLayout> EngineState::begin_packet_to(const Addres
     ip.ecn = ecn;
     ip.flow_label = flow_label != 0 ? flow_label : av.flow_label;
     ip.hop_limit = av.hop_limit;
-    ip.src = config.gid;
+    ip.src = source;
     ip.dst = av.dgid;
     spec.ip = ip;
   }

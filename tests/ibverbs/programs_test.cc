@@ -289,6 +289,10 @@ TEST_P(NamespacePrograms, RunUnchangedAcrossAVethPair) {
                                "ib_send_lat", "ib_atomic_bw", "ib_atomic_lat"}) {
     cases.push_back({perftest, "", 1});
   }
+  // GID 0: over the UDP port the address it stands for; over the raw port
+  // IPv6 between the two link-local GIDs, as between Soft-RoCE devices.
+  cases.push_back({"ibv_rc_pingpong", "-g 0 -c", 0});
+  cases.push_back({"ibv_ud_pingpong", "-g 0 -c", 0});
   int port = raw ? 19400 : 19300;
   for (const ProgramCase& run : cases) {
     if (!installed(run.program)) continue;

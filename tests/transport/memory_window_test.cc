@@ -15,7 +15,6 @@ namespace uroce::testing {
 namespace {
 
 constexpr std::uint32_t kAll = kAccessLocalWrite | kAccessRemoteWrite | kAccessRemoteRead | kAccessRemoteAtomic;
-constexpr TimeNs kSecond = 1'000'000'000;
 
 class MemoryWindows : public ::testing::Test {
  protected:

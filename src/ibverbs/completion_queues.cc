@@ -144,7 +144,7 @@ UROCE_BIND_V11(ibv_create_cq);
 int UROCE_V11(ibv_resize_cq)(ibv_cq* ibv, int cqe) {
   if (cqe <= 0) return EINVAL;
   UroceCq& cq = cq_of(ibv);
-  std::errc resized = cq.runtime->device().call(
+  std::errc resized = cq.runtime->device().inspect(  // sends nothing: no need to wake the progress thread
       [&](uroce::Engine& engine) { return engine.resize_cq(cq.handle, static_cast<std::uint32_t>(cqe)); });
   if (resized != std::errc{}) return errno_of(resized);
   ibv->cqe = cqe;

@@ -57,11 +57,11 @@ if [ ! -f "$suite_source/run_tests.py" ]; then
   echo "rdma-core-tests: no suite at $suite_source (install python3-pyverbs, or set RDMA_CORE_TESTS); skipped"
   exit 0
 fi
-/usr/bin/python3 -c 'import pyverbs' 2> /dev/null || { echo "rdma-core-tests: Debian's python3 has no pyverbs (scripts/install-deps.sh)" >&2; exit 2; }
+python=/usr/bin/python3  # Debian's, which has pyverbs
+"$python" -c 'import pyverbs' 2> /dev/null || { echo "rdma-core-tests: Debian's python3 has no pyverbs (scripts/install-deps.sh)" >&2; exit 2; }
 uroce="$build/tools/uroce"
 [ -x "$uroce" ] || { echo "rdma-core-tests: build uroce first (scripts/build.sh release)" >&2; exit 2; }
 [ -z "$allowed" ] || [ -f "$allowed" ] || { echo "rdma-core-tests: no file $allowed" >&2; exit 2; }
-python=/usr/bin/python3  # Debian's, which has pyverbs
 
 work="$build/rdma-core-tests"
 rm -rf "$work"

@@ -5,11 +5,22 @@
 
 #include <cerrno>
 #include <cstring>
+#include <optional>
 
 #include "ibverbs/device_identity.h"
+#include "port/link_local.h"
 
 namespace uroce::ibverbs {
 namespace {
+
+// The IPv4 address a uroce UDP-port device's link-local GID stands for: such
+// a device has no IPv6 link of its own, and its MAC is made of its address
+// (02:00:a:b:c:d, device_identity.cc), so fe80::aff:feb:cd names a.b.c.d.
+std::optional<Gid> address_behind_link_local(const Gid& gid) {
+  std::optional<wire::MacAddress> mac = port::mac_of_link_local(gid);
+  if (!mac || (*mac)[0] != 0x02 || (*mac)[1] != 0x00) return std::nullopt;
+  return gid_from_ipv4({(*mac)[2], (*mac)[3], (*mac)[4], (*mac)[5]});
+}
 
 constexpr std::uint8_t kDefaultHopLimit = 64;
 
@@ -42,12 +53,12 @@ int to_address_vector(const UroceDevice& device, const ibv_ah_attr& attr, Addres
     std::memcpy(av.dgid.data(), attr.grh.dgid.raw, av.dgid.size());
     // GID 0 of a uroce device on the UDP port is a link-local GID made of
     // its IPv4 address: what goes on the wire is that address. Any other
-    // link-local GID (kernel Soft-RoCE's, a raw-port device's) is reached
-    // over IPv6 from our own link-local GID, on the raw port, which carries
-    // IPv6 link-local frames (the UDP port has no IPv6 link to do it on).
+    // link-local GID made of a MAC (kernel Soft-RoCE's, a raw-port device's)
+    // is reached over IPv6 from our own link-local GID, on the raw port,
+    // which sends to that MAC (the UDP port has no IPv6 link to do it on).
     if (auto address = address_behind_link_local(av.dgid)) {
       av.dgid = *address;
-    } else if (is_link_local(av.dgid) && !device.spec.interface.empty() && gid_is_ipv4(device.gid)) {
+    } else if (port::mac_of_link_local(av.dgid) && !device.spec.interface.empty() && gid_is_ipv4(device.gid)) {
       av.sgid = gid_table(device).front();
     }
     av.traffic_class = attr.grh.traffic_class;

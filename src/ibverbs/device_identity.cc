@@ -3,7 +3,6 @@
 
 #include <arpa/inet.h>
 
-#include <algorithm>
 #include <array>
 #include <cstring>
 
@@ -63,17 +62,6 @@ std::vector<Gid> gid_table(const Gid& gid, std::uint64_t guid) {
   Gid link_local{0xFE, 0x80};
   std::memcpy(link_local.data() + 8, &guid, 8);
   return {link_local, gid};
-}
-
-bool is_link_local(const Gid& gid) {
-  return gid[0] == 0xFE && gid[1] == 0x80 && std::all_of(gid.begin() + 2, gid.begin() + 8, [](std::uint8_t b) { return b == 0; });
-}
-
-std::optional<Gid> address_behind_link_local(const Gid& gid) {
-  static constexpr std::array<std::uint8_t, 10> kLinkLocalOfMadeUpMac{0xFE, 0x80, 0, 0, 0, 0, 0, 0, 0x00, 0x00};
-  if (!std::equal(kLinkLocalOfMadeUpMac.begin(), kLinkLocalOfMadeUpMac.end(), gid.begin())) return std::nullopt;
-  if (gid[11] != 0xFF || gid[12] != 0xFE) return std::nullopt;  // not an EUI-64 made from a MAC
-  return gid_from_ipv4({gid[10], gid[13], gid[14], gid[15]});
 }
 
 }  // namespace uroce::ibverbs

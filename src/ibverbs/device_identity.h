@@ -29,13 +29,4 @@ std::optional<DeviceIdentity> identify(const DeviceSpec& spec);
 // IPv6 address, that address at index 0. All RoCE v2.
 std::vector<Gid> gid_table(const Gid& gid, std::uint64_t guid);
 
-// The address a link-local GID of a uroce device stands for. A device on the
-// UDP port has no IPv6 link of its own: its MAC is made of its IPv4 address
-// (02:00:a:b:c:d), so its link-local GID fe80::0:aff:feb:cd names a.b.c.d,
-// and uroce sends to that address instead. Nothing for any other GID.
-std::optional<Gid> address_behind_link_local(const Gid& gid);
-
-// fe80::/64, an IPv6 link-local address.
-bool is_link_local(const Gid& gid);
-
 }  // namespace uroce::ibverbs

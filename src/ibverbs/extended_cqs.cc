@@ -24,7 +24,8 @@ namespace {
 constexpr std::uint64_t kServedWcFlags = std::uint64_t{IBV_WC_STANDARD_FLAGS} |
                                          IBV_WC_EX_WITH_COMPLETION_TIMESTAMP |
                                          IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK;
-// Hints a software CQ may take: it is safe from any thread, and never overruns silently.
+// A hint every CQ here meets (each is safe from any thread, so from one);
+// IGNORE_OVERRUN is refused: a CQ never overruns silently.
 constexpr std::uint32_t kServedCreateFlags = IBV_CREATE_CQ_ATTR_SINGLE_THREADED;
 
 std::uint64_t clock_ns(clockid_t clock) {

@@ -8,6 +8,7 @@
 
 #include <cerrno>
 #include <map>
+#include <utility>
 #include <mutex>
 #include <new>
 
@@ -18,10 +19,11 @@
 namespace uroce::ibverbs {
 namespace {
 
-// Open contexts' command fds: inode -> device.
+// Open contexts' command fds: inode -> device, and how many contexts hold
+// it (a context imported from another holds a dup of its fd).
 struct CommandFds {
   std::mutex mutex;
-  std::map<ino_t, UroceDevice*> devices;
+  std::map<ino_t, std::pair<UroceDevice*, int>> devices;
 };
 
 CommandFds& command_fds() {
@@ -44,14 +46,17 @@ void remember_command_fd(int command_fd, UroceDevice* device) {
   ino_t inode;
   if (!inode_of(command_fd, inode)) return;
   std::lock_guard lock(command_fds().mutex);
-  command_fds().devices[inode] = device;
+  auto& [known, contexts] = command_fds().devices[inode];
+  known = device;
+  ++contexts;
 }
 
 void forget_command_fd(int command_fd) {
   ino_t inode;
   if (!inode_of(command_fd, inode)) return;
   std::lock_guard lock(command_fds().mutex);
-  command_fds().devices.erase(inode);
+  auto found = command_fds().devices.find(inode);
+  if (found != command_fds().devices.end() && --found->second.second == 0) command_fds().devices.erase(found);
 }
 
 }  // namespace uroce::ibverbs
@@ -67,7 +72,7 @@ ibv_context* ibv_import_device(int cmd_fd) {
   {
     std::lock_guard lock(command_fds().mutex);
     auto found = command_fds().devices.find(inode);
-    if (found != command_fds().devices.end()) device = found->second;
+    if (found != command_fds().devices.end()) device = found->second.first;
   }
   if (device == nullptr) return fail_with<ibv_context>(EOPNOTSUPP);  // another process's, or a kernel device's
   // Two contexts would own one inode: the new one keeps the fd it was given.
@@ -79,7 +84,7 @@ ibv_pd* ibv_import_pd(ibv_context* context, uint32_t pd_handle) {
   if (runtime == nullptr) return nullptr;
   auto* pd = new (std::nothrow) UrocePd{};
   if (pd == nullptr) return fail_with<ibv_pd>(ENOMEM);
-  bool known = runtime->device().call([&](uroce::Engine&) { return runtime->pds.contains(pd_handle); });
+  bool known = runtime->device().inspect([&](uroce::Engine&) { return runtime->pds.contains(pd_handle); });
   if (!known) {
     delete pd;
     return fail_with<ibv_pd>(EINVAL);
@@ -97,7 +102,7 @@ ibv_mr* ibv_import_mr(ibv_pd* pd, uint32_t mr_handle) {
   UrocePd& owner = pd_of(pd);
   auto* mr = new (std::nothrow) UroceMr{};
   if (mr == nullptr) return fail_with<ibv_mr>(ENOMEM);
-  bool known = owner.runtime->device().call([&](uroce::Engine&) {
+  bool known = owner.runtime->device().inspect([&](uroce::Engine&) {
     auto found = owner.runtime->mrs.find(mr_handle);
     if (found == owner.runtime->mrs.end() || found->second->mr.pd->handle != owner.handle) return false;
     mr->mr = found->second->mr;

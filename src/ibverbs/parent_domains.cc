@@ -18,7 +18,8 @@
 namespace uroce::ibverbs {
 namespace {
 
-constexpr std::uint32_t kServedParentMask = IBV_PARENT_DOMAIN_INIT_ATTR_ALLOCATORS | IBV_PARENT_DOMAIN_INIT_ATTR_PD_CONTEXT;
+constexpr std::uint32_t kServedParentMask =
+    IBV_PARENT_DOMAIN_INIT_ATTR_ALLOCATORS | IBV_PARENT_DOMAIN_INIT_ATTR_PD_CONTEXT;
 
 ibv_pd* alloc_parent_domain(ibv_context* context, ibv_parent_domain_init_attr* attr) {
   if (attr == nullptr || attr->pd == nullptr || attr->pd->context != context) return fail_with<ibv_pd>(EINVAL);

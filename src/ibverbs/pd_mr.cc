@@ -191,7 +191,9 @@ int ibv_rereg_mr(ibv_mr* mr, int flags, ibv_pd* pd, void* addr, size_t length, i
   // A region moved elsewhere leaves the shared file it was on and joins another.
   std::optional<uroce::RegionBacking> backing;
   auto& shared_regions = uroce::runtime::SharedRegions::process();
-  if (new_range && region.runtime->shares_regions() && (target_access & uroce::kAccessOnDemand) == 0) backing = shared_regions.share(target_addr, target_length);
+  if (new_range && region.runtime->shares_regions() && (target_access & uroce::kAccessOnDemand) == 0) {
+    backing = shared_regions.share(target_addr, target_length);
+  }
   // Sends nothing: no need to wake the progress thread.
   std::errc result = region.runtime->device().inspect([&](uroce::Engine& engine) {
     return engine.rereg_mr(mr->lkey, pd_of(target_pd).handle, target_addr, target_length, target_access, backing);

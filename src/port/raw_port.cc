@@ -3,8 +3,6 @@
 // kernel holds the address, and ARP. The batched frame I/O is in raw_port_io.cc.
 #include "port/raw_port.h"
 
-#include "port/link_local.h"
-
 #include <arpa/inet.h>
 #include <linux/filter.h>
 #include <linux/if_ether.h>
@@ -19,6 +17,7 @@
 #include <cstring>
 
 #include "port/interface_info.h"
+#include "port/link_local.h"
 #include "port/raw_port_io.h"
 
 namespace uroce::port {

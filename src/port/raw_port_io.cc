@@ -50,15 +50,14 @@ std::size_t RawPort::send(std::span<const MutableByteSpan> datagrams) {
   std::size_t taken = 0;
   while (taken < datagrams.size()) {
     // The head cannot go now: neither IPv4 nor to a link-local GID (dropped)
-    // or its IPv4 peer not resolved (held).
+    // or its IPv4 peer not resolved (held). A link-local GID names its MAC.
     std::optional<Ipv4Address> head = ipv4_destination(datagrams[taken]);
-    if (!head && link_local_destination(datagrams[taken])) head = Ipv4Address{};  // needs no resolving
-    if (!head) {
+    if (!head && !link_local_destination(datagrams[taken])) {
       ++counters_.send_errors;
       ++taken;
       continue;
     }
-    if (ipv4_destination(datagrams[taken]) && neighbors_.find(*head) == nullptr) {
+    if (head && neighbors_.find(*head) == nullptr) {
       NeighborTable::HoldResult held = neighbors_.hold(*head, datagrams[taken], monotonic_now());
       counters_.unresolved_drops += held.dropped_oldest;
       if (held.send_request) send_arp(wire::ArpOperation::request, wire::kBroadcastMac, *head, wire::MacAddress{});
@@ -132,7 +131,8 @@ std::span<const ReceivedDatagram> RawPort::receive(TimeNs /*now*/) {
       continue;
     }
     // Ethernet pads short frames: the IP total length says where the datagram ends.
-    std::size_t ip_length = ipv4 ? load_be16(datagram.data() + 2) : wire::kIpv6HeaderLength + load_be16(datagram.data() + 4);
+    std::size_t ip_length =
+        ipv4 ? load_be16(datagram.data() + 2) : wire::kIpv6HeaderLength + load_be16(datagram.data() + 4);
     io.received.push_back(ReceivedDatagram{datagram.first(std::min(ip_length, datagram.size())), true});
   }
   return io.received;

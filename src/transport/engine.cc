@@ -283,7 +283,9 @@ Expected<MrKeys, std::errc> Engine::reg_mr(std::uint32_t pd, void* addr, std::ui
 std::errc Engine::rereg_mr(std::uint32_t lkey, std::uint32_t pd, void* addr, std::uint64_t length,
                            std::uint32_t access, const std::optional<RegionBacking>& backing) {
   if (!state_->pds.contains(pd)) return std::errc::invalid_argument;
-  if (length > attributes().max_mr_size && !verbs::is_implicit_region(addr, length, access)) return std::errc::invalid_argument;
+  if (length > attributes().max_mr_size && !verbs::is_implicit_region(addr, length, access)) {
+    return std::errc::invalid_argument;
+  }
   return state_->memory_regions.reregister(lkey, pd, addr, length, access, backing);
 }
 

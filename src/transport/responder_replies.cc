@@ -191,7 +191,9 @@ std::size_t EngineState::responder_transmit(QueuePair& qp, MutableByteSpan out, 
       break;
     }
   }
-  if (qp.type == QpType::xrc_recv) headers.bth.opcode = static_cast<std::uint8_t>(headers.bth.opcode + wire::opcode::kXrcBase);
+  if (qp.type == QpType::xrc_recv) {  // XRC answers in its own opcode range
+    headers.bth.opcode = static_cast<std::uint8_t>(headers.bth.opcode + wire::opcode::kXrcBase);
+  }
   // READ responses keep the QP's own port (one path: the requester places
   // them in order); ACKs and NAKs echo the EV of the request they answer.
   std::uint16_t port = next.source_port != 0 ? next.source_port : qp.udp_source_port;

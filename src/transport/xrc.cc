@@ -1,28 +1,11 @@
 // XRC: domains, XRC SRQs, and the xrc_recv QP's adoption of the SRQ each
-// request names (transport/xrc.h, uroce/engine.h).
+// request names (uroce/engine.h).
 #include "transport/xrc.h"
 
 #include "transport/engine_state.h"
 #include "uroce/engine.h"
 
 namespace uroce {
-
-namespace transport {
-
-QpType receiving_qp_type(const wire::OpcodeInfo& op) {
-  switch (op.transport) {
-    case wire::Transport::rc: return QpType::rc;
-    case wire::Transport::uc: return QpType::uc;
-    case wire::Transport::xrc: {
-      bool response = op.kind == wire::OpKind::acknowledge || op.kind == wire::OpKind::atomic_acknowledge ||
-                      op.kind == wire::OpKind::rdma_read_response;
-      return response ? QpType::xrc_send : QpType::xrc_recv;
-    }
-    default: return QpType::ud;
-  }
-}
-
-}  // namespace transport
 
 Expected<std::uint32_t, std::errc> Engine::open_xrcd() {
   std::uint32_t xrcd = state_->next_xrcd++;
@@ -57,7 +40,8 @@ bool EngineState::adopt_xrc_srq(transport::QueuePair& qp, const wire::RocePacket
   bool mid_message = qp.receiving_send || qp.receiving_write;
   if (srq == srqs.end() || srq->second.xrcd == 0 || srq->second.xrcd != qp.xrcd || (mid_message && srqn != qp.srq)) {
     // Only the packet the responder expects may fail the QP (a stale duplicate is ignored, as RC's are).
-    if (packet.headers.bth.psn == qp.expected_psn) fail_responder(qp, packet.headers.bth.psn, wire::NakCode::invalid_request);
+    std::uint32_t psn = packet.headers.bth.psn;
+    if (psn == qp.expected_psn) fail_responder(qp, psn, wire::NakCode::invalid_request);
     return false;
   }
   qp.srq = srqn;

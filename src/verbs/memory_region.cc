@@ -155,7 +155,8 @@ Expected<std::uint8_t*, AccessError> MemoryRegionTable::resolve_local(std::uint3
   const MemoryRegion& region = *it->second;
   if (region.pd != pd) return unexpected(AccessError::wrong_pd);
   if (needs_write && (region.access & kAccessLocalWrite) == 0) return unexpected(AccessError::no_permission);
-  auto bytes = length == 0 ? Expected<std::uint8_t*, AccessError>(region.addr) : check_range(region, addr, length, needs_write);
+  auto bytes = length == 0 ? Expected<std::uint8_t*, AccessError>(region.addr)
+                           : check_range(region, addr, length, needs_write);
   if (bytes && found != nullptr) *found = &region;
   return bytes;
 }

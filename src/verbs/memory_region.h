@@ -45,8 +45,6 @@ struct MemoryWindow {
   std::uint32_t access = 0;  // remote access flags
 };
 
-
-
 // ibv_reg_mr(pd, NULL, SIZE_MAX, IBV_ACCESS_ON_DEMAND ...): the whole address space.
 bool is_implicit_region(const void* addr, std::uint64_t length, std::uint32_t access);
 
@@ -92,7 +90,6 @@ class MemoryRegionTable {
   // MW_BIND, a range outside the region, remote write without local write,
   // a type 2 window still bound, a key that is not the window's).
   WcStatus bind_window(std::uint32_t qpn, std::uint32_t qp_pd, const MwBind& bind);
-  const MemoryWindow* find_window(std::uint32_t rkey) const;
 
   // A peer's access through an rkey to [va, va + length). A zero-length
   // access touches nothing and is allowed with any key, as IBTA specifies.

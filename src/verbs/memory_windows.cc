@@ -33,11 +33,6 @@ std::errc MemoryRegionTable::deallocate_window(std::uint32_t rkey) {
   return std::errc{};
 }
 
-const MemoryWindow* MemoryRegionTable::find_window(std::uint32_t rkey) const {
-  auto it = windows_.find(rkey >> 8);
-  return it == windows_.end() ? nullptr : &it->second;
-}
-
 void MemoryRegionTable::unbind(MemoryWindow& window) {
   auto region = by_lkey_.find(window.lkey);
   if (region != by_lkey_.end() && region->second != nullptr && region->second->windows > 0) --region->second->windows;

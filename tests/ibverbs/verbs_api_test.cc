@@ -44,6 +44,7 @@ const char* addresses_for(const std::string& test) {
       {"AnExtendedCqReadsEachFieldAndStampsTheCompletion", "127.0.4.34,127.0.4.35"},
       {"RereggedRegionsAndResizedCqsServeWithTheirNewAttributes", "127.0.4.36,127.0.4.37"},
       {"AnImplicitOdpRegionReachesMappedMemoryAndRefusesTheRest", "127.0.4.38,127.0.4.39"},
+      {"AContextImportsAgainAfterAnImportedOneCloses", "127.0.4.40,127.0.4.41"},
   };
   for (const auto& [name, pair] : kPairs) {
     if (test == name) return pair;
@@ -547,6 +548,34 @@ TEST_F(VerbsApi, WhatAProgramMayNotDoIsRefusedWithItsErrno) {
   errno = 0;
   EXPECT_EQ(ibv_create_qp(a_.pd, &init), nullptr);
   EXPECT_EQ(errno, EOPNOTSUPP);
+}
+
+// ibv_import_device takes a dup of a context's command fd: the PD and MR
+// come with it by handle, and closing one imported context leaves the
+// original importable (both hold the same file).
+TEST_F(VerbsApi, AContextImportsAgainAfterAnImportedOneCloses) {
+  for (int round = 0; round < 2; ++round) {
+    SCOPED_TRACE(round == 0 ? "first import" : "after the first imported context closed");
+    ibv_context* imported = ibv_import_device(dup(a_.context->cmd_fd));
+    ASSERT_NE(imported, nullptr) << std::strerror(errno);
+    ibv_pd* pd = ibv_import_pd(imported, a_.pd->handle);
+    ASSERT_NE(pd, nullptr);
+    ibv_mr* mr = ibv_import_mr(pd, a_.mr->handle);
+    ASSERT_NE(mr, nullptr);
+    EXPECT_EQ(mr->lkey, a_.mr->lkey);
+    EXPECT_EQ(mr->rkey, a_.mr->rkey);
+    errno = 0;
+    EXPECT_EQ(ibv_import_mr(pd, a_.mr->handle ^ 1), nullptr);
+    EXPECT_EQ(errno, EINVAL);
+    ibv_unimport_mr(mr);
+    ibv_unimport_pd(pd);
+    EXPECT_EQ(ibv_close_device(imported), 0);
+  }
+  int unrelated = ::memfd_create("not-a-context", MFD_CLOEXEC);
+  errno = 0;
+  EXPECT_EQ(ibv_import_device(unrelated), nullptr);
+  EXPECT_EQ(errno, EOPNOTSUPP);
+  ::close(unrelated);
 }
 
 // rdma-core declares it in driver.h, which Debian does not install.

@@ -86,11 +86,6 @@ TEST_F(MemoryWindows, AType2WindowOpensExactlyItsBytesWithItsAccess) {
   EXPECT_TRUE(written_only(1024, 1088));
 }
 
-TEST_F(MemoryWindows, TheRegionsOwnKeyOpensNothingRemotely) {
-  EXPECT_EQ(write(remote_keys_.rkey, 0, 8), WcStatus::rem_access_err);  // the region has no remote access
-  EXPECT_TRUE(written_only(0, 0));
-}
-
 TEST_F(MemoryWindows, AWindowsOldKeyAndAReadItDoesNotAllowAreRefused) {
   std::uint32_t key = *b_.engine->alloc_mw(b_.pd, 2);
   std::uint32_t bound = key ^ 1;

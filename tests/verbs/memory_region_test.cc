@@ -174,7 +174,8 @@ TEST(MemoryRegion, ReregisteringKeepsTheKeysAndChecksTheNewAttributes) {
   EXPECT_EQ(table.reregister(lkey, kPd, first.data(), first.size(), kAccessRemoteWrite, std::nullopt),
             std::errc::invalid_argument);
   EXPECT_TRUE(table.resolve_remote(rkey, kPd + 1, va(second), 8, kAccessRemoteWrite));
-  EXPECT_EQ(table.reregister(lkey ^ 1, kPd, first.data(), first.size(), kAll, std::nullopt), std::errc::invalid_argument);
+  EXPECT_EQ(table.reregister(lkey ^ 1, kPd, first.data(), first.size(), kAll, std::nullopt),
+            std::errc::invalid_argument);
 }
 
 // An implicit on-demand region is the whole address space: any page the

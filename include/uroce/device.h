@@ -228,6 +228,15 @@ class Device {
   // The CQ whose notification fired, oldest first (ibv_get_cq_event), if any.
   std::optional<std::uint32_t> get_cq_event();
 
+  // UD multicast (ibv_attach_mcast, runtime/device_multicast.cc): attaches
+  // the QP in the engine, and the port joins the group with its first QP
+  // here and leaves it with its last. Errors: the engine's, or the port's
+  // (operation_not_supported for a group of the other address family).
+  std::errc attach_multicast(std::uint32_t qpn, const Gid& group);
+  std::errc detach_multicast(std::uint32_t qpn, const Gid& group);
+  // Before the QP is destroyed: detaches it from every group.
+  void detach_all_multicast(std::uint32_t qpn);
+
   const Gid& gid() const { return gid_; }
   EngineCounters counters();
   ProgressCounters progress_counters();

@@ -20,6 +20,7 @@
 #include <string>
 #include <string_view>
 #include <system_error>
+#include <vector>
 
 #include "common/expected.h"
 #include "uroce/verbs_types.h"
@@ -34,6 +35,11 @@ inline constexpr TimeNs kNever = INT64_MAX;
 using Gid = std::array<std::uint8_t, 16>;
 Gid gid_from_ipv4(std::array<std::uint8_t, 4> address);
 bool gid_is_ipv4(const Gid& gid);
+// A multicast group's GID: IPv4-mapped 224.0.0.0/4 (RoCEv2's IPv4 groups,
+// as rdma_cm maps them) or IPv6 ff00::/8.
+bool gid_is_multicast(const Gid& gid);
+// The destination QP of every multicast datagram (IBTA 10.5.2.2).
+inline constexpr std::uint32_t kMulticastQpn = 0xFFFFFF;
 
 // The largest datagram the engine emits: IPv6 + UDP + BTH + AtomicETH-sized
 // headers + a 4096-byte payload + pad + ICRC, rounded up.
@@ -226,6 +232,9 @@ struct QpInitAttr {
   // xrc_recv: its XRC domain; such a QP has no PD, CQs or queues of its own
   // (each request names the XRC SRQ, of this domain, that serves it).
   std::uint32_t xrcd = 0;
+  // UD (IBV_QP_CREATE_BLOCK_SELF_MCAST_LB): the QP does not receive the
+  // multicast datagrams it sent itself, though attached to their group.
+  bool block_self_multicast = false;
 };
 
 struct AddressVector {
@@ -338,6 +347,7 @@ struct EngineCounters {
   std::uint64_t rnr_naks_sent = 0;
   std::uint64_t timeouts = 0;
   std::uint64_t dropped_messages = 0;  // UC messages dropped for a lost packet or a bad request
+  std::uint64_t multicast_received = 0;  // UD datagrams to a group a QP here is attached to
   std::uint64_t ecn_marked_received = 0;  // CE-marked arrivals (notification point)
   std::uint64_t cnps_sent = 0;
   std::uint64_t cnps_received = 0;
@@ -438,6 +448,19 @@ class Engine {
   // Address handles name UD destinations (SendWr::ud.ah).
   Expected<std::uint32_t, std::errc> create_ah(std::uint32_t pd, const AddressVector& av);
   std::errc destroy_ah(std::uint32_t ah);
+  // UD multicast (transport/multicast.cc): a UD QP attached to a group
+  // receives every datagram sent to the group's GID (DETH destination QP
+  // kMulticastQpn) that carries its Q_Key; a UD send to an address handle
+  // whose GID is the group's, with remote QPN kMulticastQpn, reaches every
+  // member. attach returns whether the QP is the group's first member here
+  // (the port then joins the group); attaching again changes nothing.
+  // invalid_argument for a QP that is not UD, a GID that is not multicast,
+  // or (detach) a QP not attached. destroy_qp detaches the QP.
+  Expected<bool, std::errc> attach_multicast(std::uint32_t qpn, const Gid& group);
+  // Returns whether the group has no member left here.
+  Expected<bool, std::errc> detach_multicast(std::uint32_t qpn, const Gid& group);
+  // The groups this QP is attached to.
+  std::vector<Gid> multicast_groups_of(std::uint32_t qpn) const;
   std::errc post_send(std::uint32_t qpn, const SendWr& wr);
   std::errc post_recv(std::uint32_t qpn, const RecvWr& wr);
 

@@ -1,5 +1,5 @@
-// Verbs that uroce's libibverbs does not serve: multicast, device memory,
-// ECE. Each fails the way rdma-core reports an
+// Verbs that uroce's libibverbs does not serve: device memory, ECE, L2
+// addresses. Each fails the way rdma-core reports an
 // unsupported operation (NULL with errno EOPNOTSUPP, or EOPNOTSUPP
 // returned), never aborts.
 #include "ibverbs/rdma_core_private.h"
@@ -21,10 +21,6 @@ extern "C" {
 
 int ibv_query_qp_data_in_order(ibv_qp*, ibv_wr_opcode, uint32_t) { return 0; }  // no in-order guarantee claimed
 
-int UROCE_V11(ibv_attach_mcast)(ibv_qp*, const ibv_gid*, uint16_t) { return EOPNOTSUPP; }
-UROCE_BIND_V11(ibv_attach_mcast);
-int UROCE_V11(ibv_detach_mcast)(ibv_qp*, const ibv_gid*, uint16_t) { return EOPNOTSUPP; }
-UROCE_BIND_V11(ibv_detach_mcast);
 // Ethernet addresses are the port's business (ARP on the raw port), not the program's.
 int ibv_resolve_eth_l2_from_gid(ibv_context*, ibv_ah_attr*, uint8_t[ETHERNET_LL_SIZE], uint16_t*) {
   return EOPNOTSUPP;

@@ -46,8 +46,9 @@ ibv_qp_cap to_ibv_cap(const QpCap& cap) {
 }
 
 // xrcd: an XRC_RECV QP's domain, which it has instead of a PD and CQs.
+// block_self_multicast: IBV_QP_CREATE_BLOCK_SELF_MCAST_LB (UD only).
 ibv_qp* create(ibv_context* context, ibv_pd* pd, const ibv_qp_init_attr& requested, std::uint32_t xrcd = 0,
-               bool gsi = false) {
+               bool gsi = false, bool block_self_multicast = false) {
   ibv_qp_type type = requested.qp_type;
   if (type != IBV_QPT_RC && type != IBV_QPT_UC && type != IBV_QPT_UD && type != IBV_QPT_XRC_SEND &&
       type != IBV_QPT_XRC_RECV) {
@@ -72,6 +73,7 @@ ibv_qp* create(ibv_context* context, ibv_pd* pd, const ibv_qp_init_attr& request
   init.sq_sig_all = requested.sq_sig_all != 0;
   init.srq = requested.srq != nullptr ? srq_of(requested.srq).handle : 0;
   init.gsi = gsi;
+  init.block_self_multicast = block_self_multicast;
   auto* qp = new (std::nothrow) UroceQp{};
   if (qp == nullptr) return fail_with<ibv_qp>(ENOMEM);
   auto qpn = runtime.device().call([&](Engine& engine) -> Expected<std::uint32_t, std::errc> {
@@ -119,7 +121,10 @@ ibv_qp* create_qp_extended(ibv_context* context, ibv_qp_init_attr_ex* attr) {
   } else if (!(attr->comp_mask & IBV_QP_INIT_ATTR_PD) || attr->pd == nullptr || attr->pd->context != context) {
     return fail_with<ibv_qp>(EINVAL);
   }
-  if ((attr->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) && attr->create_flags != 0) return fail_with<ibv_qp>(EOPNOTSUPP);
+  std::uint32_t flags = (attr->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) ? attr->create_flags : 0;
+  if ((flags & ~std::uint32_t{IBV_QP_CREATE_BLOCK_SELF_MCAST_LB}) != 0) return fail_with<ibv_qp>(EOPNOTSUPP);
+  bool block_self_multicast = (flags & IBV_QP_CREATE_BLOCK_SELF_MCAST_LB) != 0;
+  if (block_self_multicast && attr->qp_type != IBV_QPT_UD) return fail_with<ibv_qp>(EINVAL);
   if ((attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) && (attr->send_ops_flags & ~kServedSendOps) != 0) {
     return fail_with<ibv_qp>(EOPNOTSUPP);
   }
@@ -131,7 +136,8 @@ ibv_qp* create_qp_extended(ibv_context* context, ibv_qp_init_attr_ex* attr) {
   classic.cap = attr->cap;
   classic.qp_type = attr->qp_type;
   classic.sq_sig_all = attr->sq_sig_all;
-  ibv_qp* qp = create(context, attr->qp_type == IBV_QPT_XRC_RECV ? nullptr : attr->pd, classic, xrcd);
+  ibv_qp* qp = create(context, attr->qp_type == IBV_QPT_XRC_RECV ? nullptr : attr->pd, classic, xrcd,
+                      /*gsi=*/false, block_self_multicast);
   if (qp != nullptr) attr->cap = qp_of(qp).init.cap;
   return qp;
 }
@@ -249,6 +255,7 @@ int UROCE_V11(ibv_destroy_qp)(ibv_qp* ibv) {
   UroceQp& qp = qp_of(ibv);
   DeviceRuntime& runtime = *qp.runtime;
   runtime.device().acknowledge_arrivals();
+  runtime.device().detach_all_multicast(ibv->qp_num);
   std::errc result = runtime.device().call([&](uroce::Engine& engine) {
     std::errc destroyed = engine.destroy_qp(ibv->qp_num);
     if (destroyed == std::errc{}) runtime.qps.erase(ibv->qp_num);

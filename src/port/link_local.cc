@@ -1,4 +1,5 @@
-// link_local_of and mac_of_link_local: the EUI-64 mapping both ways.
+// link_local_of and mac_of_link_local: the EUI-64 mapping both ways; the
+// MAC of an IPv4 group.
 #include "port/link_local.h"
 
 #include <algorithm>
@@ -16,6 +17,11 @@ std::optional<wire::MacAddress> mac_of_link_local(const Gid& address) {
   if (!link_local || address[11] != 0xFF || address[12] != 0xFE) return std::nullopt;
   return wire::MacAddress{static_cast<std::uint8_t>(address[8] ^ 0x02), address[9], address[10], address[13],
                           address[14], address[15]};
+}
+
+std::optional<wire::MacAddress> mac_of_ipv4_group(const std::array<std::uint8_t, 4>& group) {
+  if ((group[0] & 0xF0) != 0xE0) return std::nullopt;
+  return wire::MacAddress{0x01, 0x00, 0x5E, static_cast<std::uint8_t>(group[1] & 0x7F), group[2], group[3]};
 }
 
 }  // namespace uroce::port

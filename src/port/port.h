@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <span>
+#include <system_error>
 
 #include "common/bytes.h"
 #include "uroce/engine.h"
@@ -61,6 +62,12 @@ class Port {
   // hands other datagrams to receivers that do not check one (local
   // devices). The device's engine then leaves ICRCs unset.
   virtual bool seals_icrc() const { return false; }
+  // UD multicast: from now on, receive() also hands over the datagrams sent
+  // to group (a multicast GID, see gid_is_multicast), and leave stops it.
+  // Each group is joined once per port (the device counts its QPs).
+  // operation_not_supported where the port cannot reach the group's family.
+  virtual std::errc join_group(const Gid& /*group*/) { return std::errc::operation_not_supported; }
+  virtual void leave_group(const Gid& /*group*/) {}
 };
 
 }  // namespace uroce::port

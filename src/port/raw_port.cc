@@ -113,6 +113,7 @@ Expected<std::unique_ptr<RawPort>, std::string> RawPort::open(const std::string&
   std::unique_ptr<RawPort> port(new RawPort());
   port->neighbors_ = NeighborTable(options.neighbors);
   port->mtu_ = info->mtu;
+  port->interface_index_ = info->index;
   port->mac_ = info->mac;
   if (address.empty()) {
     std::optional<Gid> first = first_ipv4_address(interface);
@@ -149,8 +150,8 @@ Expected<std::unique_ptr<RawPort>, std::string> RawPort::open(const std::string&
   char link_local[INET6_ADDRSTRLEN];
   ::inet_ntop(AF_INET6, port->link_local_.data(), link_local, sizeof link_local);
   std::string udp_port = std::to_string(options.udp_port);
-  std::string expression = "arp or (ip dst " + dotted(port->ip_) + " and udp dst port " + udp_port + ") or (ip6 dst " +
-                           link_local + " and udp dst port " + udp_port + ")";
+  std::string expression = "arp or ((ip dst " + dotted(port->ip_) + " or ip multicast) and udp dst port " + udp_port +
+                           ") or (ip6 dst " + link_local + " and udp dst port " + udp_port + ")";
   if (auto failed = attach_filter(port->fd_, expression)) return unexpected(*failed);
   int one = 1;
   // Our own sends are not arrivals; and frames go straight to the driver.
@@ -169,6 +170,39 @@ Expected<std::unique_ptr<RawPort>, std::string> RawPort::open(const std::string&
   }
   port->io_->prepare(static_cast<std::size_t>(info->mtu));
   return port;
+}
+
+std::errc RawPort::join_group(const Gid& group) {
+  if (!gid_is_multicast(group) || !gid_is_ipv4(group)) return std::errc::operation_not_supported;
+  Ipv4Address ip;
+  std::copy_n(group.begin() + 12, 4, ip.begin());
+  if (std::find(groups_.begin(), groups_.end(), ip) != groups_.end()) return std::errc{};
+  packet_mreq membership{};
+  membership.mr_ifindex = interface_index_;
+  membership.mr_type = PACKET_MR_MULTICAST;
+  membership.mr_alen = ETH_ALEN;
+  wire::MacAddress mac = *mac_of_ipv4_group(ip);
+  std::copy(mac.begin(), mac.end(), membership.mr_address);
+  if (::setsockopt(fd_, SOL_PACKET, PACKET_ADD_MEMBERSHIP, &membership, sizeof membership) != 0) {
+    return std::errc::no_buffer_space;
+  }
+  groups_.push_back(ip);
+  return std::errc{};
+}
+
+void RawPort::leave_group(const Gid& group) {
+  Ipv4Address ip;
+  std::copy_n(group.begin() + 12, 4, ip.begin());
+  auto found = std::find(groups_.begin(), groups_.end(), ip);
+  if (found == groups_.end()) return;
+  packet_mreq membership{};
+  membership.mr_ifindex = interface_index_;
+  membership.mr_type = PACKET_MR_MULTICAST;
+  membership.mr_alen = ETH_ALEN;
+  wire::MacAddress mac = *mac_of_ipv4_group(ip);
+  std::copy(mac.begin(), mac.end(), membership.mr_address);
+  ::setsockopt(fd_, SOL_PACKET, PACKET_DROP_MEMBERSHIP, &membership, sizeof membership);
+  groups_.erase(found);
 }
 
 std::size_t RawPort::write_ethernet_header(std::uint8_t* out, const wire::MacAddress& to,

@@ -52,6 +52,11 @@ class RawPort : public Port {
   std::span<const ReceivedDatagram> receive(TimeNs now) override;
   PortCounters counters() const override { return counters_; }
   std::size_t max_datagram_length() const override { return static_cast<std::size_t>(mtu_); }
+  // IPv4 groups: the interface is told to take the group's MAC
+  // (PACKET_ADD_MEMBERSHIP); frames to it pass the filter. No IGMP is sent:
+  // on a link without a snooping switch none is needed.
+  std::errc join_group(const Gid& group) override;
+  void leave_group(const Gid& group) override;
 
  private:
   struct Io;  // system-call scratch space and receive buffers
@@ -73,6 +78,8 @@ class RawPort : public Port {
   int reserve_fd_ = -1;  // the UDP port on our address, where the kernel holds it
   int reserve_link_local_fd_ = -1;  // and on our link-local address (where IPv6 is on)
   int mtu_ = 1500;
+  int interface_index_ = 0;
+  std::vector<Ipv4Address> groups_;  // joined
   wire::MacAddress mac_{};
   bool answer_arp_ = false;
   NeighborTable neighbors_;

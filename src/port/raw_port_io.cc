@@ -1,8 +1,9 @@
 // RawPort's batched frame I/O: sendmmsg of Ethernet header + engine datagram
 // pairs to peers whose MAC address is known (the others wait for ARP; a
-// link-local GID names its MAC itself), and recvmmsg of frames, which are
-// checked for our address (IPv4, or our IPv6 link-local GID), stripped of
-// their Ethernet header and trimmed to their IP length.
+// link-local GID or an IPv4 group names its MAC itself), and recvmmsg of
+// frames, which are checked for our address (IPv4, a group joined, or our
+// IPv6 link-local GID), stripped of their Ethernet header and trimmed to
+// their IP length.
 #include <linux/if_packet.h>
 
 #include <algorithm>
@@ -57,7 +58,7 @@ std::size_t RawPort::send(std::span<const MutableByteSpan> datagrams) {
       ++taken;
       continue;
     }
-    if (head && neighbors_.find(*head) == nullptr) {
+    if (head && !mac_of_ipv4_group(*head) && neighbors_.find(*head) == nullptr) {
       NeighborTable::HoldResult held = neighbors_.hold(*head, datagrams[taken], monotonic_now());
       counters_.unresolved_drops += held.dropped_oldest;
       if (held.send_request) send_arp(wire::ArpOperation::request, wire::kBroadcastMac, *head, wire::MacAddress{});
@@ -69,8 +70,10 @@ std::size_t RawPort::send(std::span<const MutableByteSpan> datagrams) {
     while (taken + messages < datagrams.size() && messages < kRawMessagesPerCall) {
       ByteSpan datagram = datagrams[taken + messages];
       std::optional<Ipv4Address> destination = ipv4_destination(datagram);
-      std::optional<wire::MacAddress> link_local = destination ? std::nullopt : link_local_destination(datagram);
-      const wire::MacAddress* mac = destination ? neighbors_.find(*destination) : link_local ? &*link_local : nullptr;
+      // A group's MAC and a link-local GID's come from the address itself.
+      std::optional<wire::MacAddress> named =
+          destination ? mac_of_ipv4_group(*destination) : link_local_destination(datagram);
+      const wire::MacAddress* mac = named ? &*named : destination ? neighbors_.find(*destination) : nullptr;
       if (mac == nullptr) break;
       write_ethernet_header(io.send_headers[messages].data(), *mac,
                             destination ? wire::kEthertypeIpv4 : wire::kEthertypeIpv6);
@@ -122,11 +125,20 @@ std::span<const ReceivedDatagram> RawPort::receive(TimeNs /*now*/) {
       continue;
     }
     ByteSpan datagram = ethernet->payload();
-    bool ipv4 = ethernet->ethertype() == wire::kEthertypeIpv4 && datagram.size() >= wire::kIpv4HeaderLength &&
-                std::equal(ip_.begin(), ip_.end(), datagram.data() + 16);
+    bool ipv4 = ethernet->ethertype() == wire::kEthertypeIpv4 && datagram.size() >= wire::kIpv4HeaderLength;
+    wire::MacAddress expected_mac = mac_;
+    if (ipv4) {
+      Ipv4Address destination;
+      std::copy_n(datagram.data() + 16, 4, destination.begin());
+      if (std::find(groups_.begin(), groups_.end(), destination) != groups_.end()) {
+        expected_mac = *mac_of_ipv4_group(destination);
+      } else {
+        ipv4 = destination == ip_;
+      }
+    }
     bool ipv6 = ethernet->ethertype() == wire::kEthertypeIpv6 && datagram.size() >= wire::kIpv6HeaderLength &&
                 std::equal(link_local_.begin(), link_local_.end(), datagram.data() + kIpv6DestinationOffset);
-    if (ethernet->dst() != mac_ || (!ipv4 && !ipv6)) {
+    if (ethernet->dst() != expected_mac || (!ipv4 && !ipv6)) {
       ++counters_.foreign_frames;
       continue;
     }

@@ -6,6 +6,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/udp.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -100,6 +101,13 @@ Expected<UdpPort, std::string> UdpPort::open(const std::string& address, const U
   auto fd = bound_socket(port.ipv4_, ip, options.port, options.receive_buffer_bytes, options.gro);
   if (!fd) return unexpected("cannot bind " + address + " port " + std::to_string(options.port) + ": " + fd.error());
   port.receive_fd_ = *fd;
+  port.epoll_fd_ = ::epoll_create1(EPOLL_CLOEXEC);
+  epoll_event event{};
+  event.events = EPOLLIN;
+  event.data.fd = port.receive_fd_;
+  if (port.epoll_fd_ < 0 || ::epoll_ctl(port.epoll_fd_, EPOLL_CTL_ADD, port.receive_fd_, &event) != 0) {
+    return unexpected(errno_text("epoll"));
+  }
   return port;
 }
 
@@ -114,12 +122,16 @@ UdpPort& UdpPort::operator=(UdpPort&& other) noexcept {
     ipv4_ = other.ipv4_;
     options_ = other.options_;
     receive_fd_ = other.receive_fd_;
+    epoll_fd_ = other.epoll_fd_;
+    group_fds_ = std::move(other.group_fds_);
     send_fds_ = std::move(other.send_fds_);
     send_errors_ = other.send_errors_;
     gso_sends_ = other.gso_sends_;
     gro_receives_ = other.gro_receives_;
     io_ = std::move(other.io_);
     other.receive_fd_ = -1;
+    other.epoll_fd_ = -1;
+    other.group_fds_.clear();
     other.send_fds_.clear();
   }
   return *this;
@@ -129,9 +141,13 @@ UdpPort::~UdpPort() { close_all(); }
 
 void UdpPort::close_all() {
   if (receive_fd_ >= 0) ::close(receive_fd_);
+  if (epoll_fd_ >= 0) ::close(epoll_fd_);
   for (auto& entry : send_fds_) ::close(entry.second);
+  for (auto& entry : group_fds_) ::close(entry.second);
   receive_fd_ = -1;
+  epoll_fd_ = -1;
   send_fds_.clear();
+  group_fds_.clear();
 }
 
 int UdpPort::socket_for_source_port(std::uint16_t port) {
@@ -143,6 +159,15 @@ int UdpPort::socket_for_source_port(std::uint16_t port) {
   int tos = kSendSocketTos;
   if (::setsockopt(*fd, ipv4_ ? IPPROTO_IP : IPPROTO_IPV6, ipv4_ ? IP_TOS : IPV6_TCLASS, &tos, sizeof tos) != 0) {
     io_->tos_in_every_send = true;
+  }
+  // Multicast leaves by the interface that holds our address (loopback's for
+  // 127.0.0.0/8), never by the default route.
+  if (ipv4_) {
+    in_addr own;
+    std::memcpy(&own, ip, 4);
+    ::setsockopt(*fd, IPPROTO_IP, IP_MULTICAST_IF, &own, sizeof own);
+  } else if (int interface = multicast_interface(); interface > 0) {
+    ::setsockopt(*fd, IPPROTO_IPV6, IPV6_MULTICAST_IF, &interface, sizeof interface);
   }
   send_fds_.emplace(port, *fd);
   return *fd;
@@ -173,7 +198,7 @@ bool UdpPort::may_segment(const std::uint8_t* destination) const {
 }
 
 void UdpPort::rebuild_headers(std::uint8_t* payload, std::size_t payload_length, const void* source, int tos,
-                              ReceivedDatagram& out) const {
+                              const Gid& destination, ReceivedDatagram& out) const {
   wire::UdpRepr udp;
   udp.dst_port = options_.port;
   udp.payload_length = static_cast<std::uint16_t>(payload_length);
@@ -188,7 +213,7 @@ void UdpPort::rebuild_headers(std::uint8_t* payload, std::size_t payload_length,
     ip.identification = 0;  // not reported by the socket: the policy's assumption
     ip.dont_fragment = true;
     std::memcpy(ip.src.data(), &from->sin_addr, 4);
-    std::copy_n(gid_.begin() + 12, 4, ip.dst.begin());
+    std::copy_n(destination.begin() + 12, 4, ip.dst.begin());
     ip.payload_length = static_cast<std::uint16_t>(payload_length + wire::kUdpHeaderLength);
     ip_header = udp_header - wire::kIpv4HeaderLength;
     ip.emit(MutableByteSpan(ip_header, wire::kIpv4HeaderLength));
@@ -200,7 +225,7 @@ void UdpPort::rebuild_headers(std::uint8_t* payload, std::size_t payload_length,
     ip.dscp = static_cast<std::uint8_t>(tos >> 2);
     ip.ecn = static_cast<wire::Ecn>(tos & 3);
     std::memcpy(ip.src.data(), &from->sin6_addr, 16);
-    ip.dst = gid_;
+    ip.dst = destination;
     ip.payload_length = static_cast<std::uint16_t>(payload_length + wire::kUdpHeaderLength);
     ip_header = udp_header - wire::kIpv6HeaderLength;
     ip.emit(MutableByteSpan(ip_header, wire::kIpv6HeaderLength));

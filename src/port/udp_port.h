@@ -44,7 +44,8 @@ class UdpPort : public Port {
   ~UdpPort() override;
 
   const Gid& gid() const override { return gid_; }
-  int receive_fd() const override { return receive_fd_; }
+  // An epoll set of the receiving socket and the multicast groups' sockets.
+  int receive_fd() const override { return epoll_fd_; }
   // sendmmsg; runs of equal-sized datagrams to one peer go as one UDP GSO
   // send where the policy allows. Arrivals get their IP and UDP headers
   // rebuilt from what the socket reports.
@@ -52,6 +53,10 @@ class UdpPort : public Port {
   std::span<const ReceivedDatagram> receive(TimeNs now) override;
   PortCounters counters() const override;
   std::size_t max_datagram_length() const override;
+  // A socket of its own per group, bound to group:4791 and joined on the
+  // interface of this port's address (udp_port_groups.cc).
+  std::errc join_group(const Gid& group) override;
+  void leave_group(const Gid& group) override;
 
  private:
   struct Io;  // system-call scratch space and receive buffers, kept from call to call
@@ -59,14 +64,20 @@ class UdpPort : public Port {
   UdpPort();
   int socket_for_source_port(std::uint16_t port);
   bool may_segment(const std::uint8_t* destination) const;
+  // destination: the address the datagram was sent to (ours, or a group's).
   void rebuild_headers(std::uint8_t* payload, std::size_t payload_length, const void* source, int tos,
-                       ReceivedDatagram& out) const;
+                       const Gid& destination, ReceivedDatagram& out) const;
+  void receive_from_groups();
+  // The interface multicast leaves and joins on, for an IPv6 address (0: none found).
+  int multicast_interface() const;
   void close_all();
 
   Gid gid_{};
   bool ipv4_ = true;
   UdpPortOptions options_;
   int receive_fd_ = -1;
+  int epoll_fd_ = -1;
+  std::map<Gid, int> group_fds_;
   std::map<std::uint16_t, int> send_fds_;  // by UDP source port, opened on first use
   std::uint64_t send_errors_ = 0;
   std::uint64_t gso_sends_ = 0;

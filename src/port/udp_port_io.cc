@@ -190,7 +190,10 @@ std::span<const ReceivedDatagram> UdpPort::receive(TimeNs /*now*/) {
   io.prepare_receive_headers();
   int got = ::recvmmsg(receive_fd_, io.receive_messages.data(), io.receive_batch, MSG_DONTWAIT, nullptr);
   io.receive_batch = got > 0 ? static_cast<unsigned>(kMessagesPerCall) : 1;
-  if (got <= 0) return {};
+  if (got <= 0) {
+    if (!group_fds_.empty()) receive_from_groups();
+    return io.received;
+  }
   io.receive_headers_used = static_cast<std::size_t>(got);
   constexpr std::size_t kSlot = kReceiveHeadroom + kReceiveBufferPayload;
 
@@ -242,9 +245,10 @@ std::span<const ReceivedDatagram> UdpPort::receive(TimeNs /*now*/) {
         arena += kReceiveHeadroom + this_length;
       }
       ReceivedDatagram& datagram = io.received.emplace_back();
-      rebuild_headers(at, this_length, &io.sources[i], tos[i], datagram);
+      rebuild_headers(at, this_length, &io.sources[i], tos[i], gid_, datagram);
     }
   }
+  if (!group_fds_.empty()) receive_from_groups();
   return io.received;
 }
 

@@ -24,6 +24,7 @@ inline constexpr std::size_t kLargestRun = 65535 - wire::kIpv6HeaderLength - wir
 inline constexpr std::size_t kReceiveBufferPayload = 65536;
 inline constexpr std::size_t kMaxSegmentsPerRun = 64;  // UDP_MAX_SEGMENTS in older kernels
 inline constexpr std::size_t kMessagesPerCall = 32;
+inline constexpr std::size_t kGroupDatagramsPerCall = 8;  // from each group's socket
 // The TOS (IPv6: traffic class) every sending socket is given: ECT(0),
 // DSCP 0. A datagram with another needs a control message.
 inline constexpr int kSendSocketTos = 2;
@@ -66,6 +67,9 @@ struct UdpPort::Io {
   // round trip's critical path), a full batch after one that found any.
   unsigned receive_batch = 1;
   void prepare_receive_headers();
+  // Multicast arrivals, each at kReceiveHeadroom into a slot of its own;
+  // allocated with the first group joined.
+  std::vector<std::uint8_t> group_buffers;
   bool tos_in_every_send = false;  // a sending socket refused kSendSocketTos: every send names its TOS
   bool gso_refused = false;  // the kernel rejected a GSO send: send datagram by datagram from then on
 };

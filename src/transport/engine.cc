@@ -417,6 +417,8 @@ void Engine::on_datagram(std::span<const std::uint8_t> bytes, TimeNs now, bool v
     s.schedule_timer(*target);
     return;
   }
+  std::size_t ip_header_length = datagram->ip_version() == 4 ? (bytes[0] & 0x0Fu) * 4u : wire::kIpv6HeaderLength;
+  if (packet.headers.bth.dest_qp == kMulticastQpn) return s.on_multicast(*datagram, bytes.first(ip_header_length));
   QpType type = transport::receiving_qp_type(*packet.op);
   QueuePair* found = s.find_qp(packet.headers.bth.dest_qp);
   if (found == nullptr || found->type != type) {
@@ -434,7 +436,6 @@ void Engine::on_datagram(std::span<const std::uint8_t> bytes, TimeNs now, bool v
   wire::Ecn ecn = datagram->ip_version() == 4 ? std::get<wire::Ipv4Repr>(datagram->ip).ecn
                                               : std::get<wire::Ipv6Repr>(datagram->ip).ecn;
   if (ecn == wire::Ecn::ce && packet.op->ecn_capable()) s.on_congestion_experienced(qp, *datagram, now);
-  std::size_t ip_header_length = datagram->ip_version() == 4 ? (bytes[0] & 0x0Fu) * 4u : wire::kIpv6HeaderLength;
   switch (packet.op->kind) {
     case wire::OpKind::acknowledge:
     case wire::OpKind::atomic_acknowledge:

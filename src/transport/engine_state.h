@@ -4,6 +4,7 @@
 #pragma once
 
 #include <deque>
+#include <map>
 #include <queue>
 #include <unordered_map>
 #include <unordered_set>
@@ -67,6 +68,10 @@ class EngineState {
   };
   std::unordered_map<std::uint32_t, SharedReceiveQueue> srqs;
   std::uint32_t next_srq = 1;
+  // UD multicast: each group's attached QPs, in the order they attached.
+  std::map<Gid, std::vector<std::uint32_t>> multicast_groups;
+  // Hands a datagram to kMulticastQpn to each QP of its group (multicast.cc).
+  void on_multicast(const wire::RoceDatagram& datagram, ByteSpan ip_header);
   std::unordered_map<std::uint32_t, std::uint32_t> xrcds;  // XRC domain -> how many SRQs and QPs use it
   std::uint32_t next_xrcd = 1;
   std::deque<AsyncEvent> events;

@@ -143,6 +143,7 @@ struct QueuePair {
   QpCap cap;
   QpAttr attr;  // the attributes modify_qp set
   std::uint16_t udp_source_port = 0;
+  bool block_self_multicast = false;  // QpInitAttr::block_self_multicast
   bool peer_local = false;  // the peer's last packet came through shared memory (RegionBacking)
 
   // Requester.

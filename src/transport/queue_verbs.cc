@@ -94,6 +94,7 @@ Expected<std::uint32_t, std::errc> Engine::create_qp(const QpInitAttr& init) {
   qp.send_cq = init.send_cq;
   qp.recv_cq = recv_cq;
   qp.sq_sig_all = init.sq_sig_all;
+  qp.block_self_multicast = init.block_self_multicast;
   qp.cap = cap;
   qp.cap.max_send_sge = std::max<std::uint32_t>(cap.max_send_sge, 1);
   qp.cap.max_recv_sge = std::max<std::uint32_t>(cap.max_recv_sge, 1);
@@ -309,6 +310,7 @@ std::errc Engine::destroy_qp(std::uint32_t qpn) {
     if (found != state_->cqs.end()) found->second.discard_qp(qpn);
   }
   if (it->second.type == QpType::xrc_recv) --state_->xrcds.at(it->second.xrcd);
+  for (const Gid& group : multicast_groups_of(qpn)) detach_multicast(qpn, group);
   state_->erase_qp(qpn);
   return std::errc{};
 }

@@ -15,6 +15,15 @@ Gid source_gid(const wire::RoceDatagram& datagram) {
       datagram.ip);
 }
 
+Gid destination_gid(const wire::RoceDatagram& datagram) {
+  return std::visit(
+      [](const auto& ip) {
+        if constexpr (std::is_same_v<std::decay_t<decltype(ip)>, wire::Ipv4Repr>) return gid_from_ipv4(ip.dst);
+        else return Gid(ip.dst);
+      },
+      datagram.ip);
+}
+
 bool pkey_matches(std::uint16_t packet_pkey, std::uint16_t table_pkey) {
   constexpr std::uint16_t kMembership = 0x8000, kKeyBits = 0x7FFF;
   if ((packet_pkey & kKeyBits) == 0 || (table_pkey & kKeyBits) == 0) return false;

@@ -16,6 +16,8 @@ enum class Rejection : std::uint8_t { none, pkey, qkey, source_address, cnp_sour
 
 // The sender's address as a GID (an IPv4 source is the IPv4-mapped GID).
 Gid source_gid(const wire::RoceDatagram& datagram);
+// The address it was sent to, the same way (a multicast group's GID, say).
+Gid destination_gid(const wire::RoceDatagram& datagram);
 
 // IBTA 10.9.3: the low 15 bits match and at least one of the two keys is a
 // full member (top bit set); a key with low bits zero matches nothing.

@@ -28,8 +28,15 @@ std::size_t TestNetwork::destination_of(std::span<const std::uint8_t> datagram) 
   return engines_.size();
 }
 
+// A datagram to an IPv4 multicast group reaches every engine, as a switch
+// floods a group it knows no members of; each engine keeps what its QPs joined.
 void TestNetwork::send(std::span<const std::uint8_t> datagram) {
-  std::size_t to = destination_of(datagram);
+  bool multicast = datagram.size() >= 20 && (datagram[0] >> 4) == 4 && (datagram[16] & 0xF0) == 0xE0;
+  if (!multicast) return send_to(destination_of(datagram), datagram);
+  for (std::size_t to = 0; to < engines_.size(); ++to) send_to(to, datagram);
+}
+
+void TestNetwork::send_to(std::size_t to, std::span<const std::uint8_t> datagram) {
   if (to >= engines_.size()) return;
   std::uniform_real_distribution<double> coin(0.0, 1.0);
   bool faulty = !faults_.applies_to || faults_.applies_to(datagram);
@@ -174,7 +181,7 @@ std::pair<Endpoint, Endpoint> connect_rc(Engine& a, Engine& b, const RcOptions& 
   return {ends[0], ends[1]};
 }
 
-Endpoint make_ud_qp(Engine& engine, std::uint32_t qkey, bool gsi) {
+Endpoint make_ud_qp(Engine& engine, std::uint32_t qkey, bool gsi, bool block_self_multicast) {
   Endpoint end;
   end.engine = &engine;
   end.pd = *engine.alloc_pd();
@@ -182,6 +189,7 @@ Endpoint make_ud_qp(Engine& engine, std::uint32_t qkey, bool gsi) {
   QpInitAttr init;
   init.qp_type = QpType::ud;
   init.gsi = gsi;
+  init.block_self_multicast = block_self_multicast;
   init.pd = end.pd;
   init.send_cq = init.recv_cq = end.cq;
   init.cap = QpCap{128, 128, 1, 1, 64};

@@ -73,6 +73,7 @@ class TestNetwork {
     }
   };
   void send(std::span<const std::uint8_t> datagram);
+  void send_to(std::size_t to, std::span<const std::uint8_t> datagram);
   std::size_t destination_of(std::span<const std::uint8_t> datagram) const;
 
   ChannelFaults faults_;
@@ -117,7 +118,8 @@ struct Endpoint {
 std::pair<Endpoint, Endpoint> connect_rc(Engine& a, Engine& b, const RcOptions& options = {});
 
 // Creates PD, CQ and a UD QP with this Q_Key on the engine, in RTS.
-Endpoint make_ud_qp(Engine& engine, std::uint32_t qkey, bool gsi = false);  // gsi: QP 1
+// gsi: QP 1; block_self_multicast: QpInitAttr's.
+Endpoint make_ud_qp(Engine& engine, std::uint32_t qkey, bool gsi = false, bool block_self_multicast = false);
 
 // Drains a CQ into a vector (asserting the CQ is healthy).
 std::vector<WorkCompletion> drain(const Endpoint& endpoint);

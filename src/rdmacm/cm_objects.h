@@ -14,6 +14,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <vector>
 
 #include "cm/cm_messages.h"
 
@@ -39,6 +40,16 @@ struct EventQueue {
 struct CmChannel {
   rdma_event_channel channel{};  // channel.fd is events->fd
   std::shared_ptr<EventQueue> events;
+};
+
+// A group an ID joined with rdma_join_multicast(_ex). Its QP is attached
+// when the program takes the MULTICAST_JOIN event (as rdma-core attaches
+// it), unless the join was send-only.
+struct MulticastMembership {
+  cm::Gid group{};
+  bool send_only = false;
+  bool attached = false;
+  void* context = nullptr;  // the program's, in the event's param.ud.private_data
 };
 
 enum class IdState { idle, bound, addr_resolved, route_resolved, listening, connecting, request_pending, accepting,
@@ -69,6 +80,7 @@ struct CmId {
   bool owns_cqs = false;         // rdma_create_qp made the CQs (the program gave none)
   std::optional<ibv_qp_init_attr> qp_template;  // a passive endpoint: the QP each request gets
   int events_taken = 0;  // handed to the program and not yet acked: rdma_destroy_id waits for them
+  std::vector<MulticastMembership> multicast;  // the groups joined (rdmacm/multicast.cc)
 };
 
 // The one lock of the library (see the top of this file), and the
@@ -100,6 +112,12 @@ void on_event_taken(CmId& id, rdma_cm_event& event);
 // expected (else the call fails with the event's status as errno). 0 at
 // once for an ID with a channel of the program's.
 int complete_if_synchronous(rdma_cm_id* id, rdma_cm_event_type expected);
+
+// MULTICAST_JOIN as the program takes it: attaches the ID's QP to the group
+// (MULTICAST_ERROR if that fails). And before an ID goes: detaches it from
+// every group it joined.
+void on_join_taken(CmId& id, rdma_cm_event& event);
+void leave_all_groups(CmId& id);
 
 // The ports of an ID's addresses.
 std::uint16_t source_port(const CmId& id);

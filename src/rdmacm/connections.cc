@@ -217,6 +217,7 @@ void on_connection_request(CmService& service, CmId& listener, const cm::CmEvent
 }
 
 void on_event_taken(CmId& id, rdma_cm_event& event) {
+  if (event.event == RDMA_CM_EVENT_MULTICAST_JOIN) return on_join_taken(id, event);
   if (event.event == RDMA_CM_EVENT_REJECTED || event.event == RDMA_CM_EVENT_UNREACHABLE) {
     qp_to_error(id);
     return;
@@ -294,8 +295,34 @@ extern "C" {
 
 int rdma_create_qp(rdma_cm_id* id, ibv_pd* pd, ibv_qp_init_attr* attr) {
   if (id == nullptr || attr == nullptr) return fail(EINVAL);
+  ibv_qp_init_attr_ex extended{};
+  extended.qp_context = attr->qp_context;
+  extended.send_cq = attr->send_cq;
+  extended.recv_cq = attr->recv_cq;
+  extended.srq = attr->srq;
+  extended.cap = attr->cap;
+  extended.qp_type = attr->qp_type;
+  extended.sq_sig_all = attr->sq_sig_all;
+  extended.pd = pd;
+  extended.comp_mask = pd != nullptr ? IBV_QP_INIT_ATTR_PD : 0;
+  int result = rdma_create_qp_ex(id, &extended);
+  if (result == 0) {
+    attr->cap = extended.cap;
+    attr->send_cq = extended.send_cq;
+    attr->recv_cq = extended.recv_cq;
+    attr->qp_type = extended.qp_type;
+  }
+  return result;
+}
+
+// Create flags (IBV_QP_CREATE_BLOCK_SELF_MCAST_LB, as mckey -l asks) go to
+// the verbs, which refuse those they do not serve.
+int rdma_create_qp_ex(rdma_cm_id* id, ibv_qp_init_attr_ex* attr) {
+  if (id == nullptr || attr == nullptr) return fail(EINVAL);
+  if ((attr->comp_mask & ~(IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_CREATE_FLAGS)) != 0) return fail(ENOSYS);
   std::lock_guard lock(cm_lock());
   CmId* owned = cm_id_of(id);
+  ibv_pd* pd = (attr->comp_mask & IBV_QP_INIT_ATTR_PD) ? attr->pd : nullptr;
   if (pd == nullptr) pd = id->pd;
   if (pd == nullptr && owned->service != nullptr) pd = owned->service->default_pd();
   if (pd == nullptr || id->verbs == nullptr || pd->context != id->verbs) return fail(EINVAL);
@@ -303,8 +330,18 @@ int rdma_create_qp(rdma_cm_id* id, ibv_pd* pd, ibv_qp_init_attr* attr) {
   // completion channel (rdma_verbs.h's rdma_get_send_comp/recv_comp wait on them).
   if (attr->qp_type == 0) attr->qp_type = id->qp_type;  // as rdma-core: the ID's (its port space's) type
   bool make_cqs = attr->send_cq == nullptr || attr->recv_cq == nullptr;
-  if (make_cqs && !make_completion_queues(*id, *attr)) return -1;
-  ibv_qp* qp = ibv_create_qp(pd, attr);
+  if (make_cqs) {
+    ibv_qp_init_attr cqs{};
+    cqs.send_cq = attr->send_cq;
+    cqs.recv_cq = attr->recv_cq;
+    cqs.cap = attr->cap;
+    if (!make_completion_queues(*id, cqs)) return -1;
+    attr->send_cq = cqs.send_cq;
+    attr->recv_cq = cqs.recv_cq;
+  }
+  attr->pd = pd;
+  attr->comp_mask |= IBV_QP_INIT_ATTR_PD;
+  ibv_qp* qp = ibv_create_qp_ex(id->verbs, attr);
   if (qp == nullptr) {
     int error = errno;
     if (make_cqs) destroy_completion_queues(*id);
@@ -345,22 +382,6 @@ int rdma_create_qp(rdma_cm_id* id, ibv_pd* pd, ibv_qp_init_attr* attr) {
   id->srq = attr->srq;
   id->qp_type = attr->qp_type;
   return 0;
-}
-
-int rdma_create_qp_ex(rdma_cm_id* id, ibv_qp_init_attr_ex* attr) {
-  if (attr == nullptr) return fail(EINVAL);
-  if ((attr->comp_mask & ~(IBV_QP_INIT_ATTR_PD)) != 0) return fail(ENOSYS);
-  ibv_qp_init_attr classic{};
-  classic.qp_context = attr->qp_context;
-  classic.send_cq = attr->send_cq;
-  classic.recv_cq = attr->recv_cq;
-  classic.srq = attr->srq;
-  classic.cap = attr->cap;
-  classic.qp_type = attr->qp_type;
-  classic.sq_sig_all = attr->sq_sig_all;
-  int result = rdma_create_qp(id, (attr->comp_mask & IBV_QP_INIT_ATTR_PD) ? attr->pd : nullptr, &classic);
-  if (result == 0) attr->cap = classic.cap;
-  return result;
 }
 
 void rdma_destroy_qp(rdma_cm_id* id) {

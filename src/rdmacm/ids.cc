@@ -123,6 +123,7 @@ int rdma_destroy_id(rdma_cm_id* id) {
   std::unique_lock lock(cm_lock());
   CmId* owned = cm_id_of(id);
   events_acked().wait(lock, [owned] { return owned->events_taken == 0; });
+  leave_all_groups(*owned);
   if (CmService* service = owned->service) {
     // The peer hears of it as from a program that ends its connection:
     // a DREQ for a connection (its answer finds no ID), a REJ for a request

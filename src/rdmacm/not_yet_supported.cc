@@ -1,6 +1,5 @@
 // What uroce's librdmacm does not serve yet, failing cleanly with an errno
-// (ENOSYS) instead of crashing: multicast and Enhanced Connection
-// Establishment. (Datagram rsockets: see rsockets/rsocket_calls.cc.) rdma_set_option accepts the
+// (ENOSYS) instead of crashing: Enhanced Connection Establishment. (Datagram rsockets: see rsockets/rsocket_calls.cc.) rdma_set_option accepts the
 // options that only tune a connection (and ignores them) and refuses the rest.
 #include <rdma/rdma_cma.h>
 
@@ -16,10 +15,6 @@ int not_yet() {
 }  // namespace
 
 extern "C" {
-
-int rdma_join_multicast(rdma_cm_id*, sockaddr*, void*) { return not_yet(); }
-int rdma_join_multicast_ex(rdma_cm_id*, rdma_cm_join_mc_attr_ex*, void*) { return not_yet(); }
-int rdma_leave_multicast(rdma_cm_id*, sockaddr*) { return not_yet(); }
 
 int rdma_get_remote_ece(rdma_cm_id*, ibv_ece*) { return not_yet(); }
 int rdma_set_local_ece(rdma_cm_id*, ibv_ece*) { return not_yet(); }

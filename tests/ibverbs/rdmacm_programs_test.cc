@@ -5,7 +5,8 @@
 // (the synchronous rdma_create_ep API), rdma_xserver/rdma_xclient, udaddy
 // (a UD service: SIDR, then datagrams each way), cmtime (300 connections at once). A request to an address where nobody listens is
 // rejected (SIDR: UNREACHABLE with status 1), one to an address with no
-// device ends in UNREACHABLE after the CM's retries. rsockets: rstream
+// device ends in UNREACHABLE after the CM's retries. mckey: UD multicast
+// from one sender to two receivers; a join to a unicast address fails. rsockets: rstream
 // (every byte verified; blocking, non-blocking and rpoll) and riostream
 // (riomap/riowrite); datagram rsockets (udpong) fail with an error. perftest's ib_write_bw, ib_read_lat and
 // ib_send_bw run with -R (rdma_cm for their exchange and their QPs). None
@@ -232,6 +233,43 @@ TEST(RdmaCmFailures, DatagramRsocketsAreRefusedWithAnError) {
   RunResult datagrams = run_alone("127.0.9.97", "udpong -s 127.0.9.98");  // rsocket(SOCK_DGRAM): not served
   EXPECT_NE(datagrams.output.find("rsocket failed: Function not implemented"), std::string::npos) << datagrams.output;
   EXPECT_TRUE(failed_by_itself(datagrams.exit_code)) << datagrams.exit_code << datagrams.output;
+}
+
+// mckey: two receivers join 239.127.9.<n> (each device's group socket gets its
+// copy from the kernel's loopback multicast), then a sender joins and sends
+// 20 datagrams; a receiver that missed one would still be waiting at 60 s.
+// The sender blocks its own loopback (-l: IBV_QP_CREATE_BLOCK_SELF_MCAST_LB).
+TEST_P(RdmaCmPrograms, MckeyReachesEveryReceiverOfTheGroup) {
+  if (!installed("mckey")) GTEST_SKIP() << "rdmacm-utils is not installed";
+  bool wire = GetParam();
+  std::string group = wire ? "239.127.9.241" : "239.127.9.240";
+  std::string base = wire ? "127.0.9.24" : "127.0.9.25";
+  std::string script;
+  for (int receiver : {1, 2}) {
+    std::string address = base + std::to_string(receiver);
+    script += environment(address, wire) + "timeout 60 mckey -m " + group + " -b " + address + " -C 20 -S 1000 > /tmp/uroce-mckey-" +
+              address + " 2>&1 & pids=\"$pids $!\"; ";
+  }
+  std::string sender = base + "3";
+  script += "sleep 1; " + environment(sender, wire) + "timeout 60 mckey -m " + group + " -b " + sender +
+            " -s -l -C 20 -S 1000 2>&1; echo \"sender exit $?\"; for pid in $pids; do wait $pid; echo \"receiver exit $?\"; done; "
+            "cat /tmp/uroce-mckey-" + base + "1 /tmp/uroce-mckey-" + base + "2; rm -f /tmp/uroce-mckey-" + base + "[12]";
+  RunResult run = run_shell("bash -c '" + script + "'");
+  EXPECT_NE(run.output.find("sender exit 0"), std::string::npos) << run.output;
+  std::size_t receivers_done = 0;
+  for (std::size_t at = run.output.find("receiver exit 0"); at != std::string::npos;
+       at = run.output.find("receiver exit 0", at + 1)) {
+    ++receivers_done;
+  }
+  EXPECT_EQ(receivers_done, 2u) << run.output;
+  EXPECT_NE(run.output.find("joined dgid: ::ffff:" + group), std::string::npos) << run.output;
+}
+
+TEST(RdmaCmFailures, AMulticastJoinToAnAddressThatIsNoGroupIsRefused) {
+  if (!installed("mckey")) GTEST_SKIP() << "rdmacm-utils is not installed";
+  RunResult refused = run_alone("127.0.9.248", "mckey -m 127.0.9.249 -b 127.0.9.248 -C 2");
+  EXPECT_NE(refused.output.find("failure joining: Invalid argument"), std::string::npos) << refused.output;
+  EXPECT_TRUE(failed_by_itself(refused.exit_code)) << refused.exit_code << refused.output;
 }
 
 TEST(RdmaCmLibrary, ExportsRdmaCoresSymbolsWithTheirVersions) {

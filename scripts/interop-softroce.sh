@@ -5,7 +5,8 @@
 # namespace made for the run, and runs unmodified ibv_rc_pingpong, ib_write_bw
 # and ib_read_bw, then rping and udaddy over rdma_cm (the kernel's connection manager
 # against uroce's librdmacm, MADs on QP 1) and rstream and riostream over
-# rsockets (rdma-core's rsocket protocol against uroce's), between the guest (kernel
+# rsockets (rdma-core's rsocket protocol against uroce's) and mckey (UD
+# multicast through rdma_join_multicast), between the guest (kernel
 # Soft-RoCE on eth0) and this host (uroce's libraries on the raw Ethernet
 # port of the tap), in both directions. Kernel Soft-RoCE drops frames whose ICRC does not verify, and
 # uroce's raw port checks every arriving ICRC over the real headers and counts
@@ -52,7 +53,7 @@ mkdir -p "$work"
 ns="uroce-interop-$$"
 host_address=10.79.40.1
 guest_address=10.79.40.2
-if [ "$quick" = 1 ]; then bw_iterations=200; rping_count=10; rstream_count=20; else bw_iterations=1000; rping_count=100; rstream_count=200; fi
+if [ "$quick" = 1 ]; then bw_iterations=200; rping_count=10; rstream_count=20; mckey_count=10; else bw_iterations=1000; rping_count=100; rstream_count=200; mckey_count=100; fi
 
 # --- The guest's kernel: Debian's, with rdma_rxe, downloaded once.
 kernel_package="$(apt-cache depends linux-image-amd64 2>/dev/null | awk '/Depends: linux-image-/ { print $2; exit }')"
@@ -81,7 +82,7 @@ copy_with_libraries() {
     cp -L "$library" "$rootfs$library"
   done
 }
-for program in ibv_devinfo ibv_rc_pingpong ib_write_bw ib_read_bw rdma rping udaddy rstream riostream; do
+for program in ibv_devinfo ibv_rc_pingpong ib_write_bw ib_read_bw rdma rping udaddy rstream riostream mckey; do
   copy_with_libraries "$(command -v "$program")"
 done
 copy_with_libraries /usr/lib/x86_64-linux-gnu/libibverbs/librxe-rdmav34.so
@@ -108,6 +109,7 @@ cat > "$rootfs/init" <<EOF
 mount -t proc proc /proc; mount -t sysfs sys /sys; mount -t devtmpfs dev /dev
 for module in $module_order; do [ -e /lib/modules/\$module.ko ] && insmod /lib/modules/\$module.ko; done
 ip link set lo up; ip link set eth0 up; ip addr add $guest_address/24 dev eth0
+ip route add 224.0.0.0/4 dev eth0  # multicast groups (mckey) leave by eth0
 rdma link add rxe0 type rxe netdev eth0
 echo "GUEST rxe ready"
 serve() {  # name port command...
@@ -126,6 +128,21 @@ serve_cm() {  # name command...: an rdma_cm server, listening once rdma shows it
   while ! rdma resource show cm_id 2>/dev/null | grep -q LISTEN; do sleep 0.2; done
   echo "GUEST LISTENING \$name"
   wait \$pid; status=\$?
+  cat /tmp/\$name; echo "GUEST RESULT \$name \$status"
+}
+serve_mc() {  # name group-in-/proc/net/igmp command...: a multicast receiver, listening once
+  name=\$1; group=\$2; shift 2  # the kernel joined its group (and a moment for the QP's attach)
+  timeout 120 "\$@" > /tmp/\$name 2>&1 &
+  pid=\$!
+  while ! grep -qi "\$group" /proc/net/igmp && kill -0 \$pid 2>/dev/null; do sleep 0.2; done
+  sleep 1
+  echo "GUEST LISTENING \$name"
+  wait \$pid; status=\$?
+  cat /tmp/\$name; echo "GUEST RESULT \$name \$status"
+}
+send_mc() {  # name command...: a multicast sender; nothing says when the host's receiver has joined,
+  name=\$1; shift  # so it sends three rounds, 3 s apart (the receiver takes the first whole round)
+  for round in 1 2 3; do sleep 3; "\$@" > /tmp/\$name 2>&1; status=\$?; done
   cat /tmp/\$name; echo "GUEST RESULT \$name \$status"
 }
 connect() {  # name command...
@@ -172,6 +189,8 @@ serve_cm rstream_guest_server rstream -b $guest_address -p 7177 -T v -S 65000 -C
 connect rstream_guest_client rstream -s $host_address -p 7178 -T v -S 65000 -C $rstream_count
 serve_cm riostream_guest_server riostream -b $guest_address -p 7179 -T v -S 65536 -C 10 -I 20
 connect riostream_guest_client riostream -s $host_address -p 7180 -T v -S 65536 -C 10 -I 20
+serve_mc mckey_guest_receiver 01284FEF mckey -m 239.79.40.1 -b $guest_address -C $mckey_count -S 1000
+send_mc mckey_guest_sender mckey -m 239.79.40.2 -b $guest_address -s -C $mckey_count -S 1000
 grep -v "^#" /sys/kernel/tracing/trace 2>/dev/null | tail -40 | sed 's/^/GUEST TRACE /'
 fi
 echo "GUEST ALL DONE"
@@ -246,7 +265,9 @@ check() {  # name host-status
   icrc_errors="$(grep -o 'icrc errors [0-9]*' "$work/$name.log" | awk '{ print $3 }')"
   # The engine's count: "<device>: packets sent N received N" (the line has other "sent"s and "received"s).
   received="$(grep -o ': packets sent [0-9]* received [0-9]*' "$work/$name.log" | awk '{ print $NF }')"
-  if [ "$host_status" = 0 ] && [ "$guest_status" = 0 ] && [ "${icrc_errors:-1}" = 0 ] && [ "${received:-0}" -gt 0 ]; then
+  local least=1
+  [ "$name" = mckey_guest_receiver ] && least=0  # uroce only sends to the guest's group there
+  if [ "$host_status" = 0 ] && [ "$guest_status" = 0 ] && [ "${icrc_errors:-1}" = 0 ] && [ "${received:-0}" -ge "$least" ]; then
     echo "ok    $name (uroce received $received packets, 0 ICRC errors)"
   else
     echo "FAIL  $name: uroce exit $host_status, kernel exit ${guest_status:-none}, ICRC errors ${icrc_errors:-?}"
@@ -311,6 +332,11 @@ host_serves rstream_guest_client 7178 rstream -b "$host_address" -p 7178 -T v -S
 # needs the progress thread (README, "The progress engine").
 guest_serves riostream_guest_server 7179 env UROCE_PROGRESS=thread riostream -p 7179 -T v -S 65536 -C 10 -I 20 -s
 host_serves riostream_guest_client 7180 env UROCE_PROGRESS=thread riostream -b "$host_address" -p 7180 -T v -S 65536 -C 10 -I 20
+# UD multicast with mckey (rdma_join_multicast), each way: the kernel's
+# rdma_cm joins the group at the IP layer too (IGMP), uroce's raw port takes
+# the group's MAC; the datagrams go to 01:00:5e:... and QPN 0xFFFFFF.
+guest_serves mckey_guest_receiver 0 mckey -m 239.79.40.1 -b "$host_address" -s -C "$mckey_count" -S 1000
+host_serves mckey_guest_sender 0 mckey -m 239.79.40.2 -b "$host_address" -C "$mckey_count" -S 1000
 wait_for "GUEST ALL DONE" 120
 if [ "$failures" -gt 0 ]; then
   grep -a "GUEST TRACE" "$console" | sed 's/^/  /'

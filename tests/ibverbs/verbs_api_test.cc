@@ -45,6 +45,7 @@ const char* addresses_for(const std::string& test) {
       {"RereggedRegionsAndResizedCqsServeWithTheirNewAttributes", "127.0.4.36,127.0.4.37"},
       {"AnImplicitOdpRegionReachesMappedMemoryAndRefusesTheRest", "127.0.4.38,127.0.4.39"},
       {"AContextImportsAgainAfterAnImportedOneCloses", "127.0.4.40,127.0.4.41"},
+      {"UdDatagramsToAGroupReachEveryAttachedQpThroughTheUdpPort", "127.0.4.42,127.0.4.43"},
   };
   for (const auto& [name, pair] : kPairs) {
     if (test == name) return pair;
@@ -339,6 +340,115 @@ TEST_F(VerbsApi, RereggedRegionsAndResizedCqsServeWithTheirNewAttributes) {
   EXPECT_EQ(a_.cq->cqe, 4096);
   EXPECT_EQ(ibv_resize_cq(a_.cq, 8), 0);
   EXPECT_EQ(ibv_resize_cq(a_.cq, 0), EINVAL);
+}
+
+// A UD QP in RTS with rdma_cm's UDP Q_Key, on side's CQ.
+ibv_qp* make_ud_qp(const Side& side) {
+  ibv_qp_init_attr init{};
+  init.send_cq = init.recv_cq = side.cq;
+  init.qp_type = IBV_QPT_UD;
+  init.cap = ibv_qp_cap{8, 8, 1, 1, 0};
+  ibv_qp* qp = ibv_create_qp(side.pd, &init);
+  if (qp == nullptr) return nullptr;
+  ibv_qp_attr attr{};
+  attr.qp_state = IBV_QPS_INIT;
+  attr.port_num = 1;
+  attr.qkey = 0x01234567;
+  bool ok = ibv_modify_qp(qp, &attr, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY) == 0;
+  attr.qp_state = IBV_QPS_RTR;
+  ok = ok && ibv_modify_qp(qp, &attr, IBV_QP_STATE) == 0;
+  attr.qp_state = IBV_QPS_RTS;
+  ok = ok && ibv_modify_qp(qp, &attr, IBV_QP_STATE | IBV_QP_SQ_PSN) == 0;
+  if (!ok) {
+    ibv_destroy_qp(qp);
+    return nullptr;
+  }
+  return qp;
+}
+
+// ibv_attach_mcast over real sockets: the device's UDP port joins the group
+// on loopback, each attached QP gets its copy, a detached one none; what is
+// not a UD QP or not a group is refused with EINVAL, and an IPv6 group on an
+// IPv4 device with EOPNOTSUPP.
+TEST_F(VerbsApi, UdDatagramsToAGroupReachEveryAttachedQpThroughTheUdpPort) {
+  ibv_qp* sender = make_ud_qp(a_);
+  ibv_qp* members[2] = {make_ud_qp(b_), make_ud_qp(b_)};
+  ASSERT_TRUE(sender != nullptr && members[0] != nullptr && members[1] != nullptr) << std::strerror(errno);
+  ibv_gid group{};
+  group.raw[10] = group.raw[11] = 0xFF;
+  group.raw[12] = 239, group.raw[13] = 127, group.raw[14] = 4, group.raw[15] = 42;
+  for (ibv_qp* member : members) ASSERT_EQ(ibv_attach_mcast(member, &group, 0), 0);
+
+  ibv_ah_attr ah_attr{};
+  ah_attr.is_global = 1;
+  ah_attr.port_num = 1;
+  ah_attr.grh.dgid = group;
+  ah_attr.grh.sgid_index = kGidIndex;
+  ah_attr.grh.hop_limit = 1;
+  ibv_ah* ah = ibv_create_ah(a_.pd, &ah_attr);
+  ASSERT_NE(ah, nullptr);
+  constexpr std::uint32_t kSlot = 1024;
+  auto post_receives = [&](ibv_qp* qp, std::uint64_t slot) {
+    ibv_sge sge{reinterpret_cast<std::uintptr_t>(b_.buffer.data() + slot * kSlot), kSlot, b_.mr->lkey};
+    ibv_recv_wr wr{};
+    wr.wr_id = slot;
+    wr.sg_list = &sge;
+    wr.num_sge = 1;
+    ibv_recv_wr* bad = nullptr;
+    ASSERT_EQ(ibv_post_recv(qp, &wr, &bad), 0);
+  };
+  auto send = [&](const char* text) {
+    std::memcpy(a_.buffer.data(), text, 8);
+    ibv_sge sge{reinterpret_cast<std::uintptr_t>(a_.buffer.data()), 8, a_.mr->lkey};
+    ibv_send_wr wr{};
+    wr.opcode = IBV_WR_SEND;
+    wr.send_flags = IBV_SEND_SIGNALED;
+    wr.sg_list = &sge;
+    wr.num_sge = 1;
+    wr.wr.ud = {ah, 0xFFFFFF, 0x01234567};
+    ibv_send_wr* bad = nullptr;
+    ASSERT_EQ(ibv_post_send(sender, &wr, &bad), 0);
+    ibv_wc wc = next_completion(a_);
+    EXPECT_EQ(wc.status, IBV_WC_SUCCESS);
+  };
+  post_receives(members[0], 0);
+  post_receives(members[1], 1);
+  send("to both.");
+  std::uint32_t received_by[2] = {0, 0};
+  for (int i = 0; i < 2; ++i) {
+    ibv_wc wc = next_completion(b_);
+    ASSERT_EQ(wc.status, IBV_WC_SUCCESS);
+    EXPECT_EQ(wc.byte_len, 40u + 8);
+    EXPECT_EQ(wc.src_qp, sender->qp_num);
+    EXPECT_EQ(std::memcmp(b_.buffer.data() + wc.wr_id * kSlot + 40, "to both.", 8), 0);
+    received_by[wc.wr_id] = wc.qp_num;
+  }
+  EXPECT_EQ(received_by[0], members[0]->qp_num);
+  EXPECT_EQ(received_by[1], members[1]->qp_num);
+
+  ASSERT_EQ(ibv_detach_mcast(members[0], &group, 0), 0);
+  post_receives(members[0], 2);
+  post_receives(members[1], 3);
+  send("only 2nd");
+  ibv_wc wc = next_completion(b_);
+  EXPECT_EQ(wc.qp_num, members[1]->qp_num);
+  EXPECT_EQ(wc.wr_id, 3u);
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_EQ(ibv_poll_cq(b_.cq, 1, &wc), 0);  // the detached QP got nothing
+
+  // What is refused.
+  EXPECT_EQ(ibv_detach_mcast(members[0], &group, 0), EINVAL);  // not attached
+  EXPECT_EQ(ibv_attach_mcast(a_.qp, &group, 0), EINVAL);       // an RC QP
+  ibv_gid unicast{};
+  ASSERT_EQ(ibv_query_gid(b_.context, 1, kGidIndex, &unicast), 0);
+  EXPECT_EQ(ibv_attach_mcast(members[0], &unicast, 0), EINVAL);
+  ibv_gid ipv6_group{};
+  ipv6_group.raw[0] = 0xFF, ipv6_group.raw[1] = 0x0E, ipv6_group.raw[15] = 1;
+  EXPECT_EQ(ibv_attach_mcast(members[0], &ipv6_group, 0), EOPNOTSUPP);
+
+  EXPECT_EQ(ibv_destroy_ah(ah), 0);
+  EXPECT_EQ(ibv_destroy_qp(sender), 0);
+  for (ibv_qp* member : members) EXPECT_EQ(ibv_destroy_qp(member), 0);  // the attached one is detached first
 }
 
 // An implicit ODP region (the whole address space) lets a peer write any

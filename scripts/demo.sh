@@ -106,6 +106,13 @@ sleep 1
 "$uroce" run --address 127.0.0.3 -- udaddy -s 127.0.0.2 2>&1 | sed 's/^/  client: /'
 wait $server
 sed 's/^/  server: /' "$rping_server_log"
+echo "-- Unmodified mckey: UD multicast through rdma_join_multicast (a receiver joins 239.0.0.2, then a sender sends 10 datagrams to the group)"
+"$uroce" run --address 127.0.0.2 -- mckey -m 239.0.0.2 -b 127.0.0.2 -C 10 > "$rping_server_log" 2>&1 &
+server=$!
+sleep 1
+"$uroce" run --address 127.0.0.3 -- mckey -m 239.0.0.2 -b 127.0.0.3 -s -C 10 2>&1 | sed 's/^/  sender: /'
+wait $server
+sed 's/^/  receiver: /' "$rping_server_log"
 echo "-- Unmodified rstream -T v: rsockets (rdma-core's protocol), every byte verified"
 "$uroce" run --address 127.0.0.2 -- rstream -p 7190 -T v > "$rping_server_log" 2>&1 &
 server=$!

@@ -27,6 +27,8 @@ using namespace uroce;
 
 namespace {
 
+const Gid kGroup = gid_from_ipv4({239, 0, 0, 1});  // the multicast group B's UD QP is in
+
 constexpr std::size_t kGuard = 64;
 constexpr std::uint8_t kGuardByte = 0xA5;
 constexpr std::uint32_t kAll = kAccessLocalWrite | kAccessRemoteWrite | kAccessRemoteRead | kAccessRemoteAtomic;
@@ -107,6 +109,8 @@ struct Harness {
     engine_b.post_recv(b.qpn, RecvWr{1, {&recv, 1}});
     engine_b.post_recv(uc_b.qpn, RecvWr{2, {&recv, 1}});
     engine_b.post_recv(ud_b, RecvWr{3, {&recv, 1}});
+    // B's UD QP is in a multicast group too: a datagram to QPN 0xFFFFFF goes to the group.
+    engine_b.attach_multicast(ud_b, kGroup);
 
     // Work in flight on A, so forged responses find something to match.
     auto remote = reinterpret_cast<std::uintptr_t>(b_remote.data());
@@ -207,7 +211,9 @@ struct Harness {
     std::vector<std::uint8_t> bytes(wire::kIpv4HeaderLength + wire::kUdpHeaderLength + length + wire::kIcrcLength);
     wire::Ipv4Repr ip;
     std::copy_n(from.gid().begin() + 12, 4, ip.src.begin());
-    std::copy_n(to.gid().begin() + 12, 4, ip.dst.begin());
+    // A datagram to the multicast QPN is sent to the group, as a multicast sender sends it.
+    bool multicast = length >= 8 && load_be24(transport + 5) == kMulticastQpn;
+    std::copy_n((multicast ? kGroup : to.gid()).begin() + 12, 4, ip.dst.begin());
     ip.payload_length = static_cast<std::uint16_t>(bytes.size() - wire::kIpv4HeaderLength);
     ip.emit(bytes);
     wire::UdpRepr udp;
@@ -252,12 +258,13 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     Engine& from = to_a ? *h.b.engine : *h.a.engine;
     if ((flags & 2) && transport.size() >= 8) {
       // Bits 6-7 pick the QP: RC (0), UC (1), UD on B or multipath RC on A (2),
-      // or selective-repeat RC (3).
+      // or selective-repeat RC (3). A UD packet to B from an input whose
+      // QPN field is all ones goes to B's multicast group instead.
       std::uint32_t qp_choice = flags >> 6;
       std::uint32_t qpn = to_a ? h.a.qpn : h.b.qpn;
       if (qp_choice == 1) qpn = to_a ? h.uc_a.qpn : h.uc_b.qpn;
       if (qp_choice == 3) qpn = to_a ? h.sr_a.qpn : h.sr_b.qpn;
-      if (qp_choice == 2) qpn = to_a ? h.mp_a.qpn : h.ud_b;
+      if (qp_choice == 2) qpn = to_a ? h.mp_a.qpn : load_be24(&transport[5]) == kMulticastQpn ? kMulticastQpn : h.ud_b;
       if (transport[0] >= 0xA0 && transport[0] <= 0xB7) qpn = to_a ? h.xrc_a : h.xrc_b;  // an XRC opcode: the XRC pair
       store_be24(&transport[5], qpn);
     }

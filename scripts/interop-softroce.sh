@@ -3,7 +3,8 @@
 # kernel under qemu (software emulation) with a busybox initramfs that holds
 # rdma-core's real tools, joins the guest to a tap device inside a network
 # namespace made for the run, and runs unmodified ibv_rc_pingpong, ib_write_bw
-# and ib_read_bw, then rping and udaddy over rdma_cm (the kernel's connection manager
+# and ib_read_bw, a memory-window exchange (tests/interop/mw_exchange.c),
+# then rping and udaddy over rdma_cm (the kernel's connection manager
 # against uroce's librdmacm, MADs on QP 1) and rstream and riostream over
 # rsockets (rdma-core's rsocket protocol against uroce's) and mckey (UD
 # multicast through rdma_join_multicast), between the guest (kernel
@@ -85,6 +86,11 @@ copy_with_libraries() {
 for program in ibv_devinfo ibv_rc_pingpong ib_write_bw ib_read_bw rdma rping udaddy rstream riostream mckey; do
   copy_with_libraries "$(command -v "$program")"
 done
+# The memory-window exchange (tests/interop/mw_exchange.c): against the real
+# libibverbs here, so that in the guest it runs on rxe and on the host,
+# under `uroce run`, on uroce's.
+cc -O2 -o "$work/mw_exchange" "$here/tests/interop/mw_exchange.c" -libverbs
+copy_with_libraries "$work/mw_exchange"
 copy_with_libraries /usr/lib/x86_64-linux-gnu/libibverbs/librxe-rdmav34.so
 # glibc loads libgcc_s at run time for pthread_exit (rping's threads end so).
 copy_with_libraries "$(gcc -print-file-name=libgcc_s.so.1 | xargs readlink -f)"
@@ -168,6 +174,8 @@ serve rc_guest_server 18515 ibv_rc_pingpong -d rxe0 -g 1 -p 18515
 connect rc_guest_client ibv_rc_pingpong -d rxe0 -g 1 -p 18516 $host_address
 serve rc_gid0_guest_server 18521 ibv_rc_pingpong -d rxe0 -g 0 -p 18521
 connect rc_gid0_guest_client ibv_rc_pingpong -d rxe0 -g 0 -p 18522 $host_address
+serve mw_guest_lender 18530 $work/mw_exchange -w -p 18530
+connect mw_guest_borrower $work/mw_exchange -p 18531 $host_address
 serve write_guest_server 18517 ib_write_bw -d rxe0 -x 1 -n $bw_iterations -p 18517
 connect write_guest_client ib_write_bw -d rxe0 -x 1 -n $bw_iterations -p 18518 $host_address
 serve read_guest_server 18519 ib_read_bw -d rxe0 -x 1 -n $bw_iterations -p 18519
@@ -309,6 +317,11 @@ if [ "$cm_only" = 0 ]; then
   # GID 0, the link-local GIDs: RoCEv2 over IPv6 link-local each way.
   guest_serves rc_gid0_guest_server 18521 ibv_rc_pingpong -g 0 -p 18521
   host_serves rc_gid0_guest_client 18522 ibv_rc_pingpong -g 0 -p 18522
+  # Memory windows: a type 2 window bound through the lender's QP, written
+  # and read through its rkey, invalidated by a SEND, then refused; each side
+  # lends once.
+  guest_serves mw_guest_lender 18530 "$work/mw_exchange" -p 18530
+  host_serves mw_guest_borrower 18531 "$work/mw_exchange" -w -p 18531
   guest_serves write_guest_server 18517 ib_write_bw -n "$bw_iterations" -p 18517
   host_serves write_guest_client 18518 ib_write_bw -n "$bw_iterations" -p 18518
   guest_serves read_guest_server 18519 ib_read_bw -n "$bw_iterations" -p 18519

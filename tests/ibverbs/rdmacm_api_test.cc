@@ -103,9 +103,15 @@ TEST_F(RdmaCmApi, WrongArgumentsAndStatesFailWithEinval) {
 }
 
 TEST_F(RdmaCmApi, UnservedCallsFailWithEnosysAndAnEmptyNonBlockingChannelWithEagain) {
-  sockaddr_in local = ipv4("0.0.0.0", 7301);  // the (one) device
-  EXPECT_EQ(rdma_join_multicast(id_, reinterpret_cast<sockaddr*>(&local), nullptr), -1);
+  ibv_ece ece{};
+  EXPECT_EQ(rdma_get_remote_ece(id_, &ece), -1);
   EXPECT_EQ(errno, ENOSYS);
+  // Multicast is served, but only for an ID with its device (bound or resolved).
+  sockaddr_in group = ipv4("239.127.9.110", 0);
+  EXPECT_EQ(rdma_join_multicast(id_, reinterpret_cast<sockaddr*>(&group), nullptr), -1);
+  EXPECT_EQ(errno, EINVAL);
+  EXPECT_EQ(rdma_leave_multicast(id_, reinterpret_cast<sockaddr*>(&group)), -1);
+  EXPECT_EQ(errno, EADDRNOTAVAIL);
   ASSERT_EQ(::fcntl(channel_->fd, F_SETFL, ::fcntl(channel_->fd, F_GETFL) | O_NONBLOCK), 0);
   EXPECT_EQ(next_event(), -EAGAIN);
 }

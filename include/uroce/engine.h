@@ -225,6 +225,15 @@ struct QpInitAttr {
   // resent in about an RTT or two instead of milliseconds. 0: off, as verbs.
   TimeNs tail_timeout_ns = 0;
   std::uint32_t tail_timeout_packets = 3;
+  // Loss probes, after TCP's tail loss probe (transport/loss_probe.cc), RC
+  // and XRC senders without multipath: when nothing was acknowledged for
+  // loss_probe_ns while PSNs are in flight, the newest packet sent goes
+  // again with AckReq set. If packets before it were lost, the responder
+  // answers with a sequence NAK and the requester resends from the gap at
+  // once; if only ACKs were late, the duplicate is acknowledged. Probes
+  // back off (x2) until the Local ACK Timeout, which keeps its meaning (and
+  // its retry count) for a peer that is really gone. 0: off, as verbs.
+  TimeNs loss_probe_ns = 0;
   MultipathConfig multipath;  // RC with selective repeat only
   // The General Services QP: a UD QP numbered 1, one per engine, through
   // which the connection manager's MADs come and go (Q_Key 0x80010000).
@@ -347,6 +356,7 @@ struct EngineCounters {
   std::uint64_t rnr_naks_sent = 0;
   std::uint64_t timeouts = 0;
   std::uint64_t dropped_messages = 0;  // UC messages dropped for a lost packet or a bad request
+  std::uint64_t loss_probes = 0;       // packets resent by a loss probe (QpInitAttr::loss_probe_ns)
   std::uint64_t multicast_received = 0;  // UD datagrams to a group a QP here is attached to
   std::uint64_t ecn_marked_received = 0;  // CE-marked arrivals (notification point)
   std::uint64_t cnps_sent = 0;

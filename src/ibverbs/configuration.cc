@@ -1,6 +1,6 @@
-// configured_devices(), configured_progress(), configured_local_path() and
-// configured_shared_regions():
-// the UROCE_* variables.
+// configured_devices(), configured_progress(), configured_local_path(),
+// configured_shared_regions() and configured_loss_probe(): the UROCE_*
+// variables.
 #include "ibverbs/configuration.h"
 
 #include <cstdlib>
@@ -49,5 +49,18 @@ Expected<bool, std::string> configured_local_path() {
 }
 
 Expected<bool, std::string> configured_shared_regions() { return zero_or_one("UROCE_SHARED_MR"); }
+
+Expected<TimeNs, std::string> configured_loss_probe() {
+  constexpr TimeNs kDefaultUs = 1000, kLongestUs = 10'000'000;
+  const char* value = std::getenv("UROCE_LOSS_PROBE_US");
+  std::string text = value != nullptr ? value : "";
+  if (text.empty()) return kDefaultUs * 1000;
+  bool digits = text.size() <= 8 && text.find_first_not_of("0123456789") == std::string::npos;
+  TimeNs microseconds = digits ? std::stoll(text) : -1;
+  if (microseconds < 0 || microseconds > kLongestUs) {
+    return unexpected("UROCE_LOSS_PROBE_US='" + text + "' is not a whole number of microseconds up to 10000000");
+  }
+  return microseconds * 1000;
+}
 
 }  // namespace uroce::ibverbs

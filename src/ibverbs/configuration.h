@@ -17,6 +17,9 @@
 //                    are read by that peer in one copy, not sent as
 //                    packets. Off by default (0): it changes how the
 //                    buffer's pages behave across fork
+//   UROCE_LOSS_PROBE_US  microseconds without an acknowledgement after which
+//                    an RC QP probes for a lost tail (QpInitAttr::loss_probe_ns;
+//                    default 1000, 0: off, only the Local ACK Timeout)
 // Two programs on one host need two addresses (each device binds UDP 4791
 // on its own); `uroce run --address A -- PROGRAM` sets these for you.
 #pragma once
@@ -48,5 +51,9 @@ Expected<bool, std::string> configured_local_path();
 // Whether registered regions are shared with local peers (UROCE_SHARED_MR
 // is 1); a value other than 0 or 1 is an error naming it.
 Expected<bool, std::string> configured_shared_regions();
+
+// The RC QPs' loss probe interval (UROCE_LOSS_PROBE_US), in nanoseconds; 0
+// is off. Not a whole number of microseconds up to 10 s: an error naming it.
+Expected<TimeNs, std::string> configured_loss_probe();
 
 }  // namespace uroce::ibverbs

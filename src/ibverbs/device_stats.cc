@@ -27,14 +27,16 @@ void print(const std::string& name, Device& device) {
   ProgressCounters progress = device.progress_counters();
   port::PortCounters port = device.port_counters();
   std::fprintf(stderr,
-               "uroce: %s: packets sent %llu received %llu, icrc errors %llu, retransmitted %llu, "
-               "malformed %llu; receiving rounds: thread %llu application %llu; thread sleeps %llu rests %llu; "
+               "uroce: %s: packets sent %llu received %llu, icrc errors %llu, retransmitted %llu "
+               "(loss probes %llu, timeouts %llu), malformed %llu; receiving rounds: thread %llu application %llu; thread sleeps %llu rests %llu; "
                "held ACKs carried %llu expired %llu; intra-host sent %llu received %llu dropped %llu; "
                "extent packets sent %llu received %llu unreadable %llu\n",
                name.c_str(), static_cast<unsigned long long>(counters.packets_sent),
                static_cast<unsigned long long>(counters.packets_received),
                static_cast<unsigned long long>(counters.icrc_errors),
                static_cast<unsigned long long>(counters.retransmitted_packets),
+               static_cast<unsigned long long>(counters.loss_probes),
+               static_cast<unsigned long long>(counters.timeouts),
                static_cast<unsigned long long>(counters.malformed_packets),
                static_cast<unsigned long long>(progress.thread_receives),
                static_cast<unsigned long long>(progress.application_receives),

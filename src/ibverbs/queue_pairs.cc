@@ -74,6 +74,7 @@ ibv_qp* create(ibv_context* context, ibv_pd* pd, const ibv_qp_init_attr& request
   init.srq = requested.srq != nullptr ? srq_of(requested.srq).handle : 0;
   init.gsi = gsi;
   init.block_self_multicast = block_self_multicast;
+  if (type == IBV_QPT_RC || type == IBV_QPT_XRC_SEND) init.loss_probe_ns = runtime.loss_probe_ns();
   auto* qp = new (std::nothrow) UroceQp{};
   if (qp == nullptr) return fail_with<ibv_qp>(ENOMEM);
   auto qpn = runtime.device().call([&](Engine& engine) -> Expected<std::uint32_t, std::errc> {

@@ -41,6 +41,8 @@ Expected<std::shared_ptr<DeviceRuntime>, std::string> DeviceRuntime::open(UroceD
   if (!local_path) return unexpected(local_path.error());
   auto shared_regions = configured_shared_regions();
   if (!shared_regions) return unexpected(shared_regions.error());
+  auto loss_probe = configured_loss_probe();
+  if (!loss_probe) return unexpected(loss_probe.error());
   DeviceConfig config;
   config.address = device.spec.address;
   config.interface = device.spec.interface;
@@ -51,6 +53,7 @@ Expected<std::shared_ptr<DeviceRuntime>, std::string> DeviceRuntime::open(UroceD
   if (!running) return unexpected(running.error());
   std::shared_ptr<DeviceRuntime> runtime(new DeviceRuntime(device, std::move(*running)));
   runtime->shares_regions_ = *shared_regions && *local_path;
+  runtime->loss_probe_ns_ = *loss_probe;
   register_device_stats(device.spec.name, *runtime->device_);
   runtime->device_->set_event_listener([raw = runtime.get()](Engine& engine) { raw->route_events(engine); });
   return runtime;

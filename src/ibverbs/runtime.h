@@ -31,6 +31,8 @@ class DeviceRuntime {
   Device& device() { return *device_; }
   // Whether ibv_reg_mr shares regions with local peers (UROCE_SHARED_MR=1 on the intra-host path).
   bool shares_regions() const { return shares_regions_; }
+  // Each RC and XRC QP's loss probe interval (UROCE_LOSS_PROBE_US), 0: off.
+  TimeNs loss_probe_ns() const { return loss_probe_ns_; }
   UroceDevice& ibv_device() { return ibv_device_; }
 
   // Engine handle -> library object, for the event routing. Change them only
@@ -54,6 +56,7 @@ class DeviceRuntime {
   UroceDevice& ibv_device_;
   std::unique_ptr<Device> device_;
   bool shares_regions_ = false;
+  TimeNs loss_probe_ns_ = 0;
 };
 
 // The context's runtime, opened on first use; nullptr with errno set (and the

@@ -107,6 +107,7 @@ TimeNs EngineState::earliest_timer() {
 void EngineState::on_qp_timer(QueuePair& qp, TimeNs now) {
   bool loss_check = qp.paths && qp.paths->loss_check_at() <= now;
   if (qp.retransmit_deadline <= now || qp.rnr_resume_at <= now || loss_check) requester_on_timer(qp, now);
+  if (qp.probe_deadline <= now) on_probe_timer(qp, now);
   if (qp.dcqcn) {
     qp.dcqcn->on_timer(now);
     repace(qp);

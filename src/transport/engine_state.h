@@ -155,6 +155,9 @@ class EngineState {
   bool extent_window_full(const transport::QueuePair& qp, std::uint64_t length) const;
   void requester_on_response(transport::QueuePair& qp, const wire::RocePacket& packet, TimeNs now);
   void requester_on_timer(transport::QueuePair& qp, TimeNs now);
+  // Loss probes (loss_probe.cc): the timer asks for one, the next transmit sends it.
+  void on_probe_timer(transport::QueuePair& qp, TimeNs now);
+  std::size_t send_loss_probe(transport::QueuePair& qp, MutableByteSpan out, TimeNs now);
 
   // Responder (responder.cc).
   // bytes: the packet from BTH to ICRC, kept when selective repeat holds it.

@@ -144,6 +144,10 @@ struct QueuePair {
   QpAttr attr;  // the attributes modify_qp set
   std::uint16_t udp_source_port = 0;
   bool block_self_multicast = false;  // QpInitAttr::block_self_multicast
+  TimeNs loss_probe_ns = 0;           // QpInitAttr::loss_probe_ns
+  TimeNs probe_deadline = kNever;     // when the next loss probe goes, if nothing is acknowledged first
+  TimeNs probe_interval = 0;          // doubles with each probe, from loss_probe_ns
+  bool probe_pending = false;         // the next transmit sends the probe
   bool peer_local = false;  // the peer's last packet came through shared memory (RegionBacking)
 
   // Requester.
@@ -214,7 +218,7 @@ struct QueuePair {
 
   // The earliest time one of the QP's timers needs attention.
   TimeNs next_deadline() const {
-    TimeNs deadline = std::min(retransmit_deadline, rnr_resume_at);
+    TimeNs deadline = std::min({retransmit_deadline, rnr_resume_at, probe_deadline});
     if (pacing_blocked) deadline = std::min(deadline, next_send_time);
     if (dcqcn) deadline = std::min(deadline, dcqcn->next_deadline());
     if (paths) deadline = std::min(deadline, paths->loss_check_at());

@@ -60,7 +60,7 @@ Expected<std::uint32_t, std::errc> Engine::create_qp(const QpInitAttr& init) {
       cap.max_recv_sge > limits.max_sge || cap.max_inline_data > limits.max_inline_data) {
     return unexpected(std::errc::invalid_argument);
   }
-  if (init.tail_timeout_ns < 0) return unexpected(std::errc::invalid_argument);
+  if (init.tail_timeout_ns < 0 || init.loss_probe_ns < 0) return unexpected(std::errc::invalid_argument);
   if (state_->qps.size() >= limits.max_qp) return unexpected(std::errc::not_enough_memory);
   if ((init.recovery == LossRecovery::selective_repeat || init.tail_timeout_ns != 0) && init.qp_type != QpType::rc) {
     return unexpected(std::errc::invalid_argument);
@@ -89,6 +89,8 @@ Expected<std::uint32_t, std::errc> Engine::create_qp(const QpInitAttr& init) {
   qp.recovery = init.recovery;
   qp.tail_timeout_ns = init.tail_timeout_ns;
   qp.tail_timeout_packets = init.tail_timeout_packets;
+  bool probes = (init.qp_type == QpType::rc || init.qp_type == QpType::xrc_send) && init.multipath.entropy_values == 0;
+  qp.loss_probe_ns = probes ? init.loss_probe_ns : 0;
   qp.multipath = init.multipath;
   qp.pd = init.pd;
   qp.send_cq = init.send_cq;
@@ -200,6 +202,7 @@ std::errc Engine::modify_qp(std::uint32_t qpn, const QpAttr& attr, std::uint32_t
     fresh.recovery = qp.recovery;
     fresh.tail_timeout_ns = qp.tail_timeout_ns;
     fresh.tail_timeout_packets = qp.tail_timeout_packets;
+    fresh.loss_probe_ns = qp.loss_probe_ns;
     fresh.multipath = qp.multipath;
     fresh.pd = qp.pd;
     fresh.send_cq = qp.send_cq;

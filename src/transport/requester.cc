@@ -76,6 +76,10 @@ void EngineState::arm_retransmit_timer(QueuePair& qp, TimeNs now) const {
     }
   }
   qp.retransmit_deadline = wait == kNever ? kNever : now + wait;
+  // A loss probe first, while it comes well before the timeout.
+  bool probe = qp.loss_probe_ns != 0 && wait != kNever && qp.loss_probe_ns < wait;
+  qp.probe_interval = qp.loss_probe_ns;
+  qp.probe_deadline = probe ? now + qp.loss_probe_ns : kNever;
 }
 
 std::uint32_t EngineState::unacked_psn(const QueuePair& qp) const {
@@ -121,6 +125,9 @@ bool EngineState::extent_window_full(const QueuePair& qp, std::uint64_t length) 
 std::size_t EngineState::requester_transmit(QueuePair& qp, MutableByteSpan out, TimeNs now) {
   if (qp.state != QpState::rts && qp.state != QpState::sqd) return 0;
   if (qp.rnr_resume_at != kNever) return 0;
+  if (qp.probe_pending) {
+    if (std::size_t length = send_loss_probe(qp, out, now); length > 0) return length;
+  }
   if (qp.sacks && (!qp.trimmed_resends.empty() || qp.sacks->recovering())) {
     if (paced_out(qp, now)) return 0;
     std::size_t length = resend_trimmed(qp, out, now);

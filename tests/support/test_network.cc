@@ -135,6 +135,7 @@ std::pair<Endpoint, Endpoint> connect_rc(Engine& a, Engine& b, const RcOptions& 
     init.qp_type = options.type;
     init.recovery = options.recovery;
     init.tail_timeout_ns = options.tail_timeout_ns;
+    init.loss_probe_ns = options.loss_probe_ns;
     init.multipath = i == 1 && options.responder_multipath ? *options.responder_multipath : options.multipath;
     init.cap = options.cap;
     auto qpn = engines[i]->create_qp(init);

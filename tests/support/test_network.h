@@ -93,6 +93,7 @@ struct RcOptions {
   PathMtu mtu = PathMtu::mtu1024;
   std::uint8_t timeout = 14;
   TimeNs tail_timeout_ns = 0;  // QpInitAttr::tail_timeout_ns
+  TimeNs loss_probe_ns = 0;    // QpInitAttr::loss_probe_ns
   MultipathConfig multipath;   // QpInitAttr::multipath
   std::optional<MultipathConfig> responder_multipath;  // b's, where it differs from a's
   std::uint8_t retry_cnt = 7;

@@ -1,0 +1,67 @@
+// Loss probes (QpInitAttr::loss_probe_ns), after TCP's tail loss probe: a
+// requester that has heard nothing for a while sends its newest packet again
+// with AckReq set, so that a lost tail costs a probe interval and a round
+// trip instead of the Local ACK Timeout. What the responder does with the
+// probe tells the requester what happened, through paths that exist anyway:
+// - every packet before it arrived (only ACKs were late or lost): the probe
+//   is a duplicate, and the responder acknowledges all it has;
+// - some were lost: the probe is out of sequence, and the responder's
+//   sequence NAK (go-back-N) or selective NAK (selective repeat) makes the
+//   requester resend from the gap at once.
+// Probes use no retry count and back off; the Local ACK Timeout, when it
+// comes, is the same as without them.
+#include <algorithm>
+#include <limits>
+
+#include "transport/engine_state.h"
+
+namespace uroce {
+
+using transport::QueuePair;
+using transport::SendWqe;
+using transport::psn_before;
+using transport::psn_diff;
+
+void EngineState::on_probe_timer(QueuePair& qp, TimeNs now) {
+  qp.probe_deadline = kNever;
+  bool sending = qp.state == QpState::rts || qp.state == QpState::sqd;
+  if (!sending || qp.rnr_resume_at != kNever || !qp.any_sent || unacked_psn(qp) == qp.next_psn) return;
+  qp.probe_pending = true;
+  mark_ready(qp);
+  qp.probe_interval *= 2;
+  if (qp.retransmit_deadline != kNever && now + qp.probe_interval < qp.retransmit_deadline) {
+    qp.probe_deadline = now + qp.probe_interval;
+  }
+}
+
+// The packet of the highest PSN sent: the last packet sent of the newest
+// started WQE that is not done. A READ is asked again from its first missing
+// response (a duplicate READ would make the responder send it all again).
+std::size_t EngineState::send_loss_probe(QueuePair& qp, MutableByteSpan out, TimeNs now) {
+  qp.probe_pending = false;
+  for (std::size_t i = qp.send_queue.size(); i-- > 0;) {
+    SendWqe& wqe = qp.send_queue[i];
+    if (!wqe.started || wqe.done || wqe.packet_count == 0) continue;
+    std::uint32_t index;
+    if (wqe.opcode == WrOpcode::rdma_read) {
+      index = static_cast<std::uint32_t>(wqe.read_received / mtu(qp));
+    } else if (wqe.is_read_or_atomic()) {
+      index = 0;
+    } else {
+      if (psn_before(qp.highest_sent_psn, wqe.first_psn)) continue;  // none of its packets sent yet
+      std::int32_t sent = psn_diff(qp.highest_sent_psn, wqe.first_psn);
+      index = std::min<std::uint32_t>(static_cast<std::uint32_t>(sent), wqe.packet_count - 1);
+    }
+    // AckReq on the probe: the responder answers it at once.
+    qp.packets_since_ack_request = std::numeric_limits<std::uint32_t>::max() - 1;
+    std::size_t length = send_request_packet(qp, wqe, index, out, now);
+    if (length > 0) {
+      ++counters.loss_probes;
+      account_data_packet(qp, length, now);
+    }
+    return length;
+  }
+  return 0;
+}
+
+}  // namespace uroce

@@ -1,0 +1,110 @@
+// The longest stall under forced drops: two uroce devices on loopback UDP,
+// in a network namespace whose nftables rule drops a share of RoCE datagrams
+// (in_lossy_netns.sh), move 32 MiB as 64 KiB RDMA WRITEs, one at a time,
+// over one RC QP whose Local ACK Timeout is about 1 s (exponent 18, what
+// UCX asks for). Every completion is timed; the longest wait for the next
+// completion while WRs are in flight is the stall a loss cost. With loss
+// probes (the library's default interval, 1 ms) no stall may reach 10 ms;
+// UROCE_LOSS_PROBE_US=0 shows the same run without them. Prints one line.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tests/support/test_network.h"
+#include "uroce/device.h"
+
+namespace uroce::testing {
+namespace {
+
+constexpr std::uint32_t kAll = kAccessLocalWrite | kAccessRemoteWrite | kAccessRemoteRead;
+constexpr std::size_t kWriteBytes = 64 * 1024;
+constexpr std::size_t kWrites = 512;  // 32 MiB
+constexpr std::size_t kInFlight = 1;  // each WRITE's last packets are a tail: nothing follows to reveal their loss
+
+TimeNs probe_interval_ns() {
+  const char* value = std::getenv("UROCE_LOSS_PROBE_US");
+  return (value != nullptr && *value != '\0' ? std::atoll(value) : 1000) * 1000;
+}
+
+std::unique_ptr<Device> open_device(const char* address) {
+  DeviceConfig config;
+  config.address = address;
+  config.progress_thread = false;  // this thread drives both devices
+  config.fixed_seed = true;
+  config.gso = UdpGsoPolicy::never;  // the rule drops single datagrams, not GSO batches
+  auto device = Device::open(config);
+  if (!device) throw std::runtime_error(device.error());
+  return std::move(*device);
+}
+
+TEST(ForcedDrops, NoLossStallsAWriteStreamForTheLocalAckTimeout) {
+  std::unique_ptr<Device> a = open_device("127.0.0.1");
+  std::unique_ptr<Device> b = open_device("127.0.0.2");
+  Engine& engine_a = *a->call([](Engine& e) { return &e; });
+  Engine& engine_b = *b->call([](Engine& e) { return &e; });
+  RcOptions options;
+  options.timeout = 18;  // 1.07 s
+  options.mtu = PathMtu::mtu4096;
+  options.loss_probe_ns = probe_interval_ns();
+  auto [sender, receiver] = connect_rc(engine_a, engine_b, options);
+  std::vector<std::uint8_t> source(kWriteBytes * kInFlight), target(kWriteBytes * kInFlight);
+  for (std::size_t i = 0; i < source.size(); ++i) source[i] = static_cast<std::uint8_t>(i * 7 + 1);
+  MrKeys source_keys = *engine_a.reg_mr(sender.pd, source.data(), source.size(), kAll);
+  MrKeys target_keys = *engine_b.reg_mr(receiver.pd, target.data(), target.size(), kAll);
+
+  auto start = std::chrono::steady_clock::now();
+  auto last_completion = start;
+  std::chrono::nanoseconds longest_stall{0};
+  std::size_t posted = 0, completed = 0;
+  std::vector<WorkCompletion> completions(16);
+  while (completed < kWrites) {
+    while (posted < kWrites && posted - completed < kInFlight) {
+      std::size_t slot = posted % kInFlight;
+      Sge sge{reinterpret_cast<std::uintptr_t>(source.data() + slot * kWriteBytes), kWriteBytes, source_keys.lkey};
+      SendWr wr;
+      wr.wr_id = posted;
+      wr.opcode = WrOpcode::rdma_write;
+      wr.send_flags = kSendSignaled;
+      wr.sg_list = {&sge, 1};
+      wr.rdma = {reinterpret_cast<std::uintptr_t>(target.data() + slot * kWriteBytes), target_keys.rkey};
+      ASSERT_EQ(engine_a.post_send(sender.qpn, wr), std::errc{});
+      ++posted;
+    }
+    a->progress();
+    b->progress();
+    auto found = engine_a.poll_cq(sender.cq, completions);
+    ASSERT_TRUE(found.has_value());
+    auto now = std::chrono::steady_clock::now();
+    for (std::size_t i = 0; i < *found; ++i) {
+      ASSERT_EQ(completions[i].status, WcStatus::success) << to_string(completions[i].status);
+      ++completed;
+    }
+    if (*found > 0) last_completion = now;
+    longest_stall = std::max(longest_stall, std::chrono::duration_cast<std::chrono::nanoseconds>(now - last_completion));
+    ASSERT_LT(now - start, std::chrono::seconds(120)) << completed << " of " << kWrites << " WRITEs in 120 s";
+  }
+  ASSERT_EQ(std::memcmp(source.data(), target.data(), source.size()), 0);
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EngineCounters counters = a->counters();
+  std::printf("forced drops, loss probes %s: 32 MiB in %.2f s, longest stall %.2f ms; retransmitted %llu, "
+              "loss probes %llu, timeouts %llu\n",
+              options.loss_probe_ns != 0 ? (std::to_string(options.loss_probe_ns / 1000) + " us").c_str() : "off",
+              seconds, static_cast<double>(longest_stall.count()) / 1e6,
+              static_cast<unsigned long long>(counters.retransmitted_packets),
+              static_cast<unsigned long long>(counters.loss_probes), static_cast<unsigned long long>(counters.timeouts));
+  std::fflush(stdout);
+  EXPECT_GT(counters.retransmitted_packets, 0u) << "nothing was lost: is the nftables rule there?";
+  if (options.loss_probe_ns != 0) {
+    EXPECT_EQ(counters.timeouts, 0u);
+    EXPECT_LT(longest_stall, std::chrono::milliseconds(10));
+  }
+}
+
+}  // namespace
+}  // namespace uroce::testing

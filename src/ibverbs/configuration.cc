@@ -51,7 +51,9 @@ Expected<bool, std::string> configured_local_path() {
 Expected<bool, std::string> configured_shared_regions() { return zero_or_one("UROCE_SHARED_MR"); }
 
 Expected<TimeNs, std::string> configured_loss_probe() {
-  constexpr TimeNs kDefaultUs = 1000, kLongestUs = 10'000'000;
+  // 5 ms: under bulk load on a small host ACKs can lag 1 to 5 ms behind a
+  // deep receive queue, and probes at 1 ms then cost bandwidth (BENCHMARKS.md).
+  constexpr TimeNs kDefaultUs = 5000, kLongestUs = 10'000'000;
   const char* value = std::getenv("UROCE_LOSS_PROBE_US");
   std::string text = value != nullptr ? value : "";
   if (text.empty()) return kDefaultUs * 1000;

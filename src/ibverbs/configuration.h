@@ -19,7 +19,7 @@
 //                    buffer's pages behave across fork
 //   UROCE_LOSS_PROBE_US  microseconds without an acknowledgement after which
 //                    an RC QP probes for a lost tail (QpInitAttr::loss_probe_ns;
-//                    default 1000, 0: off, only the Local ACK Timeout)
+//                    default 5000, 0: off, only the Local ACK Timeout)
 // Two programs on one host need two addresses (each device binds UDP 4791
 // on its own); `uroce run --address A -- PROGRAM` sets these for you.
 #pragma once

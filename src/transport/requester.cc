@@ -441,6 +441,7 @@ void EngineState::acknowledge_through(QueuePair& qp, std::uint32_t psn, TimeNs n
     arm_retransmit_timer(qp, now);
   } else {
     qp.retransmit_deadline = kNever;
+    qp.probe_deadline = kNever;
   }
   mark_ready(qp);
 }

@@ -8,6 +8,10 @@
 // - some were lost: the probe is out of sequence, and the responder's
 //   sequence NAK (go-back-N) or selective NAK (selective repeat) makes the
 //   requester resend from the gap at once.
+// A probe that gets no answer is followed by one of the oldest packet not
+// acknowledged, and the two alternate: when the responder's one sequence NAK
+// for a gap was lost, it answers no later packet (it NAKs a gap once), but
+// it takes the packet it waits for, acknowledges it, and NAKs the next gap.
 // Probes use no retry count and back off; the Local ACK Timeout, when it
 // comes, is the same as without them.
 #include <algorithm>
@@ -27,6 +31,7 @@ void EngineState::on_probe_timer(QueuePair& qp, TimeNs now) {
   bool sending = qp.state == QpState::rts || qp.state == QpState::sqd;
   if (!sending || qp.rnr_resume_at != kNever || !qp.any_sent || unacked_psn(qp) == qp.next_psn) return;
   qp.probe_pending = true;
+  ++qp.probes_unanswered;
   mark_ready(qp);
   qp.probe_interval *= 2;
   if (qp.retransmit_deadline != kNever && now + qp.probe_interval < qp.retransmit_deadline) {
@@ -34,23 +39,26 @@ void EngineState::on_probe_timer(QueuePair& qp, TimeNs now) {
   }
 }
 
-// The packet of the highest PSN sent: the last packet sent of the newest
-// started WQE that is not done. A READ is asked again from its first missing
+// The packet of the highest PSN sent (odd probes) or of the oldest PSN not
+// acknowledged (even ones). A READ is asked again from its first missing
 // response (a duplicate READ would make the responder send it all again).
 std::size_t EngineState::send_loss_probe(QueuePair& qp, MutableByteSpan out, TimeNs now) {
   qp.probe_pending = false;
+  bool newest = qp.probes_unanswered % 2 == 1;
+  std::uint32_t target = newest ? qp.highest_sent_psn : unacked_psn(qp);
   for (std::size_t i = qp.send_queue.size(); i-- > 0;) {
     SendWqe& wqe = qp.send_queue[i];
     if (!wqe.started || wqe.done || wqe.packet_count == 0) continue;
+    if (!newest && psn_before(target, wqe.first_psn)) continue;  // the oldest is in an earlier WQE
     std::uint32_t index;
     if (wqe.opcode == WrOpcode::rdma_read) {
       index = static_cast<std::uint32_t>(wqe.read_received / mtu(qp));
     } else if (wqe.is_read_or_atomic()) {
       index = 0;
     } else {
-      if (psn_before(qp.highest_sent_psn, wqe.first_psn)) continue;  // none of its packets sent yet
-      std::int32_t sent = psn_diff(qp.highest_sent_psn, wqe.first_psn);
-      index = std::min<std::uint32_t>(static_cast<std::uint32_t>(sent), wqe.packet_count - 1);
+      if (psn_before(target, wqe.first_psn)) continue;  // none of its packets sent yet
+      std::int32_t offset = psn_diff(target, wqe.first_psn);
+      index = std::min<std::uint32_t>(static_cast<std::uint32_t>(offset), wqe.packet_count - 1);
     }
     // AckReq on the probe: the responder answers it at once.
     qp.packets_since_ack_request = std::numeric_limits<std::uint32_t>::max() - 1;

@@ -148,6 +148,7 @@ struct QueuePair {
   TimeNs probe_deadline = kNever;     // when the next loss probe goes, if nothing is acknowledged first
   TimeNs probe_interval = 0;          // doubles with each probe, from loss_probe_ns
   bool probe_pending = false;         // the next transmit sends the probe
+  std::uint32_t probes_unanswered = 0;  // probes since the timer was last armed by an ACK or a send
   bool peer_local = false;  // the peer's last packet came through shared memory (RegionBacking)
 
   // Requester.

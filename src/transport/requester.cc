@@ -80,6 +80,7 @@ void EngineState::arm_retransmit_timer(QueuePair& qp, TimeNs now) const {
   bool probe = qp.loss_probe_ns != 0 && wait != kNever && qp.loss_probe_ns < wait;
   qp.probe_interval = qp.loss_probe_ns;
   qp.probe_deadline = probe ? now + qp.loss_probe_ns : kNever;
+  qp.probes_unanswered = 0;
 }
 
 std::uint32_t EngineState::unacked_psn(const QueuePair& qp) const {

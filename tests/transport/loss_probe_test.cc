@@ -1,6 +1,7 @@
 // Loss probes (QpInitAttr::loss_probe_ns): a lost tail of a burst costs a
 // probe interval and a round trip, not the Local ACK Timeout, in both
-// recovery modes; lost ACKs cost one duplicate packet and no resend; a
+// recovery modes; lost ACKs cost one duplicate packet and no resend; a lost
+// sequence NAK is covered by the probe of the oldest packet; a
 // peer that is gone still ends in retry-exceeded after the whole timeout,
 // retries unchanged. Times are the test network's virtual time.
 #include <gtest/gtest.h>
@@ -107,6 +108,24 @@ TEST_P(LossProbe, LostAcksCostOneDuplicatePacketAndNoResend) {
   EXPECT_EQ(a_.engine->counters().loss_probes, 1u);
   EXPECT_EQ(a_.engine->counters().retransmitted_packets, 1u);  // the probe, nothing else
   EXPECT_EQ(b_.engine->counters().duplicate_requests, 1u);
+}
+
+TEST_P(LossProbe, ALostNakIsCoveredByProbingTheOldestPacket) {
+  // The sixth of 16 packets is lost, and so is everything the responder
+  // sends before the first probe: its one sequence NAK for the gap.
+  std::vector<std::uint32_t> lost = psns(5, 1);
+  ChannelFaults faults = lose_request_psns(lost);
+  auto lose_request = faults.path_down;
+  faults.path_down = [this, lose_request](std::span<const std::uint8_t> datagram) {
+    bool from_b = datagram.size() > 20 && datagram[15] == 2;
+    return (from_b && network_->now() < kProbe) || (lose_request && lose_request(datagram));
+  };
+  connect(faults, kProbe);
+  auto [done_at, status] = write_and_wait(16);
+  EXPECT_EQ(status, WcStatus::success);
+  EXPECT_LT(done_at, 10 * kProbe);
+  EXPECT_EQ(a_.engine->counters().timeouts, 0u);
+  EXPECT_EQ(0, std::memcmp(remote_.data(), local_.data(), 16 * kPacket));
 }
 
 TEST_P(LossProbe, AGonePeerStillEndsAfterEveryLocalAckTimeout) {

@@ -1,6 +1,6 @@
 // RawPort: opening the AF_PACKET socket on an interface (with a kernel
-// filter for ARP and RoCEv2 to our address), reserving the UDP port where the
-// kernel holds the address, and ARP. The batched frame I/O is in raw_port_io.cc.
+// filter for ARP and RoCEv2 to our address or a multicast group), reserving
+// the UDP port where the kernel holds the address, ARP, and joining groups. The batched frame I/O is in raw_port_io.cc.
 #include "port/raw_port.h"
 
 #include <arpa/inet.h>
@@ -90,6 +90,17 @@ int reserve_link_local_udp_port(const Gid& address, unsigned interface, std::uin
   return fd;
 }
 
+// The interface's membership of an IPv4 group's MAC (group: a 224.0.0.0/4 address).
+packet_mreq group_membership(int interface, const Ipv4Address& group) {
+  packet_mreq membership{};
+  membership.mr_ifindex = interface;
+  membership.mr_type = PACKET_MR_MULTICAST;
+  membership.mr_alen = ETH_ALEN;
+  wire::MacAddress mac = *mac_of_ipv4_group(group);
+  std::copy(mac.begin(), mac.end(), membership.mr_address);
+  return membership;
+}
+
 std::string dotted(const Ipv4Address& ip) {
   return std::to_string(ip[0]) + "." + std::to_string(ip[1]) + "." + std::to_string(ip[2]) + "." +
          std::to_string(ip[3]);
@@ -177,12 +188,7 @@ std::errc RawPort::join_group(const Gid& group) {
   Ipv4Address ip;
   std::copy_n(group.begin() + 12, 4, ip.begin());
   if (std::find(groups_.begin(), groups_.end(), ip) != groups_.end()) return std::errc{};
-  packet_mreq membership{};
-  membership.mr_ifindex = interface_index_;
-  membership.mr_type = PACKET_MR_MULTICAST;
-  membership.mr_alen = ETH_ALEN;
-  wire::MacAddress mac = *mac_of_ipv4_group(ip);
-  std::copy(mac.begin(), mac.end(), membership.mr_address);
+  packet_mreq membership = group_membership(interface_index_, ip);
   if (::setsockopt(fd_, SOL_PACKET, PACKET_ADD_MEMBERSHIP, &membership, sizeof membership) != 0) {
     return std::errc::no_buffer_space;
   }
@@ -195,12 +201,7 @@ void RawPort::leave_group(const Gid& group) {
   std::copy_n(group.begin() + 12, 4, ip.begin());
   auto found = std::find(groups_.begin(), groups_.end(), ip);
   if (found == groups_.end()) return;
-  packet_mreq membership{};
-  membership.mr_ifindex = interface_index_;
-  membership.mr_type = PACKET_MR_MULTICAST;
-  membership.mr_alen = ETH_ALEN;
-  wire::MacAddress mac = *mac_of_ipv4_group(ip);
-  std::copy(mac.begin(), mac.end(), membership.mr_address);
+  packet_mreq membership = group_membership(interface_index_, ip);
   ::setsockopt(fd_, SOL_PACKET, PACKET_DROP_MEMBERSHIP, &membership, sizeof membership);
   groups_.erase(found);
 }

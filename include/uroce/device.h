@@ -120,6 +120,11 @@ struct DeviceConfig {
   bool fixed_seed = false;
 };
 
+// What to tell a user whose device's socket got a receive buffer of
+// `granted` bytes when it asked for `wanted` (net.core.rmem_max, which only
+// CAP_NET_ADMIN lifts): empty when it got what it asked for.
+std::string receive_buffer_warning(std::size_t granted, std::size_t wanted);
+
 class Device {
  public:
   static Expected<std::unique_ptr<Device>, std::string> open(const DeviceConfig& config);
@@ -241,6 +246,9 @@ class Device {
   EngineCounters counters();
   ProgressCounters progress_counters();
   port::PortCounters port_counters();
+  // Empty, or a sentence for the user when the kernel granted the port's
+  // socket a smaller receive buffer than it asked for (see below).
+  std::string receive_buffer_warning();
   // The largest path MTU whose packets fit the port's link (as Linux
   // Soft-RoCE derives the active MTU from the interface MTU).
   PathMtu max_path_mtu();

@@ -55,6 +55,9 @@ Expected<std::shared_ptr<DeviceRuntime>, std::string> DeviceRuntime::open(UroceD
   runtime->shares_regions_ = *shared_regions && *local_path;
   runtime->loss_probe_ns_ = *loss_probe;
   register_device_stats(device.spec.name, *runtime->device_);
+  if (std::string warning = runtime->device_->receive_buffer_warning(); !warning.empty()) {
+    std::fprintf(stderr, "uroce: %s: %s\n", device.spec.name.c_str(), warning.c_str());
+  }
   runtime->device_->set_event_listener([raw = runtime.get()](Engine& engine) { raw->route_events(engine); });
   return runtime;
 }

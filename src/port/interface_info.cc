@@ -108,4 +108,11 @@ PathMtu largest_path_mtu(std::size_t link_mtu, bool ipv4) {
   return PathMtu::mtu256;
 }
 
+std::size_t granted_receive_buffer(int fd) {
+  int doubled = 0;
+  socklen_t length = sizeof doubled;
+  if (::getsockopt(fd, SOL_SOCKET, SO_RCVBUF, &doubled, &length) != 0 || doubled <= 0) return 0;
+  return static_cast<std::size_t>(doubled) / 2;
+}
+
 }  // namespace uroce::port

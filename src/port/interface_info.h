@@ -1,5 +1,6 @@
 // Facts about a local network interface that ports need: its index, MAC
-// address and MTU, and which interface holds a given address. Looked up in
+// address and MTU, and which interface holds a given address; and the
+// receive buffer a port's socket was granted. Looked up in
 // the calling thread's network namespace.
 #pragma once
 
@@ -34,5 +35,9 @@ int link_mtu_for_address(const Gid& gid);
 // payload a packet carries IP, UDP, BTH, at most 28 bytes of extension
 // headers (AtomicETH; RETH + ImmDt), pad and ICRC.
 PathMtu largest_path_mtu(std::size_t link_mtu, bool ipv4);
+
+// The receive buffer a socket has (SO_RCVBUF, which Linux reports doubled
+// for its bookkeeping: halved back here), in bytes; 0 if it cannot be read.
+std::size_t granted_receive_buffer(int fd);
 
 }  // namespace uroce::port

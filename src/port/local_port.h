@@ -50,6 +50,7 @@ class LocalPort : public Port {
   // receiving engine does not check the ICRC: only those for the wire are
   // sealed, as they go to the UDP port.
   bool seals_icrc() const override { return true; }
+  ReceiveBuffer receive_buffer() const override { return wire_->receive_buffer(); }
   // Groups are the wire's: multicast datagrams never take the intra-host path.
   std::errc join_group(const Gid& group) override { return wire_->join_group(group); }
   void leave_group(const Gid& group) override { wire_->leave_group(group); }

@@ -62,6 +62,15 @@ class Port {
   // hands other datagrams to receivers that do not check one (local
   // devices). The device's engine then leaves ICRCs unset.
   virtual bool seals_icrc() const { return false; }
+  // The receive buffer the kernel granted the port's socket, and the one the
+  // port asked for (0 and 0: no socket of its own). Less than asked: the
+  // caller could not lift net.core.rmem_max (no CAP_NET_ADMIN), and a burst
+  // beyond the granted size is dropped before uroce sees it.
+  struct ReceiveBuffer {
+    std::size_t granted = 0;
+    std::size_t wanted = 0;
+  };
+  virtual ReceiveBuffer receive_buffer() const { return {}; }
   // UD multicast: from now on, receive() also hands over the datagrams sent
   // to group (a multicast GID, see gid_is_multicast), and leave stops it.
   // Each group is joined once per port (the device counts its QPs).

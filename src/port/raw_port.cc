@@ -172,6 +172,7 @@ Expected<std::unique_ptr<RawPort>, std::string> RawPort::open(const std::string&
   if (::setsockopt(port->fd_, SOL_SOCKET, SO_RCVBUFFORCE, &buffer, sizeof buffer) != 0) {
     ::setsockopt(port->fd_, SOL_SOCKET, SO_RCVBUF, &buffer, sizeof buffer);
   }
+  port->receive_buffer_ = {granted_receive_buffer(port->fd_), static_cast<std::size_t>(buffer)};
   sockaddr_ll link{};
   link.sll_family = AF_PACKET;
   link.sll_protocol = htons(ETH_P_ALL);

@@ -52,6 +52,7 @@ class RawPort : public Port {
   std::span<const ReceivedDatagram> receive(TimeNs now) override;
   PortCounters counters() const override { return counters_; }
   std::size_t max_datagram_length() const override { return static_cast<std::size_t>(mtu_); }
+  ReceiveBuffer receive_buffer() const override { return receive_buffer_; }
   // IPv4 groups: the interface is told to take the group's MAC
   // (PACKET_ADD_MEMBERSHIP); frames to it pass the filter. No IGMP is sent:
   // on a link without a snooping switch none is needed.
@@ -79,6 +80,7 @@ class RawPort : public Port {
   int reserve_link_local_fd_ = -1;  // and on our link-local address (where IPv6 is on)
   int mtu_ = 1500;
   int interface_index_ = 0;
+  ReceiveBuffer receive_buffer_;
   std::vector<Ipv4Address> groups_;  // joined
   wire::MacAddress mac_{};
   bool answer_arp_ = false;

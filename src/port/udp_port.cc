@@ -101,6 +101,7 @@ Expected<UdpPort, std::string> UdpPort::open(const std::string& address, const U
   auto fd = bound_socket(port.ipv4_, ip, options.port, options.receive_buffer_bytes, options.gro);
   if (!fd) return unexpected("cannot bind " + address + " port " + std::to_string(options.port) + ": " + fd.error());
   port.receive_fd_ = *fd;
+  port.receive_buffer_ = {granted_receive_buffer(*fd), static_cast<std::size_t>(options.receive_buffer_bytes)};
   port.epoll_fd_ = ::epoll_create1(EPOLL_CLOEXEC);
   epoll_event event{};
   event.events = EPOLLIN;
@@ -122,6 +123,7 @@ UdpPort& UdpPort::operator=(UdpPort&& other) noexcept {
     ipv4_ = other.ipv4_;
     options_ = other.options_;
     receive_fd_ = other.receive_fd_;
+    receive_buffer_ = other.receive_buffer_;
     epoll_fd_ = other.epoll_fd_;
     group_fds_ = std::move(other.group_fds_);
     send_fds_ = std::move(other.send_fds_);

@@ -53,6 +53,7 @@ class UdpPort : public Port {
   std::span<const ReceivedDatagram> receive(TimeNs now) override;
   PortCounters counters() const override;
   std::size_t max_datagram_length() const override;
+  ReceiveBuffer receive_buffer() const override { return receive_buffer_; }
   // A socket of its own per group, bound to group:4791 and joined on the
   // interface of this port's address (udp_port_groups.cc).
   std::errc join_group(const Gid& group) override;
@@ -77,6 +78,7 @@ class UdpPort : public Port {
   UdpPortOptions options_;
   int receive_fd_ = -1;
   int epoll_fd_ = -1;
+  ReceiveBuffer receive_buffer_;
   std::map<Gid, int> group_fds_;
   std::map<std::uint16_t, int> send_fds_;  // by UDP source port, opened on first use
   std::uint64_t send_errors_ = 0;

@@ -227,6 +227,19 @@ port::PortCounters Device::port_counters() {
 
 PathMtu Device::max_path_mtu() { return largest_path_mtu(*port_); }
 
+std::string Device::receive_buffer_warning() {
+  std::lock_guard lock(mutex_);
+  port::Port::ReceiveBuffer buffer = port_->receive_buffer();
+  return uroce::receive_buffer_warning(buffer.granted, buffer.wanted);
+}
+
+std::string receive_buffer_warning(std::size_t granted, std::size_t wanted) {
+  if (granted == 0 || granted >= wanted) return {};
+  return "its socket's receive buffer is " + std::to_string(granted / 1024) + " KiB, capped by net.core.rmem_max (" +
+         std::to_string(wanted / 1024) + " KiB wanted): a burst beyond it is dropped (RC resends it, UC and UD lose it); " +
+         "run with CAP_NET_ADMIN or raise the cap (sysctl -w net.core.rmem_max=" + std::to_string(wanted) + ")";
+}
+
 void Device::progress() {
   std::lock_guard lock(mutex_);
   progress_locked(monotonic_now(), /*answer_now=*/false);

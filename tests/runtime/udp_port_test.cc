@@ -3,14 +3,17 @@
 // datagrams, in order, each with its own ECN bits, whatever the GSO policy;
 // IPv6 too. The one exception: on loopback a Not-ECT datagram (an ACK)
 // behind an ECT(0) one (a request) rides in its run and arrives ECT(0).
-// Addresses are in 127.0.1.30-39 and ::1 on ports 19201-19212.
+// Addresses are in 127.0.1.30-45 and ::1 on ports 19201-19217.
 #include <gtest/gtest.h>
 
 #include <chrono>
 #include <cstring>
 #include <vector>
 
+#include <unistd.h>
+
 #include "port/udp_port.h"
+#include "uroce/device.h"
 #include "wire/ipv4.h"
 #include "wire/ipv6.h"
 #include "wire/udp.h"
@@ -234,6 +237,30 @@ TEST(UdpPort, MalformedDatagramsFromTheEngineAreCountedNotSent) {
   std::vector<MutableByteSpan> views{too_short};
   EXPECT_EQ(sender.send(views), 1u);
   EXPECT_EQ(sender.counters().send_errors, 1u);
+}
+
+}  // namespace
+}  // namespace uroce::port
+
+namespace uroce::port {
+namespace {
+
+// The receive buffer the kernel granted is known, and a user whose buffer
+// was capped by net.core.rmem_max is told so, with the fix.
+TEST(UdpPort, ReportsTheReceiveBufferItWasGrantedAndWhenItWasCapped) {
+  auto port = UdpPort::open("127.0.1.45", UdpPortOptions{.port = 19217});
+  ASSERT_TRUE(port.has_value()) << port.error();
+  Port::ReceiveBuffer buffer = port->receive_buffer();
+  EXPECT_EQ(buffer.wanted, std::size_t{8} << 20);
+  EXPECT_GT(buffer.granted, 0u);
+  if (::geteuid() == 0) {  // SO_RCVBUFFORCE lifts the cap for root
+    EXPECT_GE(buffer.granted, buffer.wanted);
+    EXPECT_EQ(receive_buffer_warning(buffer.granted, buffer.wanted), "");
+  }
+  std::string capped = receive_buffer_warning(208 * 1024, std::size_t{8} << 20);
+  EXPECT_NE(capped.find("208 KiB, capped by net.core.rmem_max (8192 KiB wanted)"), std::string::npos) << capped;
+  EXPECT_NE(capped.find("sysctl -w net.core.rmem_max=8388608"), std::string::npos) << capped;
+  EXPECT_EQ(receive_buffer_warning(0, std::size_t{8} << 20), "");  // unknown: nothing to say
 }
 
 }  // namespace

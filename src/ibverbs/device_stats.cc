@@ -28,7 +28,8 @@ void print(const std::string& name, Device& device) {
   port::PortCounters port = device.port_counters();
   std::fprintf(stderr,
                "uroce: %s: packets sent %llu received %llu, icrc errors %llu, retransmitted %llu "
-               "(loss probes %llu, timeouts %llu), duplicates %llu, out of sequence %llu, NAKs sent %llu, malformed %llu; receiving rounds: thread %llu application %llu; thread sleeps %llu rests %llu; "
+               "(loss probes %llu, timeouts %llu), duplicates %llu, out of sequence %llu, NAKs sent %llu, "
+               "malformed %llu; receiving rounds: thread %llu application %llu; thread sleeps %llu rests %llu; "
                "held ACKs carried %llu expired %llu; intra-host sent %llu received %llu dropped %llu; "
                "extent packets sent %llu received %llu unreadable %llu\n",
                name.c_str(), static_cast<unsigned long long>(counters.packets_sent),

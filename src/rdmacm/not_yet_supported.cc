@@ -1,5 +1,6 @@
 // What uroce's librdmacm does not serve yet, failing cleanly with an errno
-// (ENOSYS) instead of crashing: Enhanced Connection Establishment. (Datagram rsockets: see rsockets/rsocket_calls.cc.) rdma_set_option accepts the
+// (ENOSYS) instead of crashing: Enhanced Connection Establishment. (Datagram
+// rsockets: see rsockets/rsocket_calls.cc.) rdma_set_option accepts the
 // options that only tune a connection (and ignores them) and refuses the rest.
 #include <rdma/rdma_cma.h>
 

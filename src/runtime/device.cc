@@ -236,8 +236,9 @@ std::string Device::receive_buffer_warning() {
 std::string receive_buffer_warning(std::size_t granted, std::size_t wanted) {
   if (granted == 0 || granted >= wanted) return {};
   return "its socket's receive buffer is " + std::to_string(granted / 1024) + " KiB, capped by net.core.rmem_max (" +
-         std::to_string(wanted / 1024) + " KiB wanted): a burst beyond it is dropped (RC resends it, UC and UD lose it); " +
-         "run with CAP_NET_ADMIN or raise the cap (sysctl -w net.core.rmem_max=" + std::to_string(wanted) + ")";
+         std::to_string(wanted / 1024) + " KiB wanted): a burst beyond it is dropped (RC resends it, " +
+         "UC and UD lose it); run with CAP_NET_ADMIN or raise the cap (sysctl -w net.core.rmem_max=" +
+         std::to_string(wanted) + ")";
 }
 
 void Device::progress() {

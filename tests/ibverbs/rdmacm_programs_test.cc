@@ -247,12 +247,13 @@ TEST_P(RdmaCmPrograms, MckeyReachesEveryReceiverOfTheGroup) {
   std::string script;
   for (int receiver : {1, 2}) {
     std::string address = base + std::to_string(receiver);
-    script += environment(address, wire) + "timeout 60 mckey -m " + group + " -b " + address + " -C 20 -S 1000 > /tmp/uroce-mckey-" +
-              address + " 2>&1 & pids=\"$pids $!\"; ";
+    script += environment(address, wire) + "timeout 60 mckey -m " + group + " -b " + address +
+              " -C 20 -S 1000 > /tmp/uroce-mckey-" + address + " 2>&1 & pids=\"$pids $!\"; ";
   }
   std::string sender = base + "3";
   script += "sleep 1; " + environment(sender, wire) + "timeout 60 mckey -m " + group + " -b " + sender +
-            " -s -l -C 20 -S 1000 2>&1; echo \"sender exit $?\"; for pid in $pids; do wait $pid; echo \"receiver exit $?\"; done; "
+            " -s -l -C 20 -S 1000 2>&1; echo \"sender exit $?\"; "
+            "for pid in $pids; do wait $pid; echo \"receiver exit $?\"; done; "
             "cat /tmp/uroce-mckey-" + base + "1 /tmp/uroce-mckey-" + base + "2; rm -f /tmp/uroce-mckey-" + base + "[12]";
   RunResult run = run_shell("bash -c '" + script + "'");
   EXPECT_NE(run.output.find("sender exit 0"), std::string::npos) << run.output;

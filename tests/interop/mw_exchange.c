@@ -83,9 +83,12 @@ static int tcp_connect(const char* server, int port) {
   return -1;
 }
 
-static int connect_qp(struct ibv_qp* qp, const struct endpoint_info* own, const struct endpoint_info* peer, int gid_index) {
-  struct ibv_qp_attr attr = {.qp_state = IBV_QPS_INIT, .port_num = 1,
-                             .qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ};
+static int connect_qp(struct ibv_qp* qp, const struct endpoint_info* own, const struct endpoint_info* peer,
+                      int gid_index) {
+  struct ibv_qp_attr attr = {
+      .qp_state = IBV_QPS_INIT,
+      .port_num = 1,
+      .qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ};
   if (ibv_modify_qp(qp, &attr, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS)) return -1;
   memset(&attr, 0, sizeof attr);
   attr.qp_state = IBV_QPS_RTR;
@@ -183,7 +186,9 @@ static int borrow(int fd, struct ibv_qp* qp, struct ibv_cq* cq, struct ibv_mr* m
   struct ibv_send_wr invalidate = {.wr_id = 5, .sg_list = &message, .num_sge = 1, .opcode = IBV_WR_SEND_WITH_INV,
                                    .send_flags = IBV_SEND_SIGNALED};
   invalidate.invalidate_rkey = window.rkey;
-  if (post(qp, &invalidate) || wait_completion(cq, &wc) != IBV_WC_SUCCESS) return fail("the SEND with invalidate failed");
+  if (post(qp, &invalidate) || wait_completion(cq, &wc) != IBV_WC_SUCCESS) {
+    return fail("the SEND with invalidate failed");
+  }
   write.wr_id = 6;
   int status = post(qp, &write) ? -1 : wait_completion(cq, &wc);
   printf("write after invalidation: %s\n", status >= 0 ? ibv_wc_status_str((enum ibv_wc_status)status) : "not posted");
@@ -210,8 +215,8 @@ int main(int argc, char** argv) {
   struct ibv_pd* pd = ibv_alloc_pd(context);
   struct ibv_cq* cq = ibv_create_cq(context, 16, NULL, NULL, 0);
   uint8_t* buffer = calloc(1, kBufferSize);
-  struct ibv_mr* mr = ibv_reg_mr(pd, buffer, kBufferSize,
-                                 IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_MW_BIND);
+  int access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_MW_BIND;
+  struct ibv_mr* mr = ibv_reg_mr(pd, buffer, kBufferSize, access);
   struct ibv_qp_init_attr init = {.send_cq = cq, .recv_cq = cq, .qp_type = IBV_QPT_RC,
                                   .cap = {.max_send_wr = 8, .max_recv_wr = 8, .max_send_sge = 1, .max_recv_sge = 1}};
   struct ibv_qp* qp = pd && cq && mr ? ibv_create_qp(pd, &init) : NULL;

@@ -3,7 +3,8 @@
 // own uroce device, over loopback addresses and between two network
 // namespaces (UDP port and raw Ethernet port). Each must exit 0 on both sides
 // and print its result; the pingpongs also run with -c, which checks every
-// received byte. Sweeps (-a) cover 2 B to 8 MiB.
+// received byte. Sweeps (-a) cover 2 B to 8 MiB. Between the namespaces,
+// rdmacm-utils' mckey also sends UD multicast over each port.
 #include <gtest/gtest.h>
 
 #include <ostream>
@@ -306,6 +307,28 @@ TEST_P(NamespacePrograms, RunUnchangedAcrossAVethPair) {
     // Another network namespace is another host: never the intra-host path.
     EXPECT_EQ(intra_host_sends(result.client_errors).value_or(-1), 0) << describe(result);
   }
+}
+
+// UD multicast across the pair: mckey receives in one namespace what mckey
+// sends to the group from the other. Over the UDP port the device joins on
+// the veth's address and sends out of it; over the raw port the interface
+// takes the group's MAC and the frames go to 01:00:5e:... .
+TEST_P(NamespacePrograms, MckeyReachesTheGroupAcrossAVethPair) {
+  if (auto why = testing::VethPair::unavailable()) GTEST_SKIP() << *why;
+  if (!installed("mckey")) GTEST_SKIP() << "rdmacm-utils is not installed";
+  bool raw = GetParam();
+  testing::VethPair veth(raw ? "10.79.24" : "10.79.23");
+  ASSERT_EQ(veth.error(), "");
+  Side receiver{veth.server().ns, veth.server().address, raw ? veth.server().interface : ""};
+  Side sender{veth.client().ns, veth.client().address, raw ? veth.client().interface : ""};
+  std::string group = raw ? "239.79.24.1" : "239.79.23.1";
+  std::string script = command_on(receiver, "mckey -m " + group + " -b " + receiver.address + " -C 20 -S 512") +
+                       " > /dev/null 2>&1 & pid=$!; sleep 1; " +
+                       command_on(sender, "mckey -m " + group + " -b " + sender.address + " -s -C 20 -S 512") +
+                       " 2>&1; echo \"sender exit $?\"; wait $pid; echo \"receiver exit $?\"";
+  testing::RunResult run = run_shell("bash -c '" + script + "'");
+  EXPECT_NE(run.output.find("sender exit 0"), std::string::npos) << run.output;
+  EXPECT_NE(run.output.find("receiver exit 0"), std::string::npos) << run.output;
 }
 
 std::string port_name(const ::testing::TestParamInfo<bool>& raw) { return raw.param ? "RawEthernet" : "Udp"; }

@@ -499,7 +499,6 @@ class Engine {
   // The oldest asynchronous event not yet taken, if any (the device starts
   // with port_active for port 1).
   std::optional<AsyncEvent> poll_async_event();
-  bool async_event_pending() const;
 
   // The QP's current DCQCN sending rate (line rate when not limited).
   Expected<double, std::errc> qp_rate_bps(std::uint32_t qpn) const;

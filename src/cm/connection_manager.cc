@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include "common/splitmix64.h"
+
 namespace uroce::cm {
 namespace {
 
@@ -21,10 +23,7 @@ ConnectionManager::ConnectionManager(const CmConfig& config) : config_(config), 
 
 std::uint32_t ConnectionManager::fresh_comm_id() {
   while (true) {
-    std::uint64_t z = (random_state_ += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    auto id = static_cast<std::uint32_t>(z ^ (z >> 31));
+    auto id = static_cast<std::uint32_t>(splitmix64(random_state_));
     if (id != 0 && !connections_.contains(id)) return id;
   }
 }

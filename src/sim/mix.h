@@ -1,11 +1,16 @@
 // Small deterministic mixers for the simulator: 32- and 64-bit hash
 // finalizers (ECMP, the order of simultaneous events) and splitmix64
-// (switch and workload randomness from the scenario seed).
+// (switch and workload randomness from the scenario seed; common/splitmix64.h).
 #pragma once
 
 #include <cstdint>
 
+#include "common/splitmix64.h"
+
 namespace uroce::sim {
+
+using uroce::mix64;
+using uroce::splitmix64;
 
 inline std::uint32_t mix32(std::uint32_t x) {
   x ^= x >> 16;
@@ -14,20 +19,6 @@ inline std::uint32_t mix32(std::uint32_t x) {
   x *= 0xc2b2ae35u;
   x ^= x >> 16;
   return x;
-}
-
-// splitmix64's finalizer: a stateless 64-bit hash.
-inline std::uint64_t mix64(std::uint64_t z) {
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
-
-inline std::uint64_t splitmix64(std::uint64_t& state) {
-  std::uint64_t z = (state += 0x9e3779b97f4a7c15ull);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
 }
 
 // A uniform double in [0, 1).

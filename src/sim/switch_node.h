@@ -43,7 +43,6 @@ class SwitchNode final : public Node {
   std::uint64_t egress_bytes(std::uint16_t port, std::uint8_t priority) const {
     return ports_[port].egress[priority].bytes();
   }
-  bool pausing(std::uint16_t port, std::uint8_t priority) const { return ports_[port].pause_sent[priority]; }
   // Whether the egress queue (port, priority) holds a packet that came in on
   // ingress_port (a scan: for the deadlock detector, not the hot path).
   bool holds_from(std::uint16_t port, std::uint8_t priority, std::uint16_t ingress_port) const;

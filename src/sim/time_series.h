@@ -36,7 +36,6 @@ class TimeSeries final : public EventHandler {
   const std::vector<FabricSample>& samples() const { return samples_; }
   // delivered[sample][flow]: bytes the flow had delivered by that sample.
   const std::vector<std::vector<std::uint64_t>>& delivered() const { return delivered_; }
-  std::size_t flow_count() const { return flows_.size(); }
 
   void on_event(SimTime now, std::uint32_t tag) override;
 

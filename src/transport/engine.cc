@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "common/splitmix64.h"
 #include "transport/engine_state.h"
 #include "transport/psn.h"
 #include "transport/receive_checks.h"
@@ -73,10 +74,7 @@ EngineState::EngineState(const EngineConfig& engine_config)
 
 std::uint32_t EngineState::fresh_qpn() {
   while (true) {
-    std::uint64_t z = (qpn_state += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    auto qpn = static_cast<std::uint32_t>(z >> 40) & transport::kPsnMask;
+    auto qpn = static_cast<std::uint32_t>(splitmix64(qpn_state) >> 40) & transport::kPsnMask;
     if (qpn > 1 && !qps.contains(qpn)) return qpn;  // 0 and 1 are the special QPs
   }
 }
@@ -170,13 +168,6 @@ void EngineState::move_to_error(QueuePair& qp) {
   if (qp.paths) qp.paths->clear();
   qp.retransmit_deadline = kNever;
   qp.rnr_resume_at = kNever;
-}
-
-wire::WireResult<wire::DatagramLayout> EngineState::begin_packet(const QueuePair& qp,
-                                                                 const wire::TransportHeaders& headers,
-                                                                 std::size_t payload_length,
-                                                                 MutableByteSpan out) const {
-  return begin_packet_to(qp.attr.ah_attr, qp.attr.dest_qp_num, qp.udp_source_port, headers, payload_length, out);
 }
 
 wire::WireResult<wire::DatagramLayout> EngineState::begin_packet_to(const AddressVector& av, std::uint32_t dest_qp,
@@ -352,7 +343,6 @@ std::optional<std::uint32_t> Engine::poll_cq_event() {
 
 bool Engine::cq_event_pending() const { return !state_->cq_events.empty(); }
 
-bool Engine::async_event_pending() const { return !state_->events.empty(); }
 
 std::optional<AsyncEvent> Engine::poll_async_event() {
   if (state_->events.empty()) return std::nullopt;

@@ -127,12 +127,8 @@ class EngineState {
     return mtu_bytes(qp.type == QpType::ud ? config.port_mtu : qp.attr.path_mtu);
   }
 
-  // Writes IP/UDP/BTH/extension headers for a packet of this QP; the caller
-  // fills payload_length bytes at layout.payload_offset and seals.
-  wire::WireResult<wire::DatagramLayout> begin_packet(const transport::QueuePair& qp,
-                                                      const wire::TransportHeaders& headers,
-                                                      std::size_t payload_length, MutableByteSpan out) const;
-  // The same to an explicit destination (UD datagrams name theirs per WR).
+  // Writes IP/UDP/BTH/extension headers for a packet to this destination;
+  // the caller fills payload_length bytes at layout.payload_offset and seals.
   // flow_label: on IPv6, this instead of the destination's when not 0 (a multipath EV's).
   wire::WireResult<wire::DatagramLayout> begin_packet_to(const AddressVector& destination, std::uint32_t dest_qp,
                                                          std::uint16_t source_port,

@@ -1,6 +1,7 @@
 // Memory region registration, key generation and access checks.
 #include "verbs/memory_region.h"
 
+#include "common/splitmix64.h"
 #include "verbs/page_access.h"
 
 #include "uroce/verbs_types.h"
@@ -14,11 +15,7 @@ MemoryRegionTable::MemoryRegionTable(std::uint64_t seed) : rng_state_(seed) {}
 
 std::uint32_t MemoryRegionTable::fresh_key() {
   while (true) {
-    // splitmix64: cheap, well mixed, reproducible from the seed.
-    std::uint64_t z = (rng_state_ += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    auto key = static_cast<std::uint32_t>(z ^ (z >> 31));
+    auto key = static_cast<std::uint32_t>(splitmix64(rng_state_));  // reproducible from the seed
     if (key != 0 && !by_lkey_.contains(key) && !by_rkey_.contains(key) && !windows_.contains(key >> 8)) return key;
   }
 }

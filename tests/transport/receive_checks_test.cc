@@ -220,14 +220,31 @@ TEST(ReceiveChecks, UdCnpOnlyFromAnAddressTheConsumerNamed) {
   EXPECT_EQ(a.counters().cnps_rejected, 2u);
 }
 
+// modify_qp refuses a controlled Q_Key with EPERM, and only that: the same
+// QP takes an ordinary Q_Key, and a privileged engine takes the controlled one.
 TEST(ReceiveChecks, AControlledQkeyNeedsAPrivilegedConsumer) {
+  auto qkey_refusal = [](Engine& engine, std::uint32_t qkey) {
+    std::uint32_t pd = *engine.alloc_pd();
+    std::uint32_t cq = *engine.create_cq(16);
+    QpInitAttr init;
+    init.qp_type = QpType::ud;
+    init.pd = pd;
+    init.send_cq = init.recv_cq = cq;
+    init.cap = QpCap{4, 4, 1, 1, 0};
+    std::uint32_t qpn = *engine.create_qp(init);
+    QpAttr attr;
+    attr.qp_state = QpState::init;
+    attr.qkey = qkey;
+    return engine.modify_qp(qpn, attr, kQpAttrState | kQpAttrPkeyIndex | kQpAttrPort | kQpAttrQkey);
+  };
   TestNetwork network(4, ChannelFaults{});
   Engine& a = network.add_engine();
-  EXPECT_THROW(make_ud_qp(a, 0x80010000), std::runtime_error);  // modify_qp refuses it
+  EXPECT_EQ(qkey_refusal(a, 0x80010000), std::errc::operation_not_permitted);
+  EXPECT_EQ(qkey_refusal(a, 0x00010000), std::errc{});
   EngineConfig privileged;
   privileged.allow_controlled_qkey = true;
   Engine trusted(privileged);
-  EXPECT_NO_THROW(make_ud_qp(trusted, 0x80010000));
+  EXPECT_EQ(qkey_refusal(trusted, 0x80010000), std::errc{});
 }
 
 }  // namespace

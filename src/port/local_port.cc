@@ -18,8 +18,6 @@
 namespace uroce::port {
 namespace {
 
-constexpr std::uint8_t kUdpProtocol = 17;
-
 // The destination address (as a GID) and UDP port of an IP datagram; false
 // for anything that is not UDP over IPv4 or IPv6 (the UDP port sends or drops it).
 bool destination_of(ByteSpan datagram, std::array<std::uint8_t, 18>& key) {
@@ -28,14 +26,14 @@ bool destination_of(ByteSpan datagram, std::array<std::uint8_t, 18>& key) {
   if ((datagram[0] >> 4) == 4) {
     udp_at = static_cast<std::size_t>(datagram[0] & 0x0f) * 4;
     if (udp_at < wire::kIpv4HeaderLength || datagram.size() < udp_at + wire::kUdpHeaderLength ||
-        datagram[9] != kUdpProtocol) {
+        datagram[9] != wire::kIpProtocolUdp) {
       return false;
     }
     Gid gid = gid_from_ipv4({datagram[16], datagram[17], datagram[18], datagram[19]});
     std::memcpy(key.data(), gid.data(), gid.size());
   } else if ((datagram[0] >> 4) == 6) {
     udp_at = wire::kIpv6HeaderLength;
-    if (datagram.size() < udp_at + wire::kUdpHeaderLength || datagram[6] != kUdpProtocol) return false;
+    if (datagram.size() < udp_at + wire::kUdpHeaderLength || datagram[6] != wire::kIpProtocolUdp) return false;
     std::memcpy(key.data(), datagram.data() + 24, 16);
   } else {
     return false;

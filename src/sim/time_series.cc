@@ -4,13 +4,9 @@
 #include <algorithm>
 #include <bit>
 
+#include "transport/psn.h"
+
 namespace uroce::sim {
-
-namespace {
-
-constexpr std::uint32_t kPsnMask = 0x00FF'FFFF;
-
-}  // namespace
 
 TimeSeries::TimeSeries(SimWorld& world, Fabric& fabric, SimTime interval, std::vector<FlowProbe> flows)
     : world_(world), fabric_(fabric), interval_(interval) {
@@ -47,7 +43,7 @@ void TimeSeries::on_event(SimTime now, std::uint32_t) {
   for (Tracked& flow : flows_) {
     auto attr = fabric_.host(flow.probe.receiver).engine().query_qp(flow.probe.qpn);
     if (attr) {
-      flow.packets += (attr->rq_psn - flow.last_psn) & kPsnMask;
+      flow.packets += (attr->rq_psn - flow.last_psn) & transport::kPsnMask;
       flow.last_psn = attr->rq_psn;
     }
     delivered.push_back(std::min(flow.packets * flow.probe.mtu_bytes, flow.probe.bytes));

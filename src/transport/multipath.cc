@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "wire/udp.h"
+
 namespace uroce::transport {
 
 namespace {
@@ -11,8 +13,8 @@ namespace {
 // EVs are source ports in the dynamic range RoCEv2 uses (0xC000 and up), as
 // many consecutive ones as configured from a per-QP start, so a port maps back
 // to its EV with a subtraction.
-constexpr std::uint16_t kPortBase = 0xC000;
-constexpr std::uint16_t kPortSpan = 0x4000;
+constexpr std::uint16_t kPortBase = wire::kRoceSourcePortMin;
+constexpr std::uint16_t kPortSpan = 0x10000 - wire::kRoceSourcePortMin;
 
 std::uint16_t start_for(std::uint32_t qpn) {
   std::uint32_t x = qpn * 0x9E3779B1u;

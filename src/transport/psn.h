@@ -8,6 +8,8 @@
 namespace uroce::transport {
 
 inline constexpr std::uint32_t kPsnMask = 0xFFFFFF;
+// QP numbers are 24 bits too, but are not sequence numbers.
+inline constexpr std::uint32_t kQpnMask = 0xFFFFFF;
 
 inline constexpr std::uint32_t psn_add(std::uint32_t psn, std::int64_t delta) {
   return static_cast<std::uint32_t>((static_cast<std::int64_t>(psn) + delta) & kPsnMask);

@@ -141,7 +141,7 @@ std::errc check_attribute_values(const QpAttr& attr, std::uint32_t mask, const D
   if (mask & kQpAttrMinRnrTimer) ok &= attr.min_rnr_timer <= 31;
   if (mask & kQpAttrMaxQpRdAtomic) ok &= attr.max_rd_atomic <= limits.max_qp_rd_atom;
   if (mask & kQpAttrMaxDestRdAtomic) ok &= attr.max_dest_rd_atomic <= limits.max_qp_init_rd_atom;
-  if (mask & kQpAttrDestQpn) ok &= attr.dest_qp_num <= transport::kPsnMask;
+  if (mask & kQpAttrDestQpn) ok &= attr.dest_qp_num <= transport::kQpnMask;
   if (mask & kQpAttrRqPsn) ok &= attr.rq_psn <= transport::kPsnMask;
   if (mask & kQpAttrSqPsn) ok &= attr.sq_psn <= transport::kPsnMask;
   if (mask & kQpAttrAccessFlags) ok &= (attr.qp_access_flags & ~kKnownAccess) == 0;
@@ -366,7 +366,7 @@ std::errc Engine::post_send(std::uint32_t qpn, const SendWr& wr) {
     if (wr.opcode != WrOpcode::send && wr.opcode != WrOpcode::send_with_imm) return std::errc::invalid_argument;
     auto ah = state_->address_handles.find(wr.ud.ah);
     if (ah == state_->address_handles.end() || ah->second.pd != qp.pd) return std::errc::invalid_argument;
-    if (wr.ud.remote_qpn > transport::kPsnMask) return std::errc::invalid_argument;
+    if (wr.ud.remote_qpn > transport::kQpnMask) return std::errc::invalid_argument;
     destination = &ah->second;
   }
 

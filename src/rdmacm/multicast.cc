@@ -22,13 +22,6 @@ int fail(int error) {
   return -1;
 }
 
-// IPv6 ff00::/8, or IPv4-mapped 224.0.0.0/4 (the engine's gid_is_multicast;
-// the verbs check again when the QP is attached).
-bool is_group(const cm::Gid& gid) {
-  constexpr std::uint8_t kMapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xFF, 0xFF};
-  return gid[0] == 0xFF || (std::memcmp(gid.data(), kMapped, sizeof kMapped) == 0 && (gid[12] & 0xF0) == 0xE0);
-}
-
 MulticastMembership* membership_of(CmId& id, const cm::Gid& group) {
   auto found = std::find_if(id.multicast.begin(), id.multicast.end(),
                             [&](const MulticastMembership& m) { return m.group == group; });
@@ -84,7 +77,7 @@ int rdma_join_multicast_ex(rdma_cm_id* id, rdma_cm_join_mc_attr_ex* attr, void* 
     return fail(EINVAL);
   }
   std::optional<uroce::cm::Gid> group = gid_of(attr->addr);
-  if (!group || !is_group(*group)) return fail(EINVAL);  // not a multicast address
+  if (!group || !uroce::gid_is_multicast(*group)) return fail(EINVAL);  // not a multicast address
   if (membership_of(*owned, *group) != nullptr) return fail(EADDRINUSE);
   MulticastMembership& membership = owned->multicast.emplace_back();
   membership.group = *group;

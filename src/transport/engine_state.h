@@ -192,8 +192,9 @@ class EngineState {
   void on_atomic_ack(transport::QueuePair& qp, const wire::RocePacket& packet, TimeNs now);
   void on_ack_or_nak(transport::QueuePair& qp, const wire::RocePacket& packet, TimeNs now);
   // Builds the index-th packet of a WQE (a READ: the request from that response on).
+  // ack_request: set AckReq whatever the interval says (a loss probe).
   std::size_t send_request_packet(transport::QueuePair& qp, transport::SendWqe& wqe, std::uint32_t index,
-                                  MutableByteSpan out, TimeNs now);
+                                  MutableByteSpan out, TimeNs now, bool ack_request = false);
   std::size_t resend_selected(transport::QueuePair& qp, MutableByteSpan out, TimeNs now);
   std::size_t resend_trimmed(transport::QueuePair& qp, MutableByteSpan out, TimeNs now);
   // Multipath (multipath.cc): the responder has these PSNs; which are lost.

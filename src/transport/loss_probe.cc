@@ -15,7 +15,6 @@
 // Probes use no retry count and back off; the Local ACK Timeout, when it
 // comes, is the same as without them.
 #include <algorithm>
-#include <limits>
 
 #include "transport/engine_state.h"
 
@@ -61,8 +60,7 @@ std::size_t EngineState::send_loss_probe(QueuePair& qp, MutableByteSpan out, Tim
       index = std::min<std::uint32_t>(static_cast<std::uint32_t>(offset), wqe.packet_count - 1);
     }
     // AckReq on the probe: the responder answers it at once.
-    qp.packets_since_ack_request = std::numeric_limits<std::uint32_t>::max() - 1;
-    std::size_t length = send_request_packet(qp, wqe, index, out, now);
+    std::size_t length = send_request_packet(qp, wqe, index, out, now, /*ack_request=*/true);
     if (length > 0) {
       ++counters.loss_probes;
       account_data_packet(qp, length, now);

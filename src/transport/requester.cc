@@ -263,7 +263,7 @@ std::size_t EngineState::resend_selected(QueuePair& qp, MutableByteSpan out, Tim
 }
 
 std::size_t EngineState::send_request_packet(QueuePair& qp, SendWqe& wqe, std::uint32_t index, MutableByteSpan out,
-                                             TimeNs now) {
+                                             TimeNs now, bool ack_request) {
   std::uint32_t psn = psn_add(wqe.first_psn, index);
   wire::TransportHeaders headers;
   headers.bth.psn = psn;
@@ -323,7 +323,7 @@ std::size_t EngineState::send_request_packet(QueuePair& qp, SendWqe& wqe, std::u
     ++qp.packets_since_ack_request;
     std::uint32_t interval = qp.paths ? std::min(config.ack_request_interval, qp.multipath.ack_every_packets)
                                       : config.ack_request_interval;
-    headers.bth.ack_req = last_packet || qp.packets_since_ack_request >= interval;
+    headers.bth.ack_req = ack_request || last_packet || qp.packets_since_ack_request >= interval;
     if (headers.bth.ack_req) qp.packets_since_ack_request = 0;
   }
 

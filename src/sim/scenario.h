@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "collective/schedule.h"
+#include "sim/chakra_plan.h"
 #include "sim/switch_config.h"
 #include "sim/topology.h"
 #include "uroce/engine.h"
@@ -83,6 +84,7 @@ struct Scenario {
   EngineConfig engine;  // congestion control and window; the address and seed are per host
   std::vector<FlowSpec> flows;
   std::optional<CollectiveSpec> collective;
+  std::optional<ChakraSpec> chakra;  // Chakra traces to replay (sim/chakra_replay.h)
   std::vector<Failure> failures;
   // How long after a link fails or recovers every switch's routes are
   // recomputed around it (the routing protocol's convergence); until then
@@ -99,7 +101,8 @@ struct Scenario {
   std::vector<std::pair<NodeRef, NodeRef>> captures;
   std::uint64_t capture_frames = 100'000;
   // Threads to run the fabric's partitions on (see PartitionedRun): the
-  // results are the same for any number. A collective runs on one.
+  // results are the same for any number. A collective or a Chakra replay
+  // runs on one.
   std::uint32_t threads = 1;
 };
 

@@ -13,6 +13,7 @@
 #include <sstream>
 #include <string_view>
 
+#include "sim/chakra_table.h"
 #include "sim/congestion_table.h"
 #include "sim/failure_table.h"
 #include "sim/toml_fields.h"
@@ -263,7 +264,7 @@ void output_from(const toml::table& table, Scenario& scenario) {
 Scenario scenario_from(const toml::table& root, const std::filesystem::path& base_dir) {
   only_keys(root, "scenario",
             {"name", "seed", "time_limit_us", "deadlock_check_us", "topology", "switch", "transport", "dcqcn", "flows",
-             "workloads", "output", "failures", "routing"});
+             "workloads", "output", "failures", "routing", "chakra"});
   Scenario scenario;
   if (auto name = root.get_as<std::string>("name")) scenario.name = name->get();
   scenario.seed = number<std::uint64_t>(root, "scenario", "seed", scenario.seed, 0, UINT32_MAX);
@@ -288,8 +289,12 @@ Scenario scenario_from(const toml::table& root, const std::filesystem::path& bas
     if (!workloads->is_array()) throw ScenarioError("[[workloads]] must be an array of tables");
     workloads_from(*workloads->as_array(), scenario, random, base_dir);
   }
-  if (scenario.flows.empty() && !scenario.collective) {
-    throw ScenarioError("no [[flows]] or [[workloads]]: nothing to simulate");
+  if (const toml::node* chakra = root.get("chakra")) {
+    if (!chakra->is_table()) throw ScenarioError("[chakra] must be a table");
+    chakra_from(*chakra->as_table(), scenario, base_dir);
+  }
+  if (scenario.flows.empty() && !scenario.collective && !scenario.chakra) {
+    throw ScenarioError("no [[flows]], [[workloads]] or [chakra]: nothing to simulate");
   }
   return scenario;
 }

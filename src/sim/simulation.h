@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "sim/chakra_replay.h"
 #include "sim/deadlock_detector.h"
 #include "sim/scenario.h"
 #include "sim/time_series.h"
@@ -45,6 +46,7 @@ struct SimResult {
   std::vector<SimTime> collective_iterations;  // each finished iteration's duration
   bool collective_failed = false;
   SimTime collective_finished_at = 0;  // when the last finished iteration ended
+  std::optional<ChakraResult> chakra;  // a Chakra replay's
   SimTime sample_interval = 0;
   std::vector<FabricSample> samples;
   std::vector<std::vector<std::uint64_t>> flow_delivered;  // [sample][flow], when flows were sampled

@@ -2,6 +2,7 @@
 // 1 when a command fails, 2 for a usage error.
 #include <CLI/CLI.hpp>
 
+#include "tools/uroce/chakra_command.h"
 #include "tools/uroce/decode_command.h"
 #include "tools/uroce/perf_command.h"
 #include "tools/uroce/run_command.h"
@@ -12,6 +13,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.set_version_flag("--version", "uroce 0.1.0");
   int exit_status = 0;
+  uroce::tools::add_chakra_command(app, exit_status);
   uroce::tools::add_decode_command(app, exit_status);
   uroce::tools::add_perf_command(app, exit_status);
   uroce::tools::add_run_command(app, exit_status);

@@ -12,6 +12,7 @@
 #include <optional>
 #include <vector>
 
+#include "sim/chakra_report.h"
 #include "sim/scenario_file.h"
 #include "sim/series_report.h"
 #include "sim/sim_report.h"
@@ -74,6 +75,7 @@ int run_sim(const SimRunOptions& options) {
   std::vector<sim::OutputFile> files = {{"summary.json", sim::summary_json(*scenario, result).dump(2) + "\n"},
                                         {"flows.csv", sim::flows_csv(result)}};
   for (sim::OutputFile& file : sim::series_files(*scenario, result)) files.push_back(std::move(file));
+  if (scenario->chakra) files.push_back({"timeline.json", sim::chakra_timeline(*scenario->chakra, result)});
   std::string written;
   for (const sim::OutputFile& file : files) {
     if (!write_file(out / file.name, file.content)) {
@@ -101,7 +103,7 @@ void add_sim_command(CLI::App& app, int& exit_status) {
   run->add_flag("--quiet", options->quiet, "No progress bar");
   run->add_option("--threads", options->threads,
                   "Threads to run the fabric's partitions on; the results are the same for any number "
-                  "(a collective runs on one)")
+                  "(a collective or a Chakra replay runs on one)")
       ->check(CLI::Range(1, 64));
   run->callback([options, &exit_status] { exit_status = run_sim(*options); });
 }

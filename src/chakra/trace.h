@@ -1,0 +1,74 @@
+// Chakra execution traces (MLCommons' format, which ASTRA-sim replays and
+// PyTorch can record): one file per rank, read into plain structs that the
+// simulator replays (sim/chakra_replay.h). Hostile input gives an error that
+// names the file and the node, never a crash.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/expected.h"
+
+namespace uroce::chakra {
+
+// Node types, by the format's numbers.
+inline constexpr std::int32_t kMetadataNode = 1;
+inline constexpr std::int32_t kMemLoadNode = 2;
+inline constexpr std::int32_t kMemStoreNode = 3;
+inline constexpr std::int32_t kCompNode = 4;
+inline constexpr std::int32_t kCommSendNode = 5;
+inline constexpr std::int32_t kCommRecvNode = 6;
+inline constexpr std::int32_t kCommCollNode = 7;
+
+// Collective types (the comm_type attribute), by the format's numbers.
+enum class CommType : std::uint8_t {
+  all_reduce = 0,
+  reduce = 1,
+  all_gather = 2,
+  gather = 3,
+  scatter = 4,
+  broadcast = 5,
+  all_to_all = 6,
+  reduce_scatter = 7,
+  reduce_scatter_block = 8,
+  barrier = 9,
+};
+inline constexpr std::uint8_t kCommTypes = 10;
+
+const char* node_type_name(std::int32_t type);  // "comp", "comm_coll"...; "unknown" beyond the format's
+const char* comm_type_name(CommType type);      // "all_reduce"...
+
+struct TraceNode {
+  std::uint64_t id = 0;
+  std::string name;
+  std::int32_t type = 0;
+  std::vector<std::uint64_t> deps;  // control and data dependencies together
+  std::uint64_t duration_us = 0;
+  bool is_cpu_op = false;
+  // Communication attributes, when the node has them.
+  std::optional<CommType> comm_type;
+  std::uint64_t comm_size = 0;
+  std::optional<std::uint32_t> comm_src;
+  std::optional<std::uint32_t> comm_dst;
+  std::uint32_t comm_tag = 0;
+  std::string pg_name;  // the process group; empty: every rank
+};
+
+struct Trace {
+  std::string version;    // GlobalMetadata's
+  std::vector<TraceNode> nodes;  // in file order
+};
+
+// Parses a trace from its bytes (gzip-compressed or not); `source` names it
+// in errors. Checks what a replay relies on: node IDs unique, every
+// dependency a node of the trace, no cycle, integer attributes in range.
+Expected<Trace, std::string> parse_trace(std::string_view bytes, const std::string& source);
+Expected<Trace, std::string> read_trace(const std::string& path);
+
+// The bytes of a trace file (not compressed): for tests and examples.
+std::string encode_trace(const Trace& trace);
+
+}  // namespace uroce::chakra

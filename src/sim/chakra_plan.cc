@@ -1,0 +1,204 @@
+// Matching a Chakra replay's collectives and messages across ranks.
+#include "sim/chakra_plan.h"
+
+#include <fmt/format.h>
+
+#include <set>
+#include <stdexcept>
+
+namespace uroce::sim {
+
+namespace {
+
+constexpr std::uint64_t kLargestTransfer = 1ull << 30;  // one WRITE's length is 32 bits; kept to 1 GiB
+constexpr std::uint64_t kLargestCollective = 1ull << 38;  // its buffers fit a simulated host's region
+
+std::string where(const ChakraSpec& spec, std::uint32_t rank, std::uint32_t node) {
+  const chakra::TraceNode& traced = spec.ranks[rank].nodes[node];
+  return fmt::format("{}.{}.et: node {} (id {}, \"{}\")", spec.traces, rank, node, traced.id, traced.name);
+}
+
+collective::Operation operation_of(chakra::CommType type) {
+  switch (type) {
+    case chakra::CommType::all_gather: return collective::Operation::all_gather;
+    case chakra::CommType::reduce_scatter: return collective::Operation::reduce_scatter;
+    case chakra::CommType::all_to_all: return collective::Operation::alltoall;
+    default: return collective::Operation::all_reduce;
+  }
+}
+
+// The ranks of a node's process group, checked to include the node's rank.
+const std::vector<std::uint32_t>& group_of(const ChakraSpec& spec, const std::vector<std::uint32_t>& everyone,
+                                           std::uint32_t rank, std::uint32_t node) {
+  const std::string& name = spec.ranks[rank].nodes[node].pg_name;
+  if (name.empty()) return everyone;
+  auto found = spec.groups.find(name);
+  if (found == spec.groups.end()) {
+    throw std::invalid_argument(where(spec, rank, node) + ": process group \"" + name +
+                                "\" is not in [chakra.groups]");
+  }
+  for (std::uint32_t member : found->second) {
+    if (member == rank) return found->second;
+  }
+  throw std::invalid_argument(where(spec, rank, node) + ": rank " + std::to_string(rank) +
+                              " is not a member of its process group \"" + name + "\"");
+}
+
+void plan_collectives(const ChakraSpec& spec, ChakraPlan& plan) {
+  auto n = static_cast<std::uint32_t>(spec.ranks.size());
+  std::vector<std::uint32_t> everyone(n);
+  for (std::uint32_t r = 0; r < n; ++r) everyone[r] = r;
+  // Each group's collectives, found in the order of its first member's file.
+  std::map<std::string, std::vector<std::uint32_t>> by_group;  // group -> collectives
+  std::map<std::pair<std::string, std::uint32_t>, std::uint32_t> seen;  // (group, rank) -> collectives met
+  for (std::uint32_t rank = 0; rank < n; ++rank) {
+    const auto& nodes = spec.ranks[rank].nodes;
+    for (std::uint32_t i = 0; i < nodes.size(); ++i) {
+      const chakra::TraceNode& node = nodes[i];
+      if (node.type != chakra::kCommCollNode) continue;
+      if (!node.comm_type) throw std::invalid_argument(where(spec, rank, i) + ": a collective without comm_type");
+      if (!replays(*node.comm_type)) continue;
+      const std::vector<std::uint32_t>& members = group_of(spec, everyone, rank, i);
+      std::uint32_t& met = seen[{node.pg_name, rank}];
+      std::vector<std::uint32_t>& collectives = by_group[node.pg_name];
+      if (met == collectives.size()) {  // the first member to reach it
+        PlannedCollective planned;
+        planned.group = node.pg_name;
+        planned.index = met;
+        planned.type = *node.comm_type;
+        planned.bytes = node.comm_size;
+        planned.ranks = members;
+        planned.nodes.assign(members.size(), kNoCollective);
+        collectives.push_back(static_cast<std::uint32_t>(plan.collectives.size()));
+        plan.collectives.push_back(std::move(planned));
+      }
+      std::uint32_t id = collectives[met++];
+      PlannedCollective& planned = plan.collectives[id];
+      if (planned.type != *node.comm_type || planned.bytes != node.comm_size) {
+        std::uint32_t first = UINT32_MAX;  // ranks are read in order: the lowest that reached it
+        for (std::size_t m = 0; m < planned.ranks.size(); ++m) {
+          if (planned.nodes[m] != kNoCollective) first = std::min(first, planned.ranks[m]);
+        }
+        throw std::invalid_argument(fmt::format(
+            "{}: collective #{} of group \"{}\" is {} of {} bytes here, {} of {} bytes on rank {}",
+            where(spec, rank, i), planned.index, planned.group, chakra::comm_type_name(*node.comm_type),
+            node.comm_size, chakra::comm_type_name(planned.type), planned.bytes, first));
+      }
+      for (std::size_t m = 0; m < planned.ranks.size(); ++m) {
+        if (planned.ranks[m] == rank) planned.nodes[m] = i;
+      }
+      plan.collective_of[rank][i] = id;
+    }
+  }
+  for (PlannedCollective& planned : plan.collectives) {
+    for (std::size_t m = 0; m < planned.ranks.size(); ++m) {
+      if (planned.nodes[m] == kNoCollective) {
+        throw std::invalid_argument(fmt::format(
+            "{}.{}.et: has no node for collective #{} of group \"{}\" ({} of {} bytes), which its other "
+            "members run",
+            spec.traces, planned.ranks[m], planned.index, planned.group, chakra::comm_type_name(planned.type),
+            planned.bytes));
+      }
+    }
+    auto members = static_cast<std::uint32_t>(planned.ranks.size());
+    if (planned.type == chakra::CommType::barrier || members < 2) continue;
+    if (planned.bytes > kLargestCollective) {
+      throw std::invalid_argument(where(spec, planned.ranks[0], planned.nodes[0]) + ": a collective of more than 256 GiB");
+    }
+    planned.bytes = std::max<std::uint64_t>(planned.bytes, members);
+    collective::Operation operation = operation_of(planned.type);
+    collective::Algorithm algorithm = spec.algorithm.value_or(collective::default_algorithm(operation));
+    auto schedule = collective::make_schedule(operation, algorithm, members, planned.bytes);
+    if (!schedule) {
+      throw std::invalid_argument(fmt::format("{}: {}", where(spec, planned.ranks[0], planned.nodes[0]),
+                                              schedule.error()));
+    }
+    for (const auto& steps : schedule->ranks) {
+      for (const collective::Step& step : steps) {
+        for (const collective::Transfer& transfer : step.sends) {
+          if (transfer.bytes > kLargestTransfer) {
+            throw std::invalid_argument(where(spec, planned.ranks[0], planned.nodes[0]) +
+                                        ": a transfer of more than 1 GiB (one WRITE's limit here)");
+          }
+        }
+      }
+    }
+    planned.schedule = std::move(*schedule);
+  }
+}
+
+void plan_messages(const ChakraSpec& spec, std::set<std::pair<std::uint32_t, std::uint32_t>>& pairs) {
+  auto n = static_cast<std::uint32_t>(spec.ranks.size());
+  std::map<std::tuple<std::uint32_t, std::uint32_t, std::uint32_t>, std::int64_t> balance;  // sends - receives
+  std::map<std::tuple<std::uint32_t, std::uint32_t, std::uint32_t>, std::pair<std::uint32_t, std::uint32_t>> example;
+  for (std::uint32_t rank = 0; rank < n; ++rank) {
+    const auto& nodes = spec.ranks[rank].nodes;
+    for (std::uint32_t i = 0; i < nodes.size(); ++i) {
+      const chakra::TraceNode& node = nodes[i];
+      bool send = node.type == chakra::kCommSendNode;
+      if (!send && node.type != chakra::kCommRecvNode) continue;
+      std::optional<std::uint32_t> peer = send ? node.comm_dst : node.comm_src;
+      const char* key = send ? "comm_dst" : "comm_src";
+      if (!peer) throw std::invalid_argument(where(spec, rank, i) + ": a " + (send ? "send" : "receive") + " without " + key);
+      if (*peer >= n || *peer == rank) {
+        throw std::invalid_argument(fmt::format("{}: {} {} is not another rank of the {}", where(spec, rank, i), key,
+                                                *peer, n));
+      }
+      if (send && node.comm_size > kLargestTransfer) {
+        throw std::invalid_argument(where(spec, rank, i) + ": a send of more than 1 GiB (one WRITE's limit here)");
+      }
+      auto channel = send ? std::make_tuple(rank, *peer, node.comm_tag) : std::make_tuple(*peer, rank, node.comm_tag);
+      balance[channel] += send ? 1 : -1;
+      example.emplace(channel, std::make_pair(rank, i));
+      pairs.emplace(std::min(rank, *peer), std::max(rank, *peer));
+    }
+  }
+  for (const auto& [channel, difference] : balance) {
+    if (difference == 0) continue;
+    auto [rank, node] = example.at(channel);
+    auto [from, to, tag] = channel;
+    throw std::invalid_argument(fmt::format("{}: rank {} sends {} {} message(s) with tag {} than rank {} receives",
+                                            where(spec, rank, node), from, std::abs(difference),
+                                            difference > 0 ? "more" : "fewer", tag, to));
+  }
+}
+
+}  // namespace
+
+bool replays(chakra::CommType type) {
+  switch (type) {
+    case chakra::CommType::all_reduce:
+    case chakra::CommType::all_gather:
+    case chakra::CommType::reduce_scatter:
+    case chakra::CommType::all_to_all:
+    case chakra::CommType::barrier: return true;
+    default: return false;
+  }
+}
+
+ChakraPlan plan_chakra(const ChakraSpec& spec) {
+  ChakraPlan plan;
+  plan.collective_of.resize(spec.ranks.size());
+  for (std::size_t r = 0; r < spec.ranks.size(); ++r) {
+    plan.collective_of[r].assign(spec.ranks[r].nodes.size(), kNoCollective);
+  }
+  plan_collectives(spec, plan);
+  std::set<std::pair<std::uint32_t, std::uint32_t>> pairs;
+  for (const PlannedCollective& planned : plan.collectives) {
+    if (!planned.schedule) continue;
+    for (std::size_t m = 0; m < planned.schedule->ranks.size(); ++m) {
+      for (const collective::Step& step : planned.schedule->ranks[m]) {
+        for (const collective::Transfer& transfer : step.sends) {
+          std::uint32_t a = planned.ranks[m];
+          std::uint32_t b = planned.ranks[transfer.to];
+          pairs.emplace(std::min(a, b), std::max(a, b));
+        }
+      }
+    }
+  }
+  plan_messages(spec, pairs);
+  plan.pairs.assign(pairs.begin(), pairs.end());
+  return plan;
+}
+
+}  // namespace uroce::sim

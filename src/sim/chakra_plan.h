@@ -1,0 +1,66 @@
+// What a Chakra replay runs, worked out before the run and checked: which
+// nodes of which ranks make up each collective, which sends feed which
+// receives, and which pairs of hosts need a connection. Everything a trace
+// can get wrong across ranks is found here, with the files and nodes named.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "chakra/trace.h"
+#include "collective/schedule.h"
+#include "sim/sim_time.h"
+
+namespace uroce::sim {
+
+// A scenario's [chakra] table: the traces of every rank, read when the
+// scenario loads, and how they map onto the fabric.
+struct ChakraSpec {
+  std::string traces;                  // DIR/PREFIX, as the scenario names it
+  std::vector<chakra::Trace> ranks;    // PREFIX.<rank>.et, in rank order
+  std::vector<std::uint32_t> hosts;    // rank r runs on hosts[r]
+  std::map<std::string, std::vector<std::uint32_t>> groups;  // a process group's ranks, by pg_name
+  std::optional<collective::Algorithm> algorithm;  // each operation's default when absent
+  SimTime start = 0;
+};
+
+inline constexpr std::uint32_t kNoCollective = UINT32_MAX;
+
+// One collective as every member's node joins it. Members are in the
+// group's order (the ring's).
+struct PlannedCollective {
+  std::string group;  // pg_name; empty: every rank
+  std::uint32_t index = 0;  // the group's index-th collective
+  chakra::CommType type = chakra::CommType::all_reduce;
+  std::uint64_t bytes = 0;  // as the schedule sizes it (see plan_chakra)
+  std::vector<std::uint32_t> ranks;
+  std::vector<std::uint32_t> nodes;  // each member's node index in its trace
+  std::optional<collective::Schedule> schedule;  // none for a barrier or a group of one
+};
+
+struct ChakraPlan {
+  std::vector<PlannedCollective> collectives;
+  // collective_of[rank][node]: the collective the node joins (kNoCollective:
+  // not a collective uroce runs).
+  std::vector<std::vector<std::uint32_t>> collective_of;
+  // Rank pairs (lower first) that exchange data and need an RC connection.
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> pairs;
+};
+
+// Whether uroce runs collectives of this type (the others are skipped and counted).
+bool replays(chakra::CommType type);
+
+// Matches collectives: the k-th collective node of group g (in file order)
+// on each member is the group's k-th collective; every member must agree on
+// its type and size. Sizes are nccl-tests' (collective/schedule.h); a size
+// smaller than the group is raised to one byte per rank. Sends and receives
+// match by (source, destination, tag) in order; each must have its
+// counterpart. Throws std::invalid_argument naming the trace and node.
+ChakraPlan plan_chakra(const ChakraSpec& spec);
+
+}  // namespace uroce::sim

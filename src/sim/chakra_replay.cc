@@ -1,0 +1,402 @@
+// A Chakra replay as it runs: ranks' ready nodes on their resources,
+// collectives stepped by their WRITEs' completions, sends matched to
+// receives, and the time each rank spent computing, communicating or idle.
+#include "sim/chakra_replay.h"
+
+#include <fmt/format.h>
+
+#include <stdexcept>
+
+#include "sim/qp_setup.h"
+
+namespace uroce::sim {
+
+namespace {
+
+constexpr std::uint32_t kStartTag = UINT32_MAX;
+constexpr std::uint32_t kSendQueueDepth = 16;
+
+}  // namespace
+
+ChakraReplay::ChakraReplay(const ChakraSpec& spec, const TransportSpec& transport, Fabric& fabric, SimWorld& world)
+    : spec_(spec), plan_(plan_chakra(spec)), world_(world) {
+  ranks_.resize(spec.ranks.size());
+  for (std::uint32_t r = 0; r < ranks_.size(); ++r) {
+    Rank& rank = ranks_[r];
+    const auto& nodes = spec.ranks[r].nodes;
+    rank.host = &fabric.host(spec.hosts[r]);
+    rank.waiting.assign(nodes.size(), 0);
+    rank.dependents.resize(nodes.size());
+    rank.started.assign(nodes.size(), kSimNever);
+    rank.ended.assign(nodes.size(), kSimNever);
+    rank.left = nodes.size();
+    std::map<std::uint64_t, std::uint32_t> index_of;
+    for (std::uint32_t i = 0; i < nodes.size(); ++i) index_of[nodes[i].id] = i;
+    for (std::uint32_t i = 0; i < nodes.size(); ++i) {
+      for (std::uint64_t dep : nodes[i].deps) {  // parse_trace checked that each is there
+        rank.dependents[index_of.at(dep)].push_back(i);
+        ++rank.waiting[i];
+      }
+    }
+  }
+  ranks_left_ = ranks_.size();
+  running_.resize(plan_.collectives.size());
+  for (std::size_t c = 0; c < plan_.collectives.size(); ++c) {
+    const PlannedCollective& planned = plan_.collectives[c];
+    std::size_t steps = planned.schedule ? planned.schedule->steps() : 0;
+    running_[c].members.resize(planned.ranks.size());
+    for (Member& member : running_[c].members) {
+      member.sends_done.assign(steps, 0);
+      member.receives_done.assign(steps, 0);
+    }
+  }
+  for (auto [a, b] : plan_.pairs) {
+    auto [mine, theirs] = connect_rc_pair(*ranks_[a].host, *ranks_[b].host, transport, kSendQueueDepth);
+    qpn_[{a, b}] = mine;
+    qpn_[{b, a}] = theirs;
+  }
+  world_.events.schedule(spec.start, this, kStartTag);
+}
+
+ChakraReplay::Resource ChakraReplay::resource_of(std::uint32_t rank, std::uint32_t node) const {
+  const chakra::TraceNode& traced = spec_.ranks[rank].nodes[node];
+  switch (traced.type) {
+    case chakra::kCompNode: return traced.is_cpu_op ? cpu : gpu_compute;
+    case chakra::kCommSendNode: return gpu_comm;
+    case chakra::kCommCollNode: return plan_.collective_of[rank][node] == kNoCollective ? none : gpu_comm;
+    default: return none;  // receives, and the nodes that are skipped
+  }
+}
+
+void ChakraReplay::make_ready(std::uint32_t rank, std::uint32_t node) {
+  Resource resource = resource_of(rank, node);
+  if (resource == none) {
+    ranks_[rank].instant.push_back(node);
+  } else {
+    ranks_[rank].ready[resource].insert(node);
+  }
+  dirty_.insert(rank);
+}
+
+// Starts what rank can start now; finishing nodes can make more ready, here
+// or on other ranks (drain takes those).
+void ChakraReplay::pump(std::uint32_t r, SimTime now) {
+  Rank& rank = ranks_[r];
+  for (;;) {
+    if (!rank.instant.empty()) {
+      std::uint32_t node = rank.instant.front();
+      rank.instant.pop_front();
+      start(r, node, none, now);
+      continue;
+    }
+    bool started = false;
+    for (Resource resource : {cpu, gpu_compute, gpu_comm}) {
+      if (rank.running[resource] != UINT32_MAX || rank.ready[resource].empty()) continue;
+      std::uint32_t node = *rank.ready[resource].begin();
+      rank.ready[resource].erase(rank.ready[resource].begin());
+      start(r, node, resource, now);
+      started = true;
+      break;
+    }
+    if (!started) return;
+  }
+}
+
+void ChakraReplay::drain(SimTime now) {
+  if (draining_) return;  // the outer drain takes the ranks marked meanwhile
+  draining_ = true;
+  while (!dirty_.empty()) {
+    std::uint32_t rank = *dirty_.begin();
+    dirty_.erase(dirty_.begin());
+    pump(rank, now);
+  }
+  draining_ = false;
+}
+
+void ChakraReplay::account(Rank& rank, SimTime now) {
+  SimTime elapsed = now - rank.since;
+  if (rank.computing > 0) {
+    rank.compute += elapsed;
+  } else if (rank.communicating > 0) {
+    rank.communication += elapsed;
+  } else {
+    rank.idle += elapsed;
+  }
+  rank.since = now;
+}
+
+void ChakraReplay::start(std::uint32_t r, std::uint32_t node, Resource resource, SimTime now) {
+  Rank& rank = ranks_[r];
+  const chakra::TraceNode& traced = spec_.ranks[r].nodes[node];
+  rank.started[node] = now;
+  account(rank, now);
+  switch (traced.type) {
+    case chakra::kCompNode:
+      ++rank.computing;
+      rank.running[resource] = node;
+      world_.events.schedule(now + static_cast<SimTime>(traced.duration_us) * kPicosecondsPerUs, this,
+                             r * 4 + resource);
+      return;
+    case chakra::kCommSendNode: {
+      ++rank.communicating;
+      rank.running[resource] = node;
+      Write write;
+      write.message = true;
+      write.rank = r;
+      write.node = node;
+      post_write(r, *traced.comm_dst, 0, 0, std::max<std::uint64_t>(traced.comm_size, 1), write, now);
+      return;
+    }
+    case chakra::kCommRecvNode: {
+      ++rank.communicating;
+      Channel channel{*traced.comm_src, r, traced.comm_tag};
+      receiving_[channel].push_back(node);
+      deliver(channel, now);
+      return;
+    }
+    case chakra::kCommCollNode:
+      if (resource == gpu_comm) {
+        ++rank.communicating;
+        rank.running[resource] = node;
+        join(plan_.collective_of[r][node], r, now);
+        return;
+      }
+      ++skipped_[std::string("comm_coll:") + chakra::comm_type_name(*traced.comm_type)];
+      break;
+    default:
+      ++skipped_[chakra::node_type_name(traced.type)];
+      break;
+  }
+  finish(r, node, now);
+}
+
+void ChakraReplay::finish(std::uint32_t r, std::uint32_t node, SimTime now) {
+  Rank& rank = ranks_[r];
+  const chakra::TraceNode& traced = spec_.ranks[r].nodes[node];
+  account(rank, now);
+  Resource resource = resource_of(r, node);
+  bool ran = traced.type == chakra::kCompNode || traced.type == chakra::kCommRecvNode || resource == gpu_comm;
+  if (traced.type == chakra::kCompNode) {
+    --rank.computing;
+  } else if (ran) {
+    --rank.communicating;
+  }
+  if (resource != none) rank.running[resource] = UINT32_MAX;
+  if (ran) ++nodes_run_;
+  rank.ended[node] = now;
+  for (std::uint32_t dependent : rank.dependents[node]) {
+    if (--rank.waiting[dependent] == 0) make_ready(r, dependent);
+  }
+  dirty_.insert(r);
+  if (--rank.left == 0) {
+    rank.finished = now;
+    --ranks_left_;
+  }
+}
+
+void ChakraReplay::on_event(SimTime now, std::uint32_t tag) {
+  if (tag == kStartTag) {
+    for (std::uint32_t r = 0; r < ranks_.size(); ++r) {
+      ranks_[r].since = now;
+      if (ranks_[r].left == 0) {
+        ranks_[r].finished = now;
+        --ranks_left_;
+      }
+      for (std::uint32_t node = 0; node < ranks_[r].waiting.size(); ++node) {
+        if (ranks_[r].waiting[node] == 0) make_ready(r, node);
+      }
+    }
+  } else {
+    std::uint32_t r = tag / 4;
+    finish(r, ranks_[r].running[tag % 4], now);
+  }
+  drain(now);
+}
+
+void ChakraReplay::join(std::uint32_t c, std::uint32_t rank, SimTime now) {
+  const PlannedCollective& planned = plan_.collectives[c];
+  Running& running = running_[c];
+  if (running.start == kSimNever) running.start = now;
+  std::uint32_t member = 0;
+  while (planned.ranks[member] != rank) ++member;
+  Member& joining = running.members[member];
+  joining.joined = true;
+  ++running.joined;
+  if (planned.schedule) {
+    std::vector<Held> held = std::move(joining.held);
+    for (const Held& transfer : held) send_transfer(c, transfer, now);
+    advance(c, member, now);
+    return;
+  }
+  // A barrier (or a group of one) ends for everyone when the last member arrives.
+  if (running.joined < planned.ranks.size()) return;
+  for (std::uint32_t m = 0; m < planned.ranks.size(); ++m) member_done(c, m, now);
+}
+
+bool ChakraReplay::step_complete(std::uint32_t c, std::uint32_t member, std::uint32_t step) const {
+  const collective::Step& planned = plan_.collectives[c].schedule->ranks[member][step];
+  const Member& m = running_[c].members[member];
+  return m.sends_done[step] == planned.sends.size() && m.receives_done[step] == planned.receives_from.size();
+}
+
+// Posts the member's next steps while the one before is complete (its
+// WRITEs done and those to it arrived); ends its part after the last.
+void ChakraReplay::advance(std::uint32_t c, std::uint32_t member, SimTime now) {
+  const PlannedCollective& planned = plan_.collectives[c];
+  Member& m = running_[c].members[member];
+  if (!m.joined || m.done) return;
+  auto steps = static_cast<std::uint32_t>(planned.schedule->steps());
+  for (;;) {
+    std::uint32_t step = m.posted;
+    if (step > 0 && !step_complete(c, member, step - 1)) return;
+    if (step == steps) {
+      member_done(c, member, now);
+      return;
+    }
+    const collective::Step& planned_step = planned.schedule->ranks[member][step];
+    for (std::uint32_t i = 0; i < planned_step.sends.size(); ++i) {
+      Held transfer{member, step, i};
+      Member& receiver = running_[c].members[planned_step.sends[i].to];
+      if (receiver.joined) {
+        send_transfer(c, transfer, now);
+      } else {
+        receiver.held.push_back(transfer);
+      }
+    }
+    ++m.posted;
+  }
+}
+
+void ChakraReplay::send_transfer(std::uint32_t c, const Held& held, SimTime now) {
+  const PlannedCollective& planned = plan_.collectives[c];
+  const collective::Transfer& transfer = planned.schedule->ranks[held.from][held.step].sends[held.transfer];
+  std::uint64_t receive_buffer = planned.type == chakra::CommType::all_to_all ? planned.bytes : 0;
+  Write write;
+  write.collective = c;
+  write.member = held.from;
+  write.step = held.step;
+  write.transfer = held.transfer;
+  post_write(planned.ranks[held.from], planned.ranks[transfer.to], transfer.offset,
+             receive_buffer + transfer.remote_offset, transfer.bytes, write, now);
+}
+
+void ChakraReplay::member_done(std::uint32_t c, std::uint32_t member, SimTime now) {
+  Running& running = running_[c];
+  Member& m = running.members[member];
+  if (m.done) return;
+  m.done = true;
+  bool last = true;
+  for (const Member& other : running.members) last = last && other.done;
+  if (last) running.end = now;
+  std::uint32_t rank = plan_.collectives[c].ranks[member];
+  finish(rank, plan_.collectives[c].nodes[member], now);
+}
+
+void ChakraReplay::post_write(std::uint32_t from_rank, std::uint32_t to_rank, std::uint64_t offset,
+                              std::uint64_t remote_offset, std::uint64_t bytes, const Write& write, SimTime now) {
+  HostNode& from = *ranks_[from_rank].host;
+  const HostNode& to = *ranks_[to_rank].host;
+  std::uint64_t slot;
+  if (free_writes_.empty()) {
+    slot = writes_.size();
+    writes_.push_back(write);
+  } else {
+    slot = free_writes_.back();
+    free_writes_.pop_back();
+    writes_[slot] = write;
+  }
+  Sge sge{HostNode::kRegionBase + offset, static_cast<std::uint32_t>(bytes), from.region().lkey};
+  SendWr wr;
+  wr.wr_id = kChakraWork | slot;
+  wr.opcode = WrOpcode::rdma_write;
+  wr.send_flags = kSendSignaled;
+  wr.sg_list = {&sge, 1};
+  wr.rdma = {HostNode::kRegionBase + remote_offset, to.region().rkey};
+  if (from.engine().post_send(qpn_.at({from_rank, to_rank}), wr) != std::errc{}) {
+    throw std::runtime_error(fmt::format("chakra replay: rank {}: post_send refused", from_rank));
+  }
+  from.wake(now);
+}
+
+void ChakraReplay::completed(const WorkCompletion& completion, SimTime now) {
+  std::uint64_t slot = completion.wr_id & ~kChakraWork;
+  if (slot >= writes_.size() || failed_) return;
+  if (completion.status != WcStatus::success) {
+    failed_ = true;
+    return;
+  }
+  Write write = writes_[slot];
+  free_writes_.push_back(slot);
+  if (write.message) {
+    const chakra::TraceNode& traced = spec_.ranks[write.rank].nodes[write.node];
+    finish(write.rank, write.node, now);
+    Channel channel{write.rank, *traced.comm_dst, traced.comm_tag};
+    ++arrived_[channel];
+    deliver(channel, now);
+  } else {
+    Running& running = running_[write.collective];
+    const collective::Schedule& schedule = *plan_.collectives[write.collective].schedule;
+    std::uint32_t to = schedule.ranks[write.member][write.step].sends[write.transfer].to;
+    ++running.members[write.member].sends_done[write.step];
+    ++running.members[to].receives_done[write.step];
+    advance(write.collective, write.member, now);
+    advance(write.collective, to, now);
+  }
+  drain(now);
+}
+
+// Receives waiting on a channel take the messages that have arrived, in order.
+void ChakraReplay::deliver(const Channel& channel, SimTime now) {
+  auto waiting = receiving_.find(channel);
+  auto arrived = arrived_.find(channel);
+  while (waiting != receiving_.end() && !waiting->second.empty() && arrived != arrived_.end() && arrived->second > 0) {
+    std::uint32_t node = waiting->second.front();
+    waiting->second.pop_front();
+    --arrived->second;
+    finish(std::get<1>(channel), node, now);
+  }
+}
+
+ChakraResult ChakraReplay::result(SimTime end) {
+  ChakraResult out;
+  SimTime last = spec_.start;
+  for (std::uint32_t r = 0; r < ranks_.size(); ++r) {
+    Rank& rank = ranks_[r];
+    if (rank.finished != kSimNever) {
+      ++out.ranks_finished;
+      last = std::max(last, rank.finished);
+    }
+  }
+  if (out.ranks_finished < ranks_.size()) last = std::max(last, end);
+  out.makespan = last - spec_.start;
+  for (std::uint32_t r = 0; r < ranks_.size(); ++r) {
+    Rank& rank = ranks_[r];
+    account(rank, last);
+    out.ranks.push_back({spec_.hosts[r], rank.finished, rank.compute, rank.communication, rank.idle});
+    for (std::uint32_t node = 0; node < rank.started.size(); ++node) {
+      bool receive = spec_.ranks[r].nodes[node].type == chakra::kCommRecvNode;
+      if (rank.started[node] == kSimNever || (resource_of(r, node) == none && !receive)) continue;
+      SimTime ended = rank.ended[node] == kSimNever ? last : rank.ended[node];
+      out.spans.push_back({r, node, spec_.ranks[r].nodes[node].type == chakra::kCompNode, rank.started[node], ended});
+    }
+  }
+  for (std::size_t c = 0; c < plan_.collectives.size(); ++c) {
+    const PlannedCollective& planned = plan_.collectives[c];
+    ChakraCollectiveResult collective;
+    collective.group = planned.group;
+    collective.index = planned.index;
+    collective.type = planned.type;
+    if (planned.schedule) collective.algorithm = planned.schedule->algorithm;
+    collective.bytes = planned.bytes;
+    collective.ranks = static_cast<std::uint32_t>(planned.ranks.size());
+    collective.start = running_[c].start;
+    collective.end = running_[c].end;
+    out.collectives.push_back(collective);
+  }
+  out.failed = failed_;
+  out.nodes_run = nodes_run_;
+  out.skipped = skipped_;
+  return out;
+}
+
+}  // namespace uroce::sim

@@ -33,5 +33,6 @@ run_fuzzer oob_line_fuzzer tests/fuzz/oob_corpus
 run_fuzzer cdf_fuzzer tests/fuzz/cdf_corpus
 run_fuzzer pcap_fuzzer tests/fuzz/pcap_corpus
 run_fuzzer scenario_fuzzer examples
+run_fuzzer chakra_trace_fuzzer tests/fuzz/chakra_corpus
 run_fuzzer local_ring_fuzzer tests/fuzz/local_ring_corpus
 run_fuzzer cm_mad_fuzzer tests/fuzz/cm_corpus

@@ -377,5 +377,43 @@ TEST(ScenarioFile, AMissingFileIsAnError) {
   EXPECT_NE(scenario.error().find("cannot read"), std::string::npos);
 }
 
+// [chakra] reads ASTRA-sim's 8-rank all-reduce (tests/sim/astra_sim_traces).
+std::string chakra_scenario(const std::string& hosts, const std::string& table) {
+  return "[topology]\nkind = \"star\"\nhosts = " + hosts + "\n[chakra]\ntraces = \"" +
+         std::string(UROCE_ASTRA_SIM_TRACES) + "/all_reduce/8npus_1MB/all_reduce\"\n" + table;
+}
+
+TEST(ScenarioFile, AChakraTableReadsEveryRanksTrace) {
+  auto scenario = parse_scenario(chakra_scenario("10", "ranks = [9, 8, 7, 6, 5, 4, 3, 2]\nalgorithm = \"halving_doubling\"\n"
+                                                       "start_us = 5\n[chakra.groups]\ntp = [0, 1]\n"),
+                                 "chakra.toml");
+  ASSERT_TRUE(scenario) << scenario.error();
+  ASSERT_TRUE(scenario->chakra);
+  EXPECT_EQ(scenario->chakra->ranks.size(), 8u);
+  EXPECT_EQ(scenario->chakra->hosts.front(), 9u);
+  EXPECT_EQ(scenario->chakra->groups.at("tp"), (std::vector<std::uint32_t>{0, 1}));
+  EXPECT_EQ(scenario->chakra->algorithm, collective::Algorithm::halving_doubling);
+  EXPECT_EQ(scenario->chakra->start, 5 * kPicosecondsPerUs);
+}
+
+TEST(ScenarioFile, ChakraMistakesAreNamed) {
+  const std::pair<std::string, const char*> cases[] = {
+      {"[topology]\nkind = \"star\"\nhosts = 3\n[chakra]\n", "chakra.traces: the traces' path and prefix"},
+      {"[topology]\nkind = \"star\"\nhosts = 3\n[chakra]\ntraces = \"/nonexistent/step\"\n",
+       "no file /nonexistent/step.0.et"},
+      {chakra_scenario("4", ""), "8 ranks, more than the topology's 4 hosts"},
+      {chakra_scenario("10", "ranks = [0, 1]\n"), "chakra.ranks: 2 hosts for 8 ranks"},
+      {chakra_scenario("10", "[chakra.groups]\ntp = [0, 9]\n"), "chakra.groups.tp: each entry must be a rank below 8"},
+      {chakra_scenario("10", "[chakra.groups]\ntp = [1, 1]\n"), "rank 1 is listed twice"},
+      {chakra_scenario("10", "algorithm = \"tree\"\n"), "'tree' is not one of"},
+      {chakra_scenario("10", "trace = \"x\"\n"), "unknown key 'trace'"},
+  };
+  for (const auto& [toml, says] : cases) {
+    auto scenario = parse_scenario(toml, "bad.toml");
+    ASSERT_FALSE(scenario) << toml;
+    EXPECT_NE(scenario.error().find(says), std::string::npos) << scenario.error();
+  }
+}
+
 }  // namespace
 }  // namespace uroce::sim

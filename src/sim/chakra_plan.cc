@@ -102,9 +102,13 @@ void plan_collectives(const ChakraSpec& spec, ChakraPlan& plan) {
     }
     auto members = static_cast<std::uint32_t>(planned.ranks.size());
     if (planned.type == chakra::CommType::barrier || members < 2) continue;
-    if (planned.bytes > kLargestCollective) {
-      throw std::invalid_argument(where(spec, planned.ranks[0], planned.nodes[0]) + ": a collective of more than 256 GiB");
+    if (planned.bytes > kLargestCollective / members) {
+      throw std::invalid_argument(where(spec, planned.ranks[0], planned.nodes[0]) +
+                                  ": a collective of more than 256 GiB over its ranks");
     }
+    // An all-gather's comm_size is what each rank contributes (as ASTRA-sim
+    // reads it); the schedule's size is the gathered output.
+    if (planned.type == chakra::CommType::all_gather) planned.bytes *= members;
     planned.bytes = std::max<std::uint64_t>(planned.bytes, members);
     collective::Operation operation = operation_of(planned.type);
     collective::Algorithm algorithm = spec.algorithm.value_or(collective::default_algorithm(operation));

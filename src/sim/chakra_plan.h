@@ -37,7 +37,7 @@ struct PlannedCollective {
   std::string group;  // pg_name; empty: every rank
   std::uint32_t index = 0;  // the group's index-th collective
   chakra::CommType type = chakra::CommType::all_reduce;
-  std::uint64_t bytes = 0;  // as the schedule sizes it (see plan_chakra)
+  std::uint64_t bytes = 0;  // nccl-tests' size, as the schedule takes it (see plan_chakra)
   std::vector<std::uint32_t> ranks;
   std::vector<std::uint32_t> nodes;  // each member's node index in its trace
   std::optional<collective::Schedule> schedule;  // none for a barrier or a group of one
@@ -57,8 +57,12 @@ bool replays(chakra::CommType type);
 
 // Matches collectives: the k-th collective node of group g (in file order)
 // on each member is the group's k-th collective; every member must agree on
-// its type and size. Sizes are nccl-tests' (collective/schedule.h); a size
-// smaller than the group is raised to one byte per rank. Sends and receives
+// its type and size. Sizes are read as ASTRA-sim reads them: comm_size is
+// the all-reduce's buffer, the reduce-scatter's input, the all-to-all's
+// send buffer, and what each rank contributes to an all-gather; a planned
+// collective's bytes are nccl-tests' (collective/schedule.h: the
+// all-gather's output, comm_size x ranks). A size smaller than the group
+// is raised to one byte per rank. Sends and receives
 // match by (source, destination, tag) in order; each must have its
 // counterpart. Throws std::invalid_argument naming the trace and node.
 ChakraPlan plan_chakra(const ChakraSpec& spec);

@@ -161,8 +161,23 @@ echo "== Hostile input: a WRITE, a NAK and CNPs forged from a third address, and
 build/release/tests/uroce_tests --gtest_filter='*Forged*' | grep -E '^\[  (PASSED|FAILED)'
 build/release/tests/uroce_peer_kill_tests | grep 'retry budget'
 echo
-echo "== Fabric simulator: the parking lot (examples/parking_lot.toml), ConnectX DCQCN, then PFC alone"
+echo "== Fabric simulator: replay a training step from Chakra traces, data parallel then mixture of experts (examples/chakra_*.toml)"
 sim_out=$(mktemp -d)
+"$uroce" sim run examples/chakra_data_parallel.toml --out "$sim_out/dp" --quiet | grep -E "^chakra replay|wrote"
+"$uroce" sim run examples/chakra_mixture_of_experts.toml --out "$sim_out/moe" --quiet | grep -E "^chakra replay"
+python3 - "$sim_out/dp/summary.json" <<'PY'
+import json, sys
+chakra = json.load(open(sys.argv[1]))["chakra"]
+for c in chakra["collectives"]:
+    print(f"  {c['operation']} #{c['index']}: {c['bytes'] >> 20} MiB from {c['start_us']:.0f} to {c['end_us']:.0f} us, "
+          f"busbw {c['busbw_gb_per_s']:.2f} GB/s")
+PY
+echo "  (timeline.json opens in ui.perfetto.dev; ASTRA-sim's own example traces replay too:)"
+sed "s|^traces = .*|traces = \"$PWD/tests/sim/astra_sim_traces/all_to_all/8npus_1MB/all_to_all\"|" \
+  examples/chakra_data_parallel.toml > "$sim_out/astra.toml"
+"$uroce" sim run "$sim_out/astra.toml" --out "$sim_out/astra" --quiet | grep -E "^chakra replay"
+echo
+echo "== The parking lot (examples/parking_lot.toml), ConnectX DCQCN, then PFC alone"
 "$uroce" sim run examples/parking_lot.toml --out "$sim_out/dcqcn" --quiet | grep -E "flows:|pause frames|fairness"
 sed 's/^enabled = true/enabled = false/' examples/parking_lot.toml > "$sim_out/pfc.toml"
 "$uroce" sim run "$sim_out/pfc.toml" --out "$sim_out/pfc" --quiet | grep -E "flows:|pause frames|fairness"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs the eight example scenarios of the README's simulator section, each as
+# Runs the example scenarios of the README's simulator section, each as
 # shipped and with the one setting it is about changed, and prints each run's
 # summary: the figures the README quotes come from this script.
 # Usage: scripts/sim-examples.sh [--build DIR] [--out DIR]
@@ -23,7 +23,9 @@ mkdir -p "$out"
 run() {
   local name="$1" file="examples/$2" change="${3:-}"
   local scenario="$out/$name.toml"
-  if [[ -n "$change" ]]; then sed -e "$change" "$file" > "$scenario"; else cp "$file" "$scenario"; fi
+  # A Chakra example's relative trace path is from examples/, not from $out.
+  local traces="s|^traces = \"\([^/]\)|traces = \"$PWD/examples/\1|"
+  if [[ -n "$change" ]]; then sed -e "$change" -e "$traces" "$file" > "$scenario"; else sed -e "$traces" "$file" > "$scenario"; fi
   echo "== $name ($2${change:+, $change})"
   "$uroce" sim run "$scenario" --out "$out/$name" --quiet | grep -v '^wrote'
   echo
@@ -70,4 +72,8 @@ run incast-trimming incast_trimming.toml
 run incast-plain-drop incast_trimming.toml '/^trim = true/d'
 run incast-pfc-lossless incast_trimming.toml '/^trim = true/d; s/^pfc = false/pfc = true\nxoff_kb = 256\ndynamic_alpha = 0/'
 run web-search web_search_load.toml
+run chakra-data-parallel chakra_data_parallel.toml
+run chakra-data-parallel-halving-doubling chakra_data_parallel.toml 's/^\[chakra\]/[chakra]\nalgorithm = "halving_doubling"/'
+run chakra-mixture-of-experts chakra_mixture_of_experts.toml
+run chakra-mixture-of-experts-spray chakra_mixture_of_experts.toml 's/^pfc = true/pfc = true\nforwarding = "spray"/; s/^\[chakra\]/[transport]\nrecovery = "selective_repeat"\n\n[chakra]/'
 echo "outputs in $out"

@@ -180,6 +180,10 @@ TEST_P(Floods, AreCountedMemoryStaysBoundedAndATransferBesideCompletes) {
   // real packets are lost too, more so in a slow (sanitizer) build. A budget
   // of 8 tries of 0.5 s rides that out.
   transfer_options.timeout = 17;
+  // And loss probes, as the library runs QPs (5 ms): a lost packet is found
+  // by a probe without spending one of those tries. Without them, a loaded
+  // 2-core machine saw a try fail 8 times in a row now and then.
+  transfer_options.loss_probe_ns = 5'000'000;
   RcOptions victim_options;
   victim_options.recovery = flood == Flood::reorder_gaps ? LossRecovery::selective_repeat : LossRecovery::go_back_n;
   victim_options.sq_psn = victim_options.rq_psn = kVictimPsn;

@@ -172,6 +172,11 @@ for c in chakra["collectives"]:
     print(f"  {c['operation']} #{c['index']}: {c['bytes'] >> 20} MiB from {c['start_us']:.0f} to {c['end_us']:.0f} us, "
           f"busbw {c['busbw_gb_per_s']:.2f} GB/s")
 PY
+echo "  Two such jobs on a leaf-spine oversubscribed 2:1 (examples/chakra_two_jobs.toml), then job a alone:"
+"$uroce" sim run examples/chakra_two_jobs.toml --out "$sim_out/two" --quiet | grep -E "^chakra replay"
+sed -e '0,/^\[\[chakra\]\]/b; /^\[\[chakra\]\]/,$d' -e "s|^traces = \"|traces = \"$PWD/examples/|" \
+  examples/chakra_two_jobs.toml > "$sim_out/one.toml"
+"$uroce" sim run "$sim_out/one.toml" --out "$sim_out/one" --quiet | grep -E "^chakra replay"
 echo "  (timeline.json opens in ui.perfetto.dev; ASTRA-sim's own example traces replay too:)"
 sed "s|^traces = .*|traces = \"$PWD/tests/sim/astra_sim_traces/all_to_all/8npus_1MB/all_to_all\"|" \
   examples/chakra_data_parallel.toml > "$sim_out/astra.toml"

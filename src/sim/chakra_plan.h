@@ -21,6 +21,7 @@ namespace uroce::sim {
 // A scenario's [chakra] table: the traces of every rank, read when the
 // scenario loads, and how they map onto the fabric.
 struct ChakraSpec {
+  std::string name = "chakra";         // the job's, where a scenario has several
   std::string traces;                  // DIR/PREFIX, as the scenario names it
   std::vector<chakra::Trace> ranks;    // PREFIX.<rank>.et, in rank order
   std::vector<std::uint32_t> hosts;    // rank r runs on hosts[r]

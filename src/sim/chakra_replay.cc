@@ -18,8 +18,9 @@ constexpr std::uint32_t kSendQueueDepth = 16;
 
 }  // namespace
 
-ChakraReplay::ChakraReplay(const ChakraSpec& spec, const TransportSpec& transport, Fabric& fabric, SimWorld& world)
-    : spec_(spec), plan_(plan_chakra(spec)), world_(world) {
+ChakraReplay::ChakraReplay(const ChakraSpec& spec, std::uint32_t job, const TransportSpec& transport,
+                           Fabric& fabric, SimWorld& world)
+    : spec_(spec), job_bits_(std::uint64_t{job} << kChakraJobShift), plan_(plan_chakra(spec)), world_(world) {
   ranks_.resize(spec.ranks.size());
   for (std::uint32_t r = 0; r < ranks_.size(); ++r) {
     Rank& rank = ranks_[r];
@@ -307,7 +308,7 @@ void ChakraReplay::post_write(std::uint32_t from_rank, std::uint32_t to_rank, st
   }
   Sge sge{HostNode::kRegionBase + offset, static_cast<std::uint32_t>(bytes), from.region().lkey};
   SendWr wr;
-  wr.wr_id = kChakraWork | slot;
+  wr.wr_id = kChakraWork | job_bits_ | slot;
   wr.opcode = WrOpcode::rdma_write;
   wr.send_flags = kSendSignaled;
   wr.sg_list = {&sge, 1};
@@ -319,7 +320,7 @@ void ChakraReplay::post_write(std::uint32_t from_rank, std::uint32_t to_rank, st
 }
 
 void ChakraReplay::completed(const WorkCompletion& completion, SimTime now) {
-  std::uint64_t slot = completion.wr_id & ~kChakraWork;
+  std::uint64_t slot = completion.wr_id & ((1ull << kChakraJobShift) - 1);
   if (slot >= writes_.size() || failed_) return;
   if (completion.status != WcStatus::success) {
     failed_ = true;

@@ -26,8 +26,13 @@
 
 namespace uroce::sim {
 
-// Work requests of a replay carry this bit in their wr_id.
+// Work requests of a replay carry this bit in their wr_id, the job's index
+// in bits 40..61 and a slot of the job's WRITEs in flight below.
 inline constexpr std::uint64_t kChakraWork = 1ull << 62;
+inline constexpr int kChakraJobShift = 40;
+inline std::uint32_t chakra_job_of(std::uint64_t wr_id) {
+  return static_cast<std::uint32_t>((wr_id & ~kChakraWork) >> kChakraJobShift);
+}
 
 struct ChakraCollectiveResult {
   std::string group;
@@ -69,8 +74,10 @@ struct ChakraResult {
 
 class ChakraReplay final : public EventHandler {
  public:
-  // Throws std::invalid_argument for traces that cannot run together (plan_chakra).
-  ChakraReplay(const ChakraSpec& spec, const TransportSpec& transport, Fabric& fabric, SimWorld& world);
+  // Throws std::invalid_argument for traces that cannot run together
+  // (plan_chakra). job: the job's index among the scenario's.
+  ChakraReplay(const ChakraSpec& spec, std::uint32_t job, const TransportSpec& transport, Fabric& fabric,
+               SimWorld& world);
 
   bool running() const { return ranks_left_ > 0 && !failed_; }
   // A completion whose wr_id has kChakraWork set.
@@ -133,6 +140,7 @@ class ChakraReplay final : public EventHandler {
   void deliver(const Channel& channel, SimTime now);
 
   const ChakraSpec& spec_;
+  std::uint64_t job_bits_;
   ChakraPlan plan_;
   SimWorld& world_;
   std::vector<Rank> ranks_;

@@ -66,7 +66,8 @@ nlohmann::ordered_json chakra_json(const ChakraSpec& spec, const ChakraResult& r
   }
   nlohmann::ordered_json skipped = nlohmann::ordered_json::object();
   for (const auto& [type, count] : result.skipped) skipped[type] = count;
-  return {{"traces", spec.traces},
+  return {{"job", spec.name},
+          {"traces", spec.traces},
           {"ranks", spec.ranks.size()},
           {"makespan_us", microseconds(result.makespan)},
           {"ranks_finished", result.ranks_finished},
@@ -77,7 +78,10 @@ nlohmann::ordered_json chakra_json(const ChakraSpec& spec, const ChakraResult& r
           {"per_rank", ranks}};
 }
 
-std::string chakra_summary(const ChakraSpec& spec, const ChakraResult& result) {
+namespace {
+
+std::string job_summary(const ChakraSpec& spec, const ChakraResult& result, bool named) {
+  std::string job = named ? " " + spec.name : "";
   std::uint64_t skipped = 0;
   for (const auto& [type, count] : result.skipped) skipped += count;
   SimTime communication = 0, compute = 0;
@@ -87,57 +91,81 @@ std::string chakra_summary(const ChakraSpec& spec, const ChakraResult& result) {
   }
   auto n = static_cast<SimTime>(std::max<std::size_t>(result.ranks.size(), 1));
   return fmt::format(
-      "chakra replay ({} ranks): {} of {} ranks finished{}, makespan {:.1f} us; {} nodes run, {} skipped, {} "
+      "chakra replay{} ({} ranks): {} of {} ranks finished{}, makespan {:.1f} us; {} nodes run, {} skipped, {} "
       "collectives; per rank on average {:.1f} us computing, {:.1f} us communicating only\n",
-      spec.ranks.size(), result.ranks_finished, spec.ranks.size(), result.failed ? " (a WRITE failed)" : "",
+      job, spec.ranks.size(), result.ranks_finished, spec.ranks.size(), result.failed ? " (a WRITE failed)" : "",
       microseconds(result.makespan), result.nodes_run, skipped, result.collectives.size(), microseconds(compute / n),
       microseconds(communication / n));
 }
 
-std::string chakra_timeline(const ChakraSpec& spec, const SimResult& result) {
-  nlohmann::ordered_json events = nlohmann::ordered_json::array();
+void add_job_tracks(const ChakraSpec& spec, const ChakraResult& result, bool named, int first_pid,
+                    nlohmann::ordered_json& events) {
   auto name_track = [&](int pid, int tid, const std::string& name) {
     events.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", pid}, {"tid", tid}, {"args", {{"name", name}}}});
   };
   for (std::size_t r = 0; r < spec.ranks.size(); ++r) {
-    auto pid = static_cast<int>(r);
-    events.push_back({{"name", "process_name"},
-                      {"ph", "M"},
-                      {"pid", pid},
-                      {"args", {{"name", fmt::format("rank {} (host {})", r, spec.hosts[r])}}}});
+    int pid = first_pid + static_cast<int>(r);
+    std::string process = fmt::format("rank {} (host {})", r, spec.hosts[r]);
+    if (named) process = spec.name + " " + process;
+    events.push_back({{"name", "process_name"}, {"ph", "M"}, {"pid", pid}, {"args", {{"name", process}}}});
     name_track(pid, kCpuTrack, "CPU");
     name_track(pid, kGpuComputeTrack, "GPU compute");
     name_track(pid, kCommunicationTrack, "communication");
     name_track(pid, kReceiveTrack, "receives");
   }
-  if (result.chakra) {
-    for (const ChakraSpan& span : result.chakra->spans) {
-      const chakra::TraceNode& node = spec.ranks[span.rank].nodes[span.node];
-      int track = node.type == chakra::kCompNode ? (node.is_cpu_op ? kCpuTrack : kGpuComputeTrack)
-                  : node.type == chakra::kCommRecvNode ? kReceiveTrack
-                                                       : kCommunicationTrack;
-      nlohmann::ordered_json args = {{"id", node.id}, {"type", chakra::node_type_name(node.type)}};
-      if (node.comm_type) args["operation"] = chakra::comm_type_name(*node.comm_type);
-      if (node.type != chakra::kCompNode) args["bytes"] = node.comm_size;
-      events.push_back({{"name", node.name.empty() ? fmt::format("node {}", node.id) : node.name},
-                        {"cat", chakra::node_type_name(node.type)},
-                        {"ph", "X"},
-                        {"pid", static_cast<int>(span.rank)},
-                        {"tid", track},
-                        {"ts", microseconds(span.start)},
-                        {"dur", microseconds(span.end - span.start)},
-                        {"args", args}});
-    }
+  for (const ChakraSpan& span : result.spans) {
+    const chakra::TraceNode& node = spec.ranks[span.rank].nodes[span.node];
+    int track = node.type == chakra::kCompNode ? (node.is_cpu_op ? kCpuTrack : kGpuComputeTrack)
+                : node.type == chakra::kCommRecvNode ? kReceiveTrack
+                                                     : kCommunicationTrack;
+    nlohmann::ordered_json args = {{"id", node.id}, {"type", chakra::node_type_name(node.type)}};
+    if (node.comm_type) args["operation"] = chakra::comm_type_name(*node.comm_type);
+    if (node.type != chakra::kCompNode) args["bytes"] = node.comm_size;
+    events.push_back({{"name", node.name.empty() ? fmt::format("node {}", node.id) : node.name},
+                      {"cat", chakra::node_type_name(node.type)},
+                      {"ph", "X"},
+                      {"pid", first_pid + static_cast<int>(span.rank)},
+                      {"tid", track},
+                      {"ts", microseconds(span.start)},
+                      {"dur", microseconds(span.end - span.start)},
+                      {"args", args}});
   }
-  auto fabric_pid = static_cast<int>(spec.ranks.size());
-  events.push_back({{"name", "process_name"}, {"ph", "M"}, {"pid", fabric_pid}, {"args", {{"name", "fabric"}}}});
+}
+
+}  // namespace
+
+nlohmann::ordered_json chakra_summary_json(const Scenario& scenario, const SimResult& result) {
+  nlohmann::ordered_json jobs = nlohmann::ordered_json::array();
+  for (std::size_t j = 0; j < scenario.chakra.size() && j < result.chakra.size(); ++j) {
+    jobs.push_back(chakra_json(scenario.chakra[j], result.chakra[j]));
+  }
+  if (scenario.chakra_listed || jobs.size() != 1) return jobs;
+  return jobs[0];
+}
+
+std::string chakra_summary(const Scenario& scenario, const SimResult& result) {
+  std::string out;
+  for (std::size_t j = 0; j < scenario.chakra.size() && j < result.chakra.size(); ++j) {
+    out += job_summary(scenario.chakra[j], result.chakra[j], scenario.chakra_listed);
+  }
+  return out;
+}
+
+std::string chakra_timeline(const Scenario& scenario, const SimResult& result) {
+  nlohmann::ordered_json events = nlohmann::ordered_json::array();
+  int pid = 0;
+  for (std::size_t j = 0; j < scenario.chakra.size() && j < result.chakra.size(); ++j) {
+    add_job_tracks(scenario.chakra[j], result.chakra[j], scenario.chakra_listed, pid, events);
+    pid += static_cast<int>(scenario.chakra[j].ranks.size());
+  }
+  events.push_back({{"name", "process_name"}, {"ph", "M"}, {"pid", pid}, {"args", {{"name", "fabric"}}}});
   for (const FabricSample& sample : result.samples) {
     double ts = microseconds(sample.at);
-    events.push_back({{"name", "switch buffers (bytes)"}, {"ph", "C"}, {"pid", fabric_pid}, {"ts", ts},
+    events.push_back({{"name", "switch buffers (bytes)"}, {"ph", "C"}, {"pid", pid}, {"ts", ts},
                       {"args", {{"bytes", sample.buffer_bytes}}}});
-    events.push_back({{"name", "deepest egress queue (bytes)"}, {"ph", "C"}, {"pid", fabric_pid}, {"ts", ts},
+    events.push_back({{"name", "deepest egress queue (bytes)"}, {"ph", "C"}, {"pid", pid}, {"ts", ts},
                       {"args", {{"bytes", sample.deepest_queue_bytes}}}});
-    events.push_back({{"name", "paused queues"}, {"ph", "C"}, {"pid", fabric_pid}, {"ts", ts},
+    events.push_back({{"name", "paused queues"}, {"ph", "C"}, {"pid", pid}, {"ts", ts},
                       {"args", {{"queues", sample.paused_queues}}}});
   }
   nlohmann::ordered_json trace = {{"displayTimeUnit", "ns"}, {"traceEvents", events}};

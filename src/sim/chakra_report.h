@@ -13,8 +13,13 @@
 
 namespace uroce::sim {
 
+// A job's object; summary.json's "chakra" is the one job of a [chakra]
+// table, or the list of [[chakra]] jobs (each with its "job" name).
 nlohmann::ordered_json chakra_json(const ChakraSpec& spec, const ChakraResult& result);
-std::string chakra_summary(const ChakraSpec& spec, const ChakraResult& result);
-std::string chakra_timeline(const ChakraSpec& spec, const SimResult& result);
+nlohmann::ordered_json chakra_summary_json(const Scenario& scenario, const SimResult& result);
+// A line per job.
+std::string chakra_summary(const Scenario& scenario, const SimResult& result);
+// Every job's ranks (a process each, named by job and rank) and the fabric.
+std::string chakra_timeline(const Scenario& scenario, const SimResult& result);
 
 }  // namespace uroce::sim

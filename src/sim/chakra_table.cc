@@ -1,8 +1,9 @@
-// [chakra]: traces = "DIR/PREFIX" names PREFIX.0.et, PREFIX.1.et... (every
-// rank's file, counted until the next is missing); ranks = [hosts] places
-// rank r on hosts[r] (default: host r); [chakra.groups] maps each process
-// group's pg_name to its ranks; algorithm names the collectives' algorithm
-// (default: each operation's own); start_us delays the replay.
+// [chakra] (one job) or [[chakra]] (several, each with a name): traces =
+// "DIR/PREFIX" names PREFIX.0.et, PREFIX.1.et... (every rank's file,
+// counted until the next is missing); ranks = [hosts] places rank r on
+// hosts[r] (default: host r); groups maps each process group's pg_name to
+// its ranks; algorithm names the collectives' algorithm (default: each
+// operation's own); start_us delays the replay.
 #include "sim/chakra_table.h"
 
 #include <fmt/format.h>
@@ -33,13 +34,18 @@ std::vector<std::uint32_t> rank_list(const toml::array& list, const std::string&
 
 }  // namespace
 
-void chakra_from(const toml::table& table, Scenario& scenario, const std::filesystem::path& base_dir) {
-  const char* where = "chakra";
-  only_keys(table, where, {"traces", "ranks", "groups", "algorithm", "start_us"});
+void chakra_from(const toml::table& table, const std::string& where, Scenario& scenario,
+                 const std::filesystem::path& base_dir) {
+  only_keys(table, where, {"name", "traces", "ranks", "groups", "algorithm", "start_us"});
   ChakraSpec spec;
+  spec.name = scenario.chakra_listed ? fmt::format("job{}", scenario.chakra.size()) : "chakra";
+  if (auto name = table.get_as<std::string>("name")) spec.name = name->get();
+  for (const ChakraSpec& other : scenario.chakra) {
+    if (other.name == spec.name) throw ScenarioError(where + ".name: a second job named \"" + spec.name + "\"");
+  }
   auto traces = table.get_as<std::string>("traces");
   if (traces == nullptr || traces->get().empty()) {
-    throw ScenarioError("chakra.traces: the traces' path and prefix, such as \"traces/step\" for traces/step.0.et");
+    throw ScenarioError(where + ".traces: the traces' path and prefix, such as \"traces/step\" for traces/step.0.et");
   }
   spec.traces = traces->get();
   std::filesystem::path prefix = base_dir / spec.traces;
@@ -47,31 +53,31 @@ void chakra_from(const toml::table& table, Scenario& scenario, const std::filesy
     std::filesystem::path file = prefix.string() + "." + std::to_string(rank) + ".et";
     if (!std::filesystem::exists(file)) break;
     auto trace = chakra::read_trace(file.string());
-    if (!trace) throw ScenarioError("chakra: " + trace.error());
+    if (!trace) throw ScenarioError(where + ": " + trace.error());
     spec.ranks.push_back(std::move(*trace));
   }
-  if (spec.ranks.empty()) throw ScenarioError("chakra.traces: no file " + prefix.string() + ".0.et");
+  if (spec.ranks.empty()) throw ScenarioError(where + ".traces: no file " + prefix.string() + ".0.et");
   spec.traces = prefix.string();
   auto ranks = static_cast<std::uint32_t>(spec.ranks.size());
   spec.hosts = host_list(table, where, "ranks", scenario.topology.hosts);
   if (spec.hosts.empty()) {
     if (ranks > scenario.topology.hosts) {
-      throw ScenarioError(fmt::format("chakra: {} ranks, more than the topology's {} hosts", ranks,
+      throw ScenarioError(fmt::format("{}: {} ranks, more than the topology's {} hosts", where, ranks,
                                       scenario.topology.hosts));
     }
     for (std::uint32_t r = 0; r < ranks; ++r) spec.hosts.push_back(r);
   } else if (spec.hosts.size() != ranks) {
-    throw ScenarioError(fmt::format("chakra.ranks: {} hosts for {} ranks (trace files)", spec.hosts.size(), ranks));
+    throw ScenarioError(fmt::format("{}.ranks: {} hosts for {} ranks (trace files)", where, spec.hosts.size(), ranks));
   }
   std::vector<bool> used(scenario.topology.hosts, false);
   for (std::uint32_t host : spec.hosts) {
-    if (used[host]) throw ScenarioError(fmt::format("chakra.ranks: host {} runs two ranks", host));
+    if (used[host]) throw ScenarioError(fmt::format("{}.ranks: host {} runs two ranks", where, host));
     used[host] = true;
   }
   if (const toml::node* groups = table.get("groups")) {
-    if (!groups->is_table()) throw ScenarioError("chakra.groups: a table of pg_name = [ranks]");
+    if (!groups->is_table()) throw ScenarioError(where + ".groups: a table of pg_name = [ranks]");
     for (const auto& [name, list] : *groups->as_table()) {
-      std::string at = "chakra.groups." + std::string(name.str());
+      std::string at = where + ".groups." + std::string(name.str());
       if (!list.is_array()) throw ScenarioError(at + ": expected a list of ranks");
       spec.groups[std::string(name.str())] = rank_list(*list.as_array(), at, ranks);
     }
@@ -82,7 +88,7 @@ void chakra_from(const toml::table& table, Scenario& scenario, const std::filesy
     spec.algorithm = *collective::algorithm_from(name);
   }
   spec.start = start_time(table, where);
-  scenario.chakra = std::move(spec);
+  scenario.chakra.push_back(std::move(spec));
 }
 
 }  // namespace uroce::sim

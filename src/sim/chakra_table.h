@@ -5,14 +5,17 @@
 #include <toml++/toml.h>
 
 #include <filesystem>
+#include <string>
 
 #include "sim/scenario.h"
 
 namespace uroce::sim {
 
-// Reads the traces too (a relative path is from base_dir, the scenario
-// file's directory). Throws ScenarioError naming the key or the file. The
+// Adds one job, read from the table at `where` ("chakra" or "chakra[i]"),
+// traces included (a relative path is from base_dir, the scenario file's
+// directory). Throws ScenarioError naming the key or the file. The
 // topology must be read first.
-void chakra_from(const toml::table& table, Scenario& scenario, const std::filesystem::path& base_dir);
+void chakra_from(const toml::table& table, const std::string& where, Scenario& scenario,
+                 const std::filesystem::path& base_dir);
 
 }  // namespace uroce::sim

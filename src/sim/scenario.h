@@ -84,7 +84,10 @@ struct Scenario {
   EngineConfig engine;  // congestion control and window; the address and seed are per host
   std::vector<FlowSpec> flows;
   std::optional<CollectiveSpec> collective;
-  std::optional<ChakraSpec> chakra;  // Chakra traces to replay (sim/chakra_replay.h)
+  // Jobs replaying Chakra traces (sim/chakra_replay.h), sharing the fabric;
+  // listed: they came as [[chakra]], and summary.json lists them.
+  std::vector<ChakraSpec> chakra;
+  bool chakra_listed = false;
   std::vector<Failure> failures;
   // How long after a link fails or recovers every switch's routes are
   // recomputed around it (the routing protocol's convergence); until then

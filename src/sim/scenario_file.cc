@@ -290,10 +290,18 @@ Scenario scenario_from(const toml::table& root, const std::filesystem::path& bas
     workloads_from(*workloads->as_array(), scenario, random, base_dir);
   }
   if (const toml::node* chakra = root.get("chakra")) {
-    if (!chakra->is_table()) throw ScenarioError("[chakra] must be a table");
-    chakra_from(*chakra->as_table(), scenario, base_dir);
+    if (chakra->is_table()) {
+      chakra_from(*chakra->as_table(), "chakra", scenario, base_dir);
+    } else if (const toml::array* jobs = chakra->as_array(); jobs != nullptr && jobs->is_array_of_tables()) {
+      scenario.chakra_listed = true;
+      for (std::size_t i = 0; i < jobs->size(); ++i) {
+        chakra_from(*jobs->get(i)->as_table(), fmt::format("chakra[{}]", i), scenario, base_dir);
+      }
+    } else {
+      throw ScenarioError("chakra: a [chakra] table, or [[chakra]] tables for several jobs");
+    }
   }
-  if (scenario.flows.empty() && !scenario.collective && !scenario.chakra) {
+  if (scenario.flows.empty() && !scenario.collective && scenario.chakra.empty()) {
     throw ScenarioError("no [[flows]], [[workloads]] or [chakra]: nothing to simulate");
   }
   return scenario;

@@ -121,7 +121,7 @@ nlohmann::ordered_json summary_json(const Scenario& scenario, const SimResult& r
                             {"placed_on_arrival", result.placed_out_of_order}};
   }
   if (scenario.collective) summary["collective"] = collective_json(*scenario.collective, result);
-  if (scenario.chakra && result.chakra) summary["chakra"] = chakra_json(*scenario.chakra, *result.chakra);
+  if (!result.chakra.empty()) summary["chakra"] = chakra_summary_json(scenario, result);
   if (auto shares = fairness(result)) {
     summary["fairness"] = {{"jain_index", shares->jain},
                            {"window_us", {microseconds(shares->window_start), microseconds(shares->window_end)}},
@@ -185,7 +185,7 @@ std::string human_summary(const Scenario& scenario, const SimResult& result) {
         bandwidth.algbw_gb_per_s, bandwidth.busbw_gb_per_s,
         times.empty() ? 0.0 : microseconds(*std::max_element(times.begin(), times.end())));
   }
-  if (scenario.chakra && result.chakra) out += chakra_summary(*scenario.chakra, *result.chakra);
+  out += chakra_summary(scenario, result);
   if (result.deadlock) {
     std::string cycle;
     for (const std::string& link : cycle_links(*result.deadlock)) cycle += link + " ";

@@ -61,12 +61,14 @@ void check(const Scenario& scenario) {
     // The schedule itself (rank count, sizes, algorithm) is checked as
     // CollectiveRunner makes it.
   }
-  if (const auto& spec = scenario.chakra) {  // the traces themselves are checked by plan_chakra
-    if (spec->hosts.size() != spec->ranks.size()) throw std::invalid_argument("chakra: one host per rank is needed");
+  if (scenario.chakra.size() > (1u << 20)) throw std::invalid_argument("chakra: more than 2^20 jobs");
+  for (const ChakraSpec& spec : scenario.chakra) {  // the traces themselves are checked by plan_chakra
+    std::string name = "chakra job " + spec.name;
+    if (spec.hosts.size() != spec.ranks.size()) throw std::invalid_argument(name + ": one host per rank is needed");
     std::vector<bool> used(scenario.topology.hosts, false);
-    for (std::uint32_t host : spec->hosts) {
+    for (std::uint32_t host : spec.hosts) {
       if (host >= scenario.topology.hosts || used[host]) {
-        throw std::invalid_argument("chakra: host " + std::to_string(host) + " does not exist or runs two ranks");
+        throw std::invalid_argument(name + ": host " + std::to_string(host) + " does not exist or runs two ranks");
       }
       used[host] = true;
     }
@@ -170,7 +172,7 @@ SimResult run_simulation(const Scenario& scenario, const std::function<void(doub
   auto wall_start = std::chrono::steady_clock::now();
   // A collective's schedule (or a replay's) is one object every rank's
   // completions step: it runs in one partition.
-  bool one_partition = scenario.collective || scenario.chakra;
+  bool one_partition = scenario.collective || !scenario.chakra.empty();
   std::uint32_t wanted = one_partition ? 1 : std::max<std::uint32_t>(scenario.threads, 1);
   std::uint32_t first_handler = EventHandler::ids_made();
   Partitioning partitioning = partition_fabric(scenario.topology, wanted);
@@ -201,14 +203,17 @@ SimResult run_simulation(const Scenario& scenario, const std::function<void(doub
   FailureRunner failures(scenario, fabric, global);
   std::optional<CollectiveRunner> collective;
   if (scenario.collective) collective.emplace(*scenario.collective, scenario.transport, fabric, *parts[0]);
-  std::optional<ChakraReplay> chakra;
-  if (scenario.chakra) chakra.emplace(*scenario.chakra, scenario.transport, fabric, *parts[0]);
+  std::vector<std::unique_ptr<ChakraReplay>> jobs;
+  for (std::uint32_t job = 0; job < scenario.chakra.size(); ++job) {
+    jobs.push_back(std::make_unique<ChakraReplay>(scenario.chakra[job], job, scenario.transport, fabric, *parts[0]));
+  }
   for (std::uint32_t h = 0; h < fabric.host_count(); ++h) {
     fabric.host(h).on_completion([&](std::uint32_t, const WorkCompletion& completion, SimTime now) {
       if ((completion.wr_id & kCollectiveWork) != 0) {
         if (collective) collective->completed(completion, now);
       } else if ((completion.wr_id & kChakraWork) != 0) {
-        if (chakra) chakra->completed(completion, now);
+        std::uint32_t job = chakra_job_of(completion.wr_id);
+        if (job < jobs.size()) jobs[job]->completed(completion, now);
       } else {
         flows.completed(completion, now);
       }
@@ -223,8 +228,8 @@ SimResult run_simulation(const Scenario& scenario, const std::function<void(doub
 
   PartitionedRun run(parts, global, partitioning.window, scenario.time_limit);
   auto keep_going = [&] {
-    return (flows.unfinished() > 0 || (collective && collective->running()) || (chakra && chakra->running())) &&
-           !deadlocks.found();
+    bool replaying = std::any_of(jobs.begin(), jobs.end(), [](const auto& job) { return job->running(); });
+    return (flows.unfinished() > 0 || (collective && collective->running()) || replaying) && !deadlocks.found();
   };
   std::size_t total_flows = std::max<std::size_t>(scenario.flows.size(), 1);
   std::uint64_t next_report = kEventsPerProgressReport;
@@ -256,7 +261,7 @@ SimResult run_simulation(const Scenario& scenario, const std::function<void(doub
     result.collective_failed = collective->failed();
     result.collective_finished_at = collective->finished_at();
   }
-  if (chakra) result.chakra = chakra->result(run.now());
+  for (auto& job : jobs) result.chakra.push_back(job->result(run.now()));
   fabric.close_pauses(run.now());
   result.fabric = run.counters();
   result.hosts = fabric.host_count();

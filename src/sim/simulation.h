@@ -46,7 +46,7 @@ struct SimResult {
   std::vector<SimTime> collective_iterations;  // each finished iteration's duration
   bool collective_failed = false;
   SimTime collective_finished_at = 0;  // when the last finished iteration ended
-  std::optional<ChakraResult> chakra;  // a Chakra replay's
+  std::vector<ChakraResult> chakra;  // each Chakra job's
   SimTime sample_interval = 0;
   std::vector<FabricSample> samples;
   std::vector<std::vector<std::uint64_t>> flow_delivered;  // [sample][flow], when flows were sampled

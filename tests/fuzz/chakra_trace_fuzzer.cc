@@ -30,7 +30,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   }
   spec.ranks = {*trace, mirrored};
   spec.hosts = {0, 1};
-  scenario.chakra = spec;
+  scenario.chakra.push_back(spec);
   try {
     run_simulation(scenario);
   } catch (const std::invalid_argument&) {

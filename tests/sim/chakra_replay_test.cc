@@ -72,13 +72,13 @@ Scenario replay(std::vector<std::vector<chakra::TraceNode>> ranks, SimTime time_
     spec.ranks.push_back(std::move(trace));
     spec.hosts.push_back(r);
   }
-  scenario.chakra = std::move(spec);
+  scenario.chakra.push_back(std::move(spec));
   return scenario;
 }
 
 const ChakraResult& chakra_of(const SimResult& result) {
-  if (!result.chakra) throw std::runtime_error("no replay result");
-  return *result.chakra;
+  if (result.chakra.size() != 1) throw std::runtime_error("not one replay's result");
+  return result.chakra[0];
 }
 
 std::string plan_error(const Scenario& scenario) {
@@ -113,7 +113,7 @@ TEST_P(AstraSimMicrobenchmark, TakesWhatTheSameCollectiveWorkloadTakesWithinTheB
     spec.ranks.push_back(std::move(*trace));
     spec.hosts.push_back(r);
   }
-  traced.chakra = std::move(spec);
+  traced.chakra.push_back(std::move(spec));
   SimResult replayed = run_simulation(traced);
   const ChakraResult& result = chakra_of(replayed);
   ASSERT_EQ(result.ranks_finished, c.npus);
@@ -161,12 +161,12 @@ TEST(ChakraReplay, AstraSimsCustomRingRunsItsSendsReceivesAndReductions) {
   std::string prefix = kGolden + "/custom_ring_allreduce_8npus_1MB/custom_allreduce";
   Scenario scenario = replay({});
   scenario.topology = star(8, k100G);
-  scenario.chakra->traces = prefix;
+  scenario.chakra[0].traces = prefix;
   for (std::uint32_t r = 0; r < 8; ++r) {
     auto trace = chakra::read_trace(prefix + "." + std::to_string(r) + ".et");
     ASSERT_TRUE(trace) << trace.error();
-    scenario.chakra->ranks.push_back(std::move(*trace));
-    scenario.chakra->hosts.push_back(r);
+    scenario.chakra[0].ranks.push_back(std::move(*trace));
+    scenario.chakra[0].hosts.push_back(r);
   }
   const ChakraResult result = chakra_of(run_simulation(scenario));
   EXPECT_EQ(result.ranks_finished, 8u);
@@ -231,7 +231,7 @@ TEST(ChakraReplay, ProcessGroupsRunTheirOwnCollectives) {
                      collective(2, chakra::CommType::all_reduce, 1 << 20, {1})});
   }
   Scenario scenario = replay(ranks);
-  scenario.chakra->groups = {{"left", {0, 1}}, {"right", {2, 3}}};
+  scenario.chakra[0].groups = {{"left", {0, 1}}, {"right", {2, 3}}};
   const ChakraResult result = chakra_of(run_simulation(scenario));
   ASSERT_EQ(result.ranks_finished, 4u);
   ASSERT_EQ(result.collectives.size(), 3u);
@@ -288,6 +288,26 @@ TEST(ChakraReplay, TheMixtureOfExpertsStepRunsItsAllToAlls) {
   for (const ChakraCollectiveResult& c : result.collectives) EXPECT_NE(c.end, kSimNever);
 }
 
+TEST(ChakraReplay, TwoJobsOnOneFabricSlowEachOtherWhereTheyShareLinks) {
+  Scenario shared = example("chakra_two_jobs.toml");
+  ASSERT_EQ(shared.chakra.size(), 2u);
+  SimResult both = run_simulation(shared);
+  ASSERT_EQ(both.chakra.size(), 2u);
+  Scenario alone = shared;
+  alone.chakra.pop_back();
+  SimResult one = run_simulation(alone);
+  ASSERT_EQ(one.chakra.size(), 1u);
+  for (const ChakraResult& job : both.chakra) EXPECT_EQ(job.ranks_finished, 8u);
+  EXPECT_EQ(one.chakra[0].ranks_finished, 8u);
+  // Every ring step of both jobs crosses the 2:1 oversubscribed spines: job
+  // a's all-reduces take longer with job b beside it, and so does its step.
+  SimTime alone_reduce = one.chakra[0].collectives[0].end - one.chakra[0].collectives[0].start;
+  SimTime shared_reduce = both.chakra[0].collectives[0].end - both.chakra[0].collectives[0].start;
+  EXPECT_GT(shared_reduce, alone_reduce * 3 / 2);
+  EXPECT_GT(both.chakra[0].makespan, one.chakra[0].makespan * 3 / 2);
+  EXPECT_EQ(both.chakra[0].ranks[0].compute, one.chakra[0].ranks[0].compute);  // compute is the job's own
+}
+
 TEST(ChakraReplay, TracesThatDisagreeAreRefusedWithTheFileAndNodeNamed) {
   std::string error = plan_error(replay({{collective(5, chakra::CommType::all_reduce, 1 << 20)},
                                          {collective(5, chakra::CommType::all_reduce, 2 << 20)}}));
@@ -317,7 +337,7 @@ TEST(ChakraReplay, RanksWaitingOnEachOtherEndAtTheTimeLimitNotInAHang) {
       {collective(1, chakra::CommType::all_reduce, 1 << 16, {}, "b"),
        collective(2, chakra::CommType::all_reduce, 1 << 16, {1}, "a")}};
   Scenario scenario = replay(ranks, 500 * kUs);
-  scenario.chakra->groups = {{"a", {0, 1}}, {"b", {0, 1}}};
+  scenario.chakra[0].groups = {{"a", {0, 1}}, {"b", {0, 1}}};
   SimResult run = run_simulation(scenario);
   const ChakraResult& result = chakra_of(run);
   EXPECT_EQ(result.ranks_finished, 0u);

@@ -388,12 +388,37 @@ TEST(ScenarioFile, AChakraTableReadsEveryRanksTrace) {
                                                        "start_us = 5\n[chakra.groups]\ntp = [0, 1]\n"),
                                  "chakra.toml");
   ASSERT_TRUE(scenario) << scenario.error();
-  ASSERT_TRUE(scenario->chakra);
-  EXPECT_EQ(scenario->chakra->ranks.size(), 8u);
-  EXPECT_EQ(scenario->chakra->hosts.front(), 9u);
-  EXPECT_EQ(scenario->chakra->groups.at("tp"), (std::vector<std::uint32_t>{0, 1}));
-  EXPECT_EQ(scenario->chakra->algorithm, collective::Algorithm::halving_doubling);
-  EXPECT_EQ(scenario->chakra->start, 5 * kPicosecondsPerUs);
+  ASSERT_EQ(scenario->chakra.size(), 1u);
+  const ChakraSpec& job = scenario->chakra[0];
+  EXPECT_FALSE(scenario->chakra_listed);
+  EXPECT_EQ(job.name, "chakra");
+  EXPECT_EQ(job.ranks.size(), 8u);
+  EXPECT_EQ(job.hosts.front(), 9u);
+  EXPECT_EQ(job.groups.at("tp"), (std::vector<std::uint32_t>{0, 1}));
+  EXPECT_EQ(job.algorithm, collective::Algorithm::halving_doubling);
+  EXPECT_EQ(job.start, 5 * kPicosecondsPerUs);
+}
+
+TEST(ScenarioFile, ChakraTablesInAListAreJobsSharingTheFabric) {
+  std::string traces = std::string(UROCE_ASTRA_SIM_TRACES) + "/all_reduce/4npus_1MB/all_reduce";
+  auto scenario = parse_scenario("[topology]\nkind = \"star\"\nhosts = 8\n[[chakra]]\nname = \"left\"\ntraces = \"" +
+                                     traces + "\"\n[[chakra]]\ntraces = \"" + traces + "\"\nranks = [4, 5, 6, 7]\n",
+                                 "jobs.toml");
+  ASSERT_TRUE(scenario) << scenario.error();
+  EXPECT_TRUE(scenario->chakra_listed);
+  ASSERT_EQ(scenario->chakra.size(), 2u);
+  EXPECT_EQ(scenario->chakra[0].name, "left");
+  EXPECT_EQ(scenario->chakra[1].name, "job1");
+  EXPECT_EQ(scenario->chakra[1].hosts, (std::vector<std::uint32_t>{4, 5, 6, 7}));
+
+  auto twice = parse_scenario("[topology]\nkind = \"star\"\nhosts = 8\n[[chakra]]\nname = \"x\"\ntraces = \"" + traces +
+                                  "\"\n[[chakra]]\nname = \"x\"\ntraces = \"" + traces + "\"\n",
+                              "bad.toml");
+  ASSERT_FALSE(twice);
+  EXPECT_NE(twice.error().find("chakra[1].name: a second job named \"x\""), std::string::npos) << twice.error();
+  auto neither = parse_scenario("chakra = 3\n[topology]\nkind = \"star\"\nhosts = 8\n", "bad.toml");
+  ASSERT_FALSE(neither);
+  EXPECT_NE(neither.error().find("a [chakra] table, or [[chakra]] tables"), std::string::npos) << neither.error();
 }
 
 TEST(ScenarioFile, ChakraMistakesAreNamed) {

@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
@@ -128,6 +129,28 @@ TEST_F(SimCli, TheDataParallelReplayWritesItsSummaryAndTimeline) {
     EXPECT_LE(event["ts"].get<double>() + event["dur"].get<double>(), chakra["makespan_us"].get<double>() + 1e-6);
   }
   EXPECT_EQ(slices, 8u * 21);
+}
+
+TEST_F(SimCli, TwoJobsAreListedInTheSummaryAndTheTimeline) {
+  RunResult result = testing::run_uroce("sim run " + std::string(UROCE_EXAMPLES_DIR) + "/chakra_two_jobs.toml --out " +
+                                        out_.string());
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_NE(result.output.find("chakra replay a (8 ranks)"), std::string::npos) << result.output;
+  EXPECT_NE(result.output.find("chakra replay b (8 ranks)"), std::string::npos) << result.output;
+  auto chakra = nlohmann::json::parse(read(out_ / "summary.json"))["chakra"];
+  ASSERT_TRUE(chakra.is_array());
+  ASSERT_EQ(chakra.size(), 2u);
+  EXPECT_EQ(chakra[0]["job"], "a");
+  EXPECT_EQ(chakra[1]["job"], "b");
+  EXPECT_EQ(chakra[1]["per_rank"][0]["host"], 2);
+  auto timeline = nlohmann::json::parse(read(out_ / "timeline.json"));
+  std::set<std::string> processes;
+  for (const auto& event : timeline["traceEvents"]) {
+    if (event["name"] == "process_name") processes.insert(event["args"]["name"].get<std::string>());
+  }
+  EXPECT_EQ(processes.count("a rank 0 (host 0)"), 1u);
+  EXPECT_EQ(processes.count("b rank 7 (host 15)"), 1u);
+  EXPECT_EQ(processes.count("fabric"), 1u);
 }
 
 TEST_F(SimCli, TheShippedExampleTracesAreWhatTheGeneratorWrites) {

@@ -75,7 +75,7 @@ int run_sim(const SimRunOptions& options) {
   std::vector<sim::OutputFile> files = {{"summary.json", sim::summary_json(*scenario, result).dump(2) + "\n"},
                                         {"flows.csv", sim::flows_csv(result)}};
   for (sim::OutputFile& file : sim::series_files(*scenario, result)) files.push_back(std::move(file));
-  if (scenario->chakra) files.push_back({"timeline.json", sim::chakra_timeline(*scenario->chakra, result)});
+  if (!scenario->chakra.empty()) files.push_back({"timeline.json", sim::chakra_timeline(*scenario, result)});
   std::string written;
   for (const sim::OutputFile& file : files) {
     if (!write_file(out / file.name, file.content)) {

@@ -11,8 +11,9 @@
 # all in flight (NCCL-like pipelining). ASTRA-sim is not
 # part of uroce: build it yourself (its build/astra_analytical/build.sh)
 # and point ASTRA_SIM at AstraSim_Analytical_Congestion_Aware; without it,
-# only uroce runs. Prints one row per case: uroce's makespan, ASTRA-sim's
-# with 1 and with 16 chunks, and the bandwidth bound (nccl-tests' bus
+# only uroce runs. Prints one row per case: uroce's makespan with whole ring
+# steps and with each step's transfers in 8 pipelined slices
+# (`slices = 8`), ASTRA-sim's with 1 and with 16 chunks, and the bandwidth bound (nccl-tests' bus
 # factor x the size / 12.5 GB/s; an all-gather's size, as ASTRA-sim reads
 # it, is each rank's part: 1 MiB x NPUs gathered).
 # Usage: ASTRA_SIM=/path/to/AstraSim_Analytical_Congestion_Aware bench/chakra_vs_astra_sim.sh [--build DIR]
@@ -55,7 +56,8 @@ system 1 > "$work/system1.json"
 system 16 > "$work/system16.json"
 echo '{"memory-type": "NO_MEMORY_EXPANSION"}' > "$work/memory.json"
 
-printf "%-15s %5s %11s %19s %20s %11s\n" collective npus "uroce (us)" "ASTRA-sim 1 chunk" "ASTRA-sim 16 chunks" "bound (us)"
+printf "%-15s %5s %7s %16s %18s %20s %11s\n" collective npus uroce "uroce 8 slices" "ASTRA-sim 1 chunk" \
+  "ASTRA-sim 16 chunks" bound
 for op in all_reduce all_gather reduce_scatter all_to_all; do
   for npus in 4 8; do
     prefix="$traces/$op/${npus}npus_1MB/$op"
@@ -73,8 +75,12 @@ enabled = true
 [chakra]
 traces = "$prefix"
 TOML
-    "$uroce" sim run "$work/$op$npus.toml" --out "$work/out" --quiet >/dev/null
-    ours=$(python3 -c "import json; print(f\"{json.load(open('$work/out/summary.json'))['chakra']['makespan_us']:.1f}\")")
+    ours=()
+    for slices in 1 8; do
+      sed "s/^\[chakra\]/[chakra]\nslices = $slices/" "$work/$op$npus.toml" > "$work/sliced.toml"
+      "$uroce" sim run "$work/sliced.toml" --out "$work/out" --quiet >/dev/null
+      ours+=("$(python3 -c "import json; print(f\"{json.load(open('$work/out/summary.json'))['chakra']['makespan_us']:.1f}\")")")
+    done
     theirs=("-" "-")
     if [ -n "$astra" ]; then
       printf 'topology: [ Switch ]\nnpus_count: [ %s ]\nbandwidth: [ 11.641532182693481 ]\nlatency: [ 1000.0 ]\n' \
@@ -92,6 +98,7 @@ n = $npus
 factor = {'all_reduce': 2 * (n - 1) / n}.get('$op', (n - 1) / n)
 size = 2**20 * (n if '$op' == 'all_gather' else 1)
 print(f'{factor * size / 12.5e9 * 1e6:.1f}')")
-    printf "%-15s %5s %11s %19s %20s %11s\n" "$op" "$npus" "$ours" "${theirs[0]}" "${theirs[1]}" "$bound"
+    printf "%-15s %5s %7s %16s %18s %20s %11s\n" "$op" "$npus" "${ours[0]}" "${ours[1]}" "${theirs[0]}" "${theirs[1]}" \
+      "$bound"
   done
 done

@@ -27,6 +27,7 @@ struct ChakraSpec {
   std::vector<std::uint32_t> hosts;    // rank r runs on hosts[r]
   std::map<std::string, std::vector<std::uint32_t>> groups;  // a process group's ranks, by pg_name
   std::optional<collective::Algorithm> algorithm;  // each operation's default when absent
+  std::uint32_t slices = 1;  // each transfer cut into this many pipelined slices (sim/collective_progress.h)
   SimTime start = 0;
 };
 

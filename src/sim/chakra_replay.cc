@@ -42,14 +42,15 @@ ChakraReplay::ChakraReplay(const ChakraSpec& spec, std::uint32_t job, const Tran
   }
   ranks_left_ = ranks_.size();
   running_.resize(plan_.collectives.size());
-  for (std::size_t c = 0; c < plan_.collectives.size(); ++c) {
+  for (std::uint32_t c = 0; c < plan_.collectives.size(); ++c) {
     const PlannedCollective& planned = plan_.collectives[c];
-    std::size_t steps = planned.schedule ? planned.schedule->steps() : 0;
-    running_[c].members.resize(planned.ranks.size());
-    for (Member& member : running_[c].members) {
-      member.sends_done.assign(steps, 0);
-      member.receives_done.assign(steps, 0);
-    }
+    running_[c].progress = std::make_unique<CollectiveProgress>(
+        planned.schedule ? &*planned.schedule : nullptr, static_cast<std::uint32_t>(planned.ranks.size()),
+        spec.slices,
+        [this, c](const CollectiveProgress::TransferId& id, std::uint64_t offset, std::uint64_t bytes) {
+          post_transfer(c, id, offset, bytes);
+        },
+        [this, c](std::uint32_t member) { member_done(c, member); });
   }
   for (auto [a, b] : plan_.pairs) {
     auto [mine, theirs] = connect_rc_pair(*ranks_[a].host, *ranks_[b].host, transport, kSendQueueDepth);
@@ -196,6 +197,7 @@ void ChakraReplay::finish(std::uint32_t r, std::uint32_t node, SimTime now) {
 }
 
 void ChakraReplay::on_event(SimTime now, std::uint32_t tag) {
+  now_ = now;
   if (tag == kStartTag) {
     for (std::uint32_t r = 0; r < ranks_.size(); ++r) {
       ranks_[r].since = now;
@@ -220,77 +222,25 @@ void ChakraReplay::join(std::uint32_t c, std::uint32_t rank, SimTime now) {
   if (running.start == kSimNever) running.start = now;
   std::uint32_t member = 0;
   while (planned.ranks[member] != rank) ++member;
-  Member& joining = running.members[member];
-  joining.joined = true;
-  ++running.joined;
-  if (planned.schedule) {
-    std::vector<Held> held = std::move(joining.held);
-    for (const Held& transfer : held) send_transfer(c, transfer, now);
-    advance(c, member, now);
-    return;
-  }
-  // A barrier (or a group of one) ends for everyone when the last member arrives.
-  if (running.joined < planned.ranks.size()) return;
-  for (std::uint32_t m = 0; m < planned.ranks.size(); ++m) member_done(c, m, now);
+  running.progress->join(member);
 }
 
-bool ChakraReplay::step_complete(std::uint32_t c, std::uint32_t member, std::uint32_t step) const {
-  const collective::Step& planned = plan_.collectives[c].schedule->ranks[member][step];
-  const Member& m = running_[c].members[member];
-  return m.sends_done[step] == planned.sends.size() && m.receives_done[step] == planned.receives_from.size();
-}
-
-// Posts the member's next steps while the one before is complete (its
-// WRITEs done and those to it arrived); ends its part after the last.
-void ChakraReplay::advance(std::uint32_t c, std::uint32_t member, SimTime now) {
+void ChakraReplay::post_transfer(std::uint32_t c, const CollectiveProgress::TransferId& id, std::uint64_t offset,
+                                 std::uint64_t bytes) {
   const PlannedCollective& planned = plan_.collectives[c];
-  Member& m = running_[c].members[member];
-  if (!m.joined || m.done) return;
-  auto steps = static_cast<std::uint32_t>(planned.schedule->steps());
-  for (;;) {
-    std::uint32_t step = m.posted;
-    if (step > 0 && !step_complete(c, member, step - 1)) return;
-    if (step == steps) {
-      member_done(c, member, now);
-      return;
-    }
-    const collective::Step& planned_step = planned.schedule->ranks[member][step];
-    for (std::uint32_t i = 0; i < planned_step.sends.size(); ++i) {
-      Held transfer{member, step, i};
-      Member& receiver = running_[c].members[planned_step.sends[i].to];
-      if (receiver.joined) {
-        send_transfer(c, transfer, now);
-      } else {
-        receiver.held.push_back(transfer);
-      }
-    }
-    ++m.posted;
-  }
-}
-
-void ChakraReplay::send_transfer(std::uint32_t c, const Held& held, SimTime now) {
-  const PlannedCollective& planned = plan_.collectives[c];
-  const collective::Transfer& transfer = planned.schedule->ranks[held.from][held.step].sends[held.transfer];
+  const collective::Transfer& transfer = planned.schedule->ranks[id.member][id.step].sends[id.index];
   std::uint64_t receive_buffer = planned.type == chakra::CommType::all_to_all ? planned.bytes : 0;
   Write write;
   write.collective = c;
-  write.member = held.from;
-  write.step = held.step;
-  write.transfer = held.transfer;
-  post_write(planned.ranks[held.from], planned.ranks[transfer.to], transfer.offset,
-             receive_buffer + transfer.remote_offset, transfer.bytes, write, now);
+  write.transfer = id;
+  post_write(planned.ranks[id.member], planned.ranks[transfer.to], transfer.offset + offset,
+             receive_buffer + transfer.remote_offset + offset, bytes, write, now_);
 }
 
-void ChakraReplay::member_done(std::uint32_t c, std::uint32_t member, SimTime now) {
+void ChakraReplay::member_done(std::uint32_t c, std::uint32_t member) {
   Running& running = running_[c];
-  Member& m = running.members[member];
-  if (m.done) return;
-  m.done = true;
-  bool last = true;
-  for (const Member& other : running.members) last = last && other.done;
-  if (last) running.end = now;
-  std::uint32_t rank = plan_.collectives[c].ranks[member];
-  finish(rank, plan_.collectives[c].nodes[member], now);
+  if (++running.members_done == plan_.collectives[c].ranks.size()) running.end = now_;
+  finish(plan_.collectives[c].ranks[member], plan_.collectives[c].nodes[member], now_);
 }
 
 void ChakraReplay::post_write(std::uint32_t from_rank, std::uint32_t to_rank, std::uint64_t offset,
@@ -320,6 +270,7 @@ void ChakraReplay::post_write(std::uint32_t from_rank, std::uint32_t to_rank, st
 }
 
 void ChakraReplay::completed(const WorkCompletion& completion, SimTime now) {
+  now_ = now;
   std::uint64_t slot = completion.wr_id & ((1ull << kChakraJobShift) - 1);
   if (slot >= writes_.size() || failed_) return;
   if (completion.status != WcStatus::success) {
@@ -335,13 +286,7 @@ void ChakraReplay::completed(const WorkCompletion& completion, SimTime now) {
     ++arrived_[channel];
     deliver(channel, now);
   } else {
-    Running& running = running_[write.collective];
-    const collective::Schedule& schedule = *plan_.collectives[write.collective].schedule;
-    std::uint32_t to = schedule.ranks[write.member][write.step].sends[write.transfer].to;
-    ++running.members[write.member].sends_done[write.step];
-    ++running.members[to].receives_done[write.step];
-    advance(write.collective, write.member, now);
-    advance(write.collective, to, now);
+    running_[write.collective].progress->completed(write.transfer);
   }
   drain(now);
 }

@@ -4,10 +4,10 @@
 // is_cpu_op), the GPU's compute (COMP nodes: their duration_micros) and
 // the GPU's communication (collectives and sends, one at a time; receives
 // wait alongside). Among ready nodes, the earliest in the file goes first.
-// A collective is the schedule of collective/schedule.h, each transfer an
-// RDMA WRITE; a member starts it when its node starts and its node ends
-// when its own part is done. A transfer waits until its receiver has
-// joined (as NCCL's sender waits for the receiver's buffer to be ready). A send is one WRITE to its peer; the matching
+// A collective is the schedule of collective/schedule.h, in the spec's
+// slices (sim/collective_progress.h), each transfer's slice an RDMA WRITE;
+// a member starts it when its node starts and its node ends when its own
+// part is done. A send is one WRITE to its peer; the matching
 // receive ends when that WRITE has completed. Other nodes (metadata,
 // memory, collectives uroce does not run) end at once and are counted.
 #pragma once
@@ -15,12 +15,14 @@
 #include <cstdint>
 #include <deque>
 #include <map>
+#include <memory>
 #include <set>
 #include <string>
 #include <tuple>
 #include <vector>
 
 #include "sim/chakra_plan.h"
+#include "sim/collective_progress.h"
 #include "sim/fabric.h"
 #include "sim/scenario.h"
 
@@ -101,25 +103,16 @@ class ChakraReplay final : public EventHandler {
     SimTime since = 0;
     SimTime compute = 0, communication = 0, idle = 0;
   };
-  struct Held {  // a transfer to a member that has not joined yet
-    std::uint32_t from = 0, step = 0, transfer = 0;
-  };
-  struct Member {
-    bool joined = false;
-    bool done = false;
-    std::uint32_t posted = 0;
-    std::vector<std::uint32_t> sends_done, receives_done;  // per step
-    std::vector<Held> held;  // transfers to this member, sent once it joins
-  };
   struct Running {  // a collective as it runs
-    std::vector<Member> members;
-    std::uint32_t joined = 0;
+    std::unique_ptr<CollectiveProgress> progress;
+    std::uint32_t members_done = 0;
     SimTime start = kSimNever, end = kSimNever;
   };
   struct Write {  // a WRITE in flight, by its wr_id's slot
     bool message = false;
-    std::uint32_t collective = 0, member = 0, step = 0, transfer = 0;  // a collective's transfer
-    std::uint32_t rank = 0, node = 0;                    // a send's
+    std::uint32_t collective = 0;              // a collective's slice of a transfer
+    CollectiveProgress::TransferId transfer;
+    std::uint32_t rank = 0, node = 0;          // a send's
   };
   using Channel = std::tuple<std::uint32_t, std::uint32_t, std::uint32_t>;  // source, destination, tag
 
@@ -131,10 +124,9 @@ class ChakraReplay final : public EventHandler {
   void finish(std::uint32_t rank, std::uint32_t node, SimTime now);
   void account(Rank& rank, SimTime now);
   void join(std::uint32_t collective, std::uint32_t rank, SimTime now);
-  void advance(std::uint32_t collective, std::uint32_t member, SimTime now);
-  void send_transfer(std::uint32_t collective, const Held& transfer, SimTime now);
-  bool step_complete(std::uint32_t collective, std::uint32_t member, std::uint32_t step) const;
-  void member_done(std::uint32_t collective, std::uint32_t member, SimTime now);
+  void post_transfer(std::uint32_t collective, const CollectiveProgress::TransferId& id, std::uint64_t offset,
+                     std::uint64_t bytes);
+  void member_done(std::uint32_t collective, std::uint32_t member);
   void post_write(std::uint32_t from_rank, std::uint32_t to_rank, std::uint64_t offset, std::uint64_t remote_offset,
                   std::uint64_t bytes, const Write& write, SimTime now);
   void deliver(const Channel& channel, SimTime now);
@@ -151,6 +143,7 @@ class ChakraReplay final : public EventHandler {
   std::map<Channel, std::uint32_t> arrived_;                    // messages not yet received
   std::map<Channel, std::deque<std::uint32_t>> receiving_;      // receive nodes waiting, per channel
   std::set<std::uint32_t> dirty_;  // ranks with ready nodes to start
+  SimTime now_ = 0;                // of the event being handled (progress callbacks have none)
   bool draining_ = false;
   std::size_t ranks_left_ = 0;
   bool failed_ = false;

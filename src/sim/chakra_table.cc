@@ -3,7 +3,8 @@
 // counted until the next is missing); ranks = [hosts] places rank r on
 // hosts[r] (default: host r); groups maps each process group's pg_name to
 // its ranks; algorithm names the collectives' algorithm (default: each
-// operation's own); start_us delays the replay.
+// operation's own); slices cuts each transfer into that many pipelined
+// slices (default 1); start_us delays the replay.
 #include "sim/chakra_table.h"
 
 #include <fmt/format.h>
@@ -36,7 +37,7 @@ std::vector<std::uint32_t> rank_list(const toml::array& list, const std::string&
 
 void chakra_from(const toml::table& table, const std::string& where, Scenario& scenario,
                  const std::filesystem::path& base_dir) {
-  only_keys(table, where, {"name", "traces", "ranks", "groups", "algorithm", "start_us"});
+  only_keys(table, where, {"name", "traces", "ranks", "groups", "algorithm", "slices", "start_us"});
   ChakraSpec spec;
   spec.name = scenario.chakra_listed ? fmt::format("job{}", scenario.chakra.size()) : "chakra";
   if (auto name = table.get_as<std::string>("name")) spec.name = name->get();
@@ -87,6 +88,7 @@ void chakra_from(const toml::table& table, const std::string& where, Scenario& s
         text(table, where, "algorithm", "", {"ring", "halving_doubling", "double_binary_tree", "direct", "pairwise"});
     spec.algorithm = *collective::algorithm_from(name);
   }
+  spec.slices = number<std::uint32_t>(table, where, "slices", 1, 1, 64);
   spec.start = start_time(table, where);
   scenario.chakra.push_back(std::move(spec));
 }

@@ -1,0 +1,69 @@
+// How one collective advances, member by member: the steps of a schedule
+// (collective/schedule.h) run as `slices` pipelines, each carrying its
+// share of every transfer, as NCCL cuts a step's data into slices so that
+// a step's first slice moves on while its last is still on the wire. A
+// member posts slice j of step s once its slice j of step s - 1 is
+// complete (its sends done and the transfers to it arrived); a transfer
+// waits until its receiver has joined (as NCCL's sender waits for the
+// receiver's buffer). A collective without a schedule (a barrier, a group
+// of one) ends for every member when the last joins. Free of the fabric:
+// the owner posts the WRITEs it is asked for and reports their completions.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "collective/schedule.h"
+
+namespace uroce::sim {
+
+class CollectiveProgress {
+ public:
+  // A slice of one transfer: the index-th send of member's step.
+  struct TransferId {
+    std::uint32_t slice = 0, member = 0, step = 0, index = 0;
+  };
+  // post(id, offset, bytes): send that slice, `offset` bytes into the
+  // transfer; done(member): the member's part is over.
+  using Post = std::function<void(const TransferId& id, std::uint64_t offset, std::uint64_t bytes)>;
+  using Done = std::function<void(std::uint32_t member)>;
+
+  // schedule: null for a barrier or a group of one. slices is cut down so
+  // that every slice of every transfer carries at least a byte.
+  CollectiveProgress(const collective::Schedule* schedule, std::uint32_t members, std::uint32_t slices, Post post,
+                     Done done);
+
+  std::uint32_t slices() const { return slices_; }
+  void join(std::uint32_t member);
+  void completed(const TransferId& id);
+
+ private:
+  struct Held {  // a slice of a transfer to a member that has not joined
+    TransferId id;
+  };
+  struct Pipeline {  // one member's progress in one slice
+    std::uint32_t posted = 0;  // steps posted
+    std::vector<std::uint32_t> sends_done, receives_done;  // per step
+    bool done = false;
+  };
+  struct Member {
+    bool joined = false;
+    std::vector<Pipeline> slices;
+    std::uint32_t slices_done = 0;
+    std::vector<Held> held;
+  };
+
+  bool step_complete(std::uint32_t slice, std::uint32_t member, std::uint32_t step) const;
+  void advance(std::uint32_t slice, std::uint32_t member);
+  void send(const TransferId& id);
+
+  const collective::Schedule* schedule_;
+  std::uint32_t slices_;
+  Post post_;
+  Done done_;
+  std::vector<Member> members_;
+  std::uint32_t joined_ = 0;
+};
+
+}  // namespace uroce::sim

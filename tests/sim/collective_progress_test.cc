@@ -1,0 +1,116 @@
+// A collective's progress without a fabric: which slices of which transfers
+// it asks to post, in what order, as members join and transfers complete.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <vector>
+
+#include "sim/collective_progress.h"
+
+namespace uroce::sim {
+namespace {
+
+struct Posted {
+  CollectiveProgress::TransferId id;
+  std::uint64_t offset = 0;
+  std::uint64_t bytes = 0;
+};
+
+struct Recorder {
+  std::vector<Posted> posted;
+  std::vector<std::uint32_t> done;
+  CollectiveProgress make(const collective::Schedule* schedule, std::uint32_t members, std::uint32_t slices) {
+    return CollectiveProgress(
+        schedule, members, slices,
+        [this](const CollectiveProgress::TransferId& id, std::uint64_t offset, std::uint64_t bytes) {
+          posted.push_back({id, offset, bytes});
+        },
+        [this](std::uint32_t member) { done.push_back(member); });
+  }
+};
+
+collective::Schedule ring(std::uint32_t ranks, std::uint64_t bytes) {
+  auto schedule = collective::make_schedule(collective::Operation::all_reduce, collective::Algorithm::ring, ranks, bytes);
+  EXPECT_TRUE(schedule);
+  return *schedule;
+}
+
+TEST(CollectiveProgress, EachSliceCarriesItsShareOfEveryTransfer) {
+  collective::Schedule schedule = ring(2, 1000);  // 2 steps, one 500-byte transfer each way per step
+  Recorder recorder;
+  CollectiveProgress progress = recorder.make(&schedule, 2, 3);
+  progress.join(0);
+  progress.join(1);
+  // Step 0 of every slice, for both members: 167 + 167 + 166 bytes of each 500.
+  ASSERT_EQ(recorder.posted.size(), 6u);
+  std::uint64_t member0 = 0;
+  for (const Posted& p : recorder.posted) {
+    EXPECT_EQ(p.id.step, 0u);
+    if (p.id.member == 0) {
+      EXPECT_EQ(p.offset, member0);
+      member0 += p.bytes;
+    }
+  }
+  EXPECT_EQ(member0, 500u);
+  EXPECT_EQ(recorder.posted[0].bytes, 167u);
+  EXPECT_EQ(recorder.posted[2].bytes, 166u);
+}
+
+TEST(CollectiveProgress, ASliceMovesOnWithoutWaitingForTheOthers) {
+  collective::Schedule schedule = ring(2, 1000);
+  Recorder recorder;
+  CollectiveProgress progress = recorder.make(&schedule, 2, 2);
+  progress.join(0);
+  progress.join(1);
+  ASSERT_EQ(recorder.posted.size(), 4u);  // step 0, slices 0 and 1, both members
+  // Slice 0 of step 0 completes both ways: slice 0's step 1 goes, slice 1 still waits.
+  progress.completed({0, 0, 0, 0});
+  progress.completed({0, 1, 0, 0});
+  ASSERT_EQ(recorder.posted.size(), 6u);
+  for (std::size_t i = 4; i < 6; ++i) {
+    EXPECT_EQ(recorder.posted[i].id.slice, 0u);
+    EXPECT_EQ(recorder.posted[i].id.step, 1u);
+  }
+  EXPECT_TRUE(recorder.done.empty());
+  progress.completed({0, 0, 1, 0});
+  progress.completed({0, 1, 1, 0});
+  EXPECT_TRUE(recorder.done.empty());  // slice 1 is not done
+  progress.completed({1, 0, 0, 0});
+  progress.completed({1, 1, 0, 0});
+  progress.completed({1, 0, 1, 0});
+  progress.completed({1, 1, 1, 0});
+  std::sort(recorder.done.begin(), recorder.done.end());
+  EXPECT_EQ(recorder.done, (std::vector<std::uint32_t>{0, 1}));
+}
+
+TEST(CollectiveProgress, ATransferWaitsForItsReceiverToJoin) {
+  collective::Schedule schedule = ring(2, 1000);
+  Recorder recorder;
+  CollectiveProgress progress = recorder.make(&schedule, 2, 1);
+  progress.join(0);
+  EXPECT_TRUE(recorder.posted.empty());  // member 0's step 0 goes to member 1, not there yet
+  progress.join(1);
+  ASSERT_EQ(recorder.posted.size(), 2u);
+  EXPECT_EQ(recorder.posted[0].id.member, 0u);  // the held one first
+}
+
+TEST(CollectiveProgress, SlicesAreCutSoEachCarriesAByte) {
+  collective::Schedule schedule = ring(4, 8);  // transfers of 2 bytes
+  Recorder recorder;
+  CollectiveProgress progress = recorder.make(&schedule, 4, 16);
+  EXPECT_EQ(progress.slices(), 2u);
+}
+
+TEST(CollectiveProgress, ABarrierEndsForEveryoneWhenTheLastJoins) {
+  Recorder recorder;
+  CollectiveProgress progress = recorder.make(nullptr, 3, 4);
+  progress.join(2);
+  progress.join(0);
+  EXPECT_TRUE(recorder.done.empty());
+  progress.join(1);
+  EXPECT_EQ(recorder.done, (std::vector<std::uint32_t>{0, 1, 2}));
+  EXPECT_TRUE(recorder.posted.empty());
+}
+
+}  // namespace
+}  // namespace uroce::sim

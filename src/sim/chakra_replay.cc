@@ -263,8 +263,9 @@ void ChakraReplay::post_write(std::uint32_t from_rank, std::uint32_t to_rank, st
   wr.send_flags = kSendSignaled;
   wr.sg_list = {&sge, 1};
   wr.rdma = {HostNode::kRegionBase + remote_offset, to.region().rkey};
-  if (from.engine().post_send(qpn_.at({from_rank, to_rank}), wr) != std::errc{}) {
-    throw std::runtime_error(fmt::format("chakra replay: rank {}: post_send refused", from_rank));
+  if (std::errc refused = from.engine().post_send(qpn_.at({from_rank, to_rank}), wr); refused != std::errc{}) {
+    throw std::runtime_error(fmt::format("chakra replay: rank {}: a WRITE of {} bytes to rank {} refused: {}",
+                                         from_rank, bytes, to_rank, std::make_error_code(refused).message()));
   }
   from.wake(now);
 }

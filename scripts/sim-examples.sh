@@ -76,6 +76,7 @@ run chakra-data-parallel chakra_data_parallel.toml
 run chakra-data-parallel-halving-doubling chakra_data_parallel.toml 's/^\[chakra\]/[chakra]\nalgorithm = "halving_doubling"/'
 run chakra-mixture-of-experts chakra_mixture_of_experts.toml
 run chakra-two-jobs chakra_two_jobs.toml
+run chakra-two-jobs-8-channels chakra_two_jobs.toml 's/^\[\[chakra\]\]/[[chakra]]\nchannels = 8/'
 run chakra-two-jobs-a-alone chakra_two_jobs.toml '0,/^\[\[chakra\]\]/b; /^\[\[chakra\]\]/,$d'
 run chakra-mixture-of-experts-spray chakra_mixture_of_experts.toml 's/^pfc = true/pfc = true\nforwarding = "spray"/; s/^\[chakra\]/[transport]\nrecovery = "selective_repeat"\n\n[chakra]/'
 echo "outputs in $out"

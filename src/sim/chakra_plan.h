@@ -28,6 +28,9 @@ struct ChakraSpec {
   std::map<std::string, std::vector<std::uint32_t>> groups;  // a process group's ranks, by pg_name
   std::optional<collective::Algorithm> algorithm;  // each operation's default when absent
   std::uint32_t slices = 1;  // each transfer cut into this many pipelined slices (sim/collective_progress.h)
+  // Connections per pair of ranks, as NCCL's channels: slice j goes on
+  // channel j mod channels, each its own QP (and so its own ECMP path).
+  std::uint32_t channels = 1;
   SimTime start = 0;
 };
 

@@ -14,7 +14,8 @@ namespace uroce::sim {
 namespace {
 
 constexpr std::uint32_t kStartTag = UINT32_MAX;
-constexpr std::uint32_t kSendQueueDepth = 16;
+// A rank posts at most one collective's slices at a time, and a send.
+constexpr std::uint32_t kSendQueueSlack = 16;
 
 }  // namespace
 
@@ -46,16 +47,20 @@ ChakraReplay::ChakraReplay(const ChakraSpec& spec, std::uint32_t job, const Tran
     const PlannedCollective& planned = plan_.collectives[c];
     running_[c].progress = std::make_unique<CollectiveProgress>(
         planned.schedule ? &*planned.schedule : nullptr, static_cast<std::uint32_t>(planned.ranks.size()),
-        spec.slices,
+        std::max(spec.slices, spec.channels),
         [this, c](const CollectiveProgress::TransferId& id, std::uint64_t offset, std::uint64_t bytes) {
           post_transfer(c, id, offset, bytes);
         },
         [this, c](std::uint32_t member) { member_done(c, member); });
   }
+  std::uint32_t channels = std::max<std::uint32_t>(spec.channels, 1);
+  std::uint32_t depth = kSendQueueSlack + 2 * std::max(spec.slices, channels) / channels + 1;
   for (auto [a, b] : plan_.pairs) {
-    auto [mine, theirs] = connect_rc_pair(*ranks_[a].host, *ranks_[b].host, transport, kSendQueueDepth);
-    qpn_[{a, b}] = mine;
-    qpn_[{b, a}] = theirs;
+    for (std::uint32_t channel = 0; channel < channels; ++channel) {
+      auto [mine, theirs] = connect_rc_pair(*ranks_[a].host, *ranks_[b].host, transport, depth);
+      qpn_[{a, b, channel}] = mine;
+      qpn_[{b, a, channel}] = theirs;
+    }
   }
   world_.events.schedule(spec.start, this, kStartTag);
 }
@@ -146,7 +151,7 @@ void ChakraReplay::start(std::uint32_t r, std::uint32_t node, Resource resource,
       write.message = true;
       write.rank = r;
       write.node = node;
-      post_write(r, *traced.comm_dst, 0, 0, std::max<std::uint64_t>(traced.comm_size, 1), write, now);
+      post_write(r, *traced.comm_dst, 0, 0, 0, std::max<std::uint64_t>(traced.comm_size, 1), write, now);
       return;
     }
     case chakra::kCommRecvNode: {
@@ -233,7 +238,8 @@ void ChakraReplay::post_transfer(std::uint32_t c, const CollectiveProgress::Tran
   Write write;
   write.collective = c;
   write.transfer = id;
-  post_write(planned.ranks[id.member], planned.ranks[transfer.to], transfer.offset + offset,
+  std::uint32_t channel = id.slice % std::max<std::uint32_t>(spec_.channels, 1);
+  post_write(planned.ranks[id.member], planned.ranks[transfer.to], channel, transfer.offset + offset,
              receive_buffer + transfer.remote_offset + offset, bytes, write, now_);
 }
 
@@ -243,8 +249,9 @@ void ChakraReplay::member_done(std::uint32_t c, std::uint32_t member) {
   finish(plan_.collectives[c].ranks[member], plan_.collectives[c].nodes[member], now_);
 }
 
-void ChakraReplay::post_write(std::uint32_t from_rank, std::uint32_t to_rank, std::uint64_t offset,
-                              std::uint64_t remote_offset, std::uint64_t bytes, const Write& write, SimTime now) {
+void ChakraReplay::post_write(std::uint32_t from_rank, std::uint32_t to_rank, std::uint32_t channel,
+                              std::uint64_t offset, std::uint64_t remote_offset, std::uint64_t bytes,
+                              const Write& write, SimTime now) {
   HostNode& from = *ranks_[from_rank].host;
   const HostNode& to = *ranks_[to_rank].host;
   std::uint64_t slot;
@@ -263,7 +270,7 @@ void ChakraReplay::post_write(std::uint32_t from_rank, std::uint32_t to_rank, st
   wr.send_flags = kSendSignaled;
   wr.sg_list = {&sge, 1};
   wr.rdma = {HostNode::kRegionBase + remote_offset, to.region().rkey};
-  if (std::errc refused = from.engine().post_send(qpn_.at({from_rank, to_rank}), wr); refused != std::errc{}) {
+  if (std::errc refused = from.engine().post_send(qpn_.at({from_rank, to_rank, channel}), wr); refused != std::errc{}) {
     throw std::runtime_error(fmt::format("chakra replay: rank {}: a WRITE of {} bytes to rank {} refused: {}",
                                          from_rank, bytes, to_rank, std::make_error_code(refused).message()));
   }

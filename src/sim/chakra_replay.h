@@ -127,7 +127,8 @@ class ChakraReplay final : public EventHandler {
   void post_transfer(std::uint32_t collective, const CollectiveProgress::TransferId& id, std::uint64_t offset,
                      std::uint64_t bytes);
   void member_done(std::uint32_t collective, std::uint32_t member);
-  void post_write(std::uint32_t from_rank, std::uint32_t to_rank, std::uint64_t offset, std::uint64_t remote_offset,
+  void post_write(std::uint32_t from_rank, std::uint32_t to_rank, std::uint32_t channel, std::uint64_t offset,
+                  std::uint64_t remote_offset,
                   std::uint64_t bytes, const Write& write, SimTime now);
   void deliver(const Channel& channel, SimTime now);
 
@@ -137,7 +138,7 @@ class ChakraReplay final : public EventHandler {
   SimWorld& world_;
   std::vector<Rank> ranks_;
   std::vector<Running> running_;  // by plan_.collectives' index
-  std::map<std::pair<std::uint32_t, std::uint32_t>, std::uint32_t> qpn_;  // (rank, peer) -> rank's QPN
+  std::map<std::tuple<std::uint32_t, std::uint32_t, std::uint32_t>, std::uint32_t> qpn_;  // (rank, peer, channel) -> QPN
   std::vector<Write> writes_;
   std::vector<std::uint64_t> free_writes_;
   std::map<Channel, std::uint32_t> arrived_;                    // messages not yet received

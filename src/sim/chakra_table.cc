@@ -4,7 +4,8 @@
 // hosts[r] (default: host r); groups maps each process group's pg_name to
 // its ranks; algorithm names the collectives' algorithm (default: each
 // operation's own); slices cuts each transfer into that many pipelined
-// slices (default 1); start_us delays the replay.
+// slices (default 1); channels spreads the slices over that many QPs per
+// pair of ranks (default 1); start_us delays the replay.
 #include "sim/chakra_table.h"
 
 #include <fmt/format.h>
@@ -37,7 +38,7 @@ std::vector<std::uint32_t> rank_list(const toml::array& list, const std::string&
 
 void chakra_from(const toml::table& table, const std::string& where, Scenario& scenario,
                  const std::filesystem::path& base_dir) {
-  only_keys(table, where, {"name", "traces", "ranks", "groups", "algorithm", "slices", "start_us"});
+  only_keys(table, where, {"name", "traces", "ranks", "groups", "algorithm", "slices", "channels", "start_us"});
   ChakraSpec spec;
   spec.name = scenario.chakra_listed ? fmt::format("job{}", scenario.chakra.size()) : "chakra";
   if (auto name = table.get_as<std::string>("name")) spec.name = name->get();
@@ -89,6 +90,7 @@ void chakra_from(const toml::table& table, const std::string& where, Scenario& s
     spec.algorithm = *collective::algorithm_from(name);
   }
   spec.slices = number<std::uint32_t>(table, where, "slices", 1, 1, 64);
+  spec.channels = number<std::uint32_t>(table, where, "channels", 1, 1, 32);
   spec.start = start_time(table, where);
   scenario.chakra.push_back(std::move(spec));
 }

@@ -334,6 +334,21 @@ TEST(ChakraReplay, TwoJobsOnOneFabricSlowEachOtherWhereTheyShareLinks) {
   EXPECT_EQ(both.chakra[0].ranks[0].compute, one.chakra[0].ranks[0].compute);  // compute is the job's own
 }
 
+TEST(ChakraReplay, ChannelsSpreadTheJobsOverTheSpines) {
+  // With one QP per pair of ranks, ECMP pins each ring hop to one spine and
+  // some uplinks carry more than their share; eight channels (eight QPs per
+  // pair, the slices spread over them) even the load out.
+  Scenario one_channel = example("chakra_two_jobs.toml");
+  Scenario eight_channels = one_channel;
+  for (ChakraSpec& job : eight_channels.chakra) job.channels = 8;
+  SimResult narrow = run_simulation(one_channel);
+  SimResult wide = run_simulation(eight_channels);
+  for (std::size_t j = 0; j < 2; ++j) {
+    EXPECT_EQ(wide.chakra[j].ranks_finished, 8u);
+    EXPECT_LT(wide.chakra[j].makespan, narrow.chakra[j].makespan * 9 / 10);
+  }
+}
+
 TEST(ChakraReplay, TracesThatDisagreeAreRefusedWithTheFileAndNodeNamed) {
   std::string error = plan_error(replay({{collective(5, chakra::CommType::all_reduce, 1 << 20)},
                                          {collective(5, chakra::CommType::all_reduce, 2 << 20)}}));

@@ -385,7 +385,7 @@ std::string chakra_scenario(const std::string& hosts, const std::string& table) 
 
 TEST(ScenarioFile, AChakraTableReadsEveryRanksTrace) {
   auto scenario = parse_scenario(chakra_scenario("10", "ranks = [9, 8, 7, 6, 5, 4, 3, 2]\nalgorithm = \"halving_doubling\"\n"
-                                                       "start_us = 5\n[chakra.groups]\ntp = [0, 1]\n"),
+                                                       "start_us = 5\nslices = 4\nchannels = 2\n[chakra.groups]\ntp = [0, 1]\n"),
                                  "chakra.toml");
   ASSERT_TRUE(scenario) << scenario.error();
   ASSERT_EQ(scenario->chakra.size(), 1u);
@@ -397,6 +397,8 @@ TEST(ScenarioFile, AChakraTableReadsEveryRanksTrace) {
   EXPECT_EQ(job.groups.at("tp"), (std::vector<std::uint32_t>{0, 1}));
   EXPECT_EQ(job.algorithm, collective::Algorithm::halving_doubling);
   EXPECT_EQ(job.start, 5 * kPicosecondsPerUs);
+  EXPECT_EQ(job.slices, 4u);
+  EXPECT_EQ(job.channels, 2u);
 }
 
 TEST(ScenarioFile, ChakraTablesInAListAreJobsSharingTheFabric) {
@@ -432,6 +434,8 @@ TEST(ScenarioFile, ChakraMistakesAreNamed) {
       {chakra_scenario("10", "[chakra.groups]\ntp = [1, 1]\n"), "rank 1 is listed twice"},
       {chakra_scenario("10", "algorithm = \"tree\"\n"), "'tree' is not one of"},
       {chakra_scenario("10", "trace = \"x\"\n"), "unknown key 'trace'"},
+      {chakra_scenario("10", "slices = 0\n"), "chakra.slices"},
+      {chakra_scenario("10", "channels = 33\n"), "chakra.channels"},
   };
   for (const auto& [toml, says] : cases) {
     auto scenario = parse_scenario(toml, "bad.toml");

@@ -2,7 +2,7 @@
 # Collective times from the same Chakra traces in uroce and in ASTRA-sim's
 # own analytical backend (congestion-aware), in the same run: ASTRA-sim's
 # example microbenchmarks (tests/sim/astra_sim_traces: all-reduce,
-# all-gather, reduce-scatter and all-to-all of 1 MB on 4 and 8 NPUs) on one
+# all-gather, reduce-scatter and all-to-all of 1 MB on 4, 8 and 16 NPUs) on one
 # switch with 100 Gb/s (12.5 GB/s) links of 1 us. uroce runs them on its
 # star topology (RoCEv2 packets of 4096 bytes, PFC, DCQCN on); ASTRA-sim on
 # its Switch topology (its "GB/s" are 2^30 bytes per second: 100 Gb/s is
@@ -59,7 +59,7 @@ echo '{"memory-type": "NO_MEMORY_EXPANSION"}' > "$work/memory.json"
 printf "%-15s %5s %7s %16s %18s %20s %11s\n" collective npus uroce "uroce 8 slices" "ASTRA-sim 1 chunk" \
   "ASTRA-sim 16 chunks" bound
 for op in all_reduce all_gather reduce_scatter all_to_all; do
-  for npus in 4 8; do
+  for npus in 4 8 16; do
     prefix="$traces/$op/${npus}npus_1MB/$op"
     cat > "$work/$op$npus.toml" <<TOML
 name = "$op $npus"

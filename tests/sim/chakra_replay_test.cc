@@ -152,7 +152,9 @@ INSTANTIATE_TEST_SUITE_P(
                       GoldenCase{"all_gather", collective::Operation::all_gather, 8},
                       GoldenCase{"reduce_scatter", collective::Operation::reduce_scatter, 8},
                       GoldenCase{"all_to_all", collective::Operation::alltoall, 4},
-                      GoldenCase{"all_to_all", collective::Operation::alltoall, 8}),
+                      GoldenCase{"all_to_all", collective::Operation::alltoall, 8},
+                      GoldenCase{"all_reduce", collective::Operation::all_reduce, 16},
+                      GoldenCase{"all_to_all", collective::Operation::alltoall, 16}),
     [](const ::testing::TestParamInfo<GoldenCase>& param) {
       return std::string(param.param.op) + "_" + std::to_string(param.param.npus);
     });

@@ -158,7 +158,7 @@ echo "== uroce decode $capture (first 5 frames)"
 build/release/tools/uroce decode "$capture" | sed -n 1,5p  # sed reads it all: head would end decode with SIGPIPE
 echo
 echo "== Hostile input: a WRITE, a NAK and CNPs forged from a third address, and a peer killed mid-transfer"
-build/release/tests/uroce_tests --gtest_filter='*Forged*' | grep -E '^\[  (PASSED|FAILED)'
+build/release/tests/uroce_unit_tests --gtest_filter='*Forged*' | grep -E '^\[  (PASSED|FAILED)'
 build/release/tests/uroce_peer_kill_tests | grep 'retry budget'
 echo
 echo "== Fabric simulator: replay a training step from Chakra traces, data parallel then mixture of experts (examples/chakra_*.toml)"

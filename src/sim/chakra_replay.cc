@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <stdexcept>
 
 #include "sim/qp_setup.h"
@@ -109,6 +110,7 @@ void ChakraReplay::pump(std::uint32_t r, SimTime now) {
   }
 }
 
+// Starts every rank's ready nodes, then lets the hosts given WRITEs send.
 void ChakraReplay::drain(SimTime now) {
   if (draining_) return;  // the outer drain takes the ranks marked meanwhile
   draining_ = true;
@@ -118,6 +120,8 @@ void ChakraReplay::drain(SimTime now) {
     pump(rank, now);
   }
   draining_ = false;
+  for (HostNode* host : to_wake_) host->wake(now);
+  to_wake_.clear();
 }
 
 void ChakraReplay::account(Rank& rank, SimTime now) {
@@ -274,7 +278,8 @@ void ChakraReplay::post_write(std::uint32_t from_rank, std::uint32_t to_rank, st
     throw std::runtime_error(fmt::format("chakra replay: rank {}: a WRITE of {} bytes to rank {} refused: {}",
                                          from_rank, bytes, to_rank, std::make_error_code(refused).message()));
   }
-  from.wake(now);
+  (void)now;
+  if (std::find(to_wake_.begin(), to_wake_.end(), &from) == to_wake_.end()) to_wake_.push_back(&from);
 }
 
 void ChakraReplay::completed(const WorkCompletion& completion, SimTime now) {

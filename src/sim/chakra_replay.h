@@ -144,6 +144,7 @@ class ChakraReplay final : public EventHandler {
   std::map<Channel, std::uint32_t> arrived_;                    // messages not yet received
   std::map<Channel, std::deque<std::uint32_t>> receiving_;      // receive nodes waiting, per channel
   std::set<std::uint32_t> dirty_;  // ranks with ready nodes to start
+  std::vector<HostNode*> to_wake_;  // hosts given WRITEs since the last drain, in that order
   SimTime now_ = 0;                // of the event being handled (progress callbacks have none)
   bool draining_ = false;
   std::size_t ranks_left_ = 0;

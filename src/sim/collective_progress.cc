@@ -18,8 +18,12 @@ std::uint64_t slice_offset(std::uint64_t bytes, std::uint32_t slices, std::uint3
 }  // namespace
 
 CollectiveProgress::CollectiveProgress(const collective::Schedule* schedule, std::uint32_t members,
-                                       std::uint32_t slices, Post post, Done done)
-    : schedule_(schedule), slices_(std::max<std::uint32_t>(slices, 1)), post_(std::move(post)), done_(std::move(done)) {
+                                       std::uint32_t slices, Post post, Done done, Gate gate)
+    : schedule_(schedule),
+      slices_(std::max<std::uint32_t>(slices, 1)),
+      post_(std::move(post)),
+      done_(std::move(done)),
+      gate_(std::move(gate)) {
   members_.resize(members);
   if (schedule_ == nullptr) return;
   for (const auto& steps : schedule_->ranks) {
@@ -75,6 +79,13 @@ void CollectiveProgress::advance(std::uint32_t slice, std::uint32_t member) {
       if (++m.slices_done == slices_) done_(member);
       return;
     }
+    if (gate_ && pipeline.released == step) {
+      if (!pipeline.asked) {
+        pipeline.asked = true;
+        gate_(slice, member, step);
+      }
+      return;
+    }
     const collective::Step& planned = schedule_->ranks[member][step];
     for (std::uint32_t i = 0; i < planned.sends.size(); ++i) {
       TransferId id{slice, member, step, i};
@@ -86,7 +97,15 @@ void CollectiveProgress::advance(std::uint32_t slice, std::uint32_t member) {
       }
     }
     ++pipeline.posted;
+    pipeline.asked = false;
   }
+}
+
+void CollectiveProgress::release(std::uint32_t slice, std::uint32_t member) {
+  Pipeline& pipeline = members_[member].slices[slice];
+  if (!pipeline.asked || pipeline.released > pipeline.posted) return;
+  pipeline.released = pipeline.posted + 1;
+  advance(slice, member);
 }
 
 void CollectiveProgress::send(const TransferId& id) {

@@ -6,8 +6,10 @@
 // complete (its sends done and the transfers to it arrived); a transfer
 // waits until its receiver has joined (as NCCL's sender waits for the
 // receiver's buffer). A collective without a schedule (a barrier, a group
-// of one) ends for every member when the last joins. Free of the fabric:
-// the owner posts the WRITEs it is asked for and reports their completions.
+// of one) ends for every member when the last joins. Free of the fabric
+// and of time: the owner posts the WRITEs it is asked for and reports
+// their completions, and, given a gate, is asked before each step and
+// releases it when it may go (after the step's compute, say).
 #pragma once
 
 #include <cstdint>
@@ -28,15 +30,19 @@ class CollectiveProgress {
   // transfer; done(member): the member's part is over.
   using Post = std::function<void(const TransferId& id, std::uint64_t offset, std::uint64_t bytes)>;
   using Done = std::function<void(std::uint32_t member)>;
+  // gate(slice, member, step): the step may start; call release(slice,
+  // member) to post it.
+  using Gate = std::function<void(std::uint32_t slice, std::uint32_t member, std::uint32_t step)>;
 
   // schedule: null for a barrier or a group of one. slices is cut down so
   // that every slice of every transfer carries at least a byte.
   CollectiveProgress(const collective::Schedule* schedule, std::uint32_t members, std::uint32_t slices, Post post,
-                     Done done);
+                     Done done, Gate gate = {});
 
   std::uint32_t slices() const { return slices_; }
   void join(std::uint32_t member);
   void completed(const TransferId& id);
+  void release(std::uint32_t slice, std::uint32_t member);
 
  private:
   struct Held {  // a slice of a transfer to a member that has not joined
@@ -44,6 +50,8 @@ class CollectiveProgress {
   };
   struct Pipeline {  // one member's progress in one slice
     std::uint32_t posted = 0;  // steps posted
+    std::uint32_t released = 0;  // steps the gate let go
+    bool asked = false;          // the gate was asked for step `posted`
     std::vector<std::uint32_t> sends_done, receives_done;  // per step
     bool done = false;
   };
@@ -62,6 +70,7 @@ class CollectiveProgress {
   std::uint32_t slices_;
   Post post_;
   Done done_;
+  Gate gate_;
   std::vector<Member> members_;
   std::uint32_t joined_ = 0;
 };

@@ -1,6 +1,7 @@
-// A collective's steps as RDMA WRITEs, released by completions.
+// A collective's steps as RDMA WRITEs, released by completions and compute.
 #include "sim/collective_runner.h"
 
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 
@@ -10,16 +11,22 @@ namespace uroce::sim {
 
 namespace {
 
-constexpr std::uint32_t kSendQueueDepth = 4;
+constexpr std::uint32_t kSendQueueDepthPerSlice = 4;
 constexpr std::uint32_t kStartTag = UINT32_MAX;
 constexpr std::uint64_t kLargestTransfer = 1ull << 30;  // a WRITE's length is 32 bits; flows keep to 1 GiB too
+constexpr int kSliceShift = 32, kStepShift = 38;
+constexpr std::uint64_t kSliceMask = 0x3f, kStepMask = (1ull << 25) - 1;
 
-// wr_id: the flag, the step (bits 32..62), the transfer's index in its step
-// (bits 16..31) and the member (bits 0..15); schedules have at most 65536
-// ranks, and a step at most one transfer per other rank.
-std::uint64_t work_id(std::uint32_t member, std::uint32_t step, std::uint32_t transfer) {
-  return kCollectiveWork | (std::uint64_t{step} << 32) | (std::uint64_t{transfer} << 16) | member;
+// wr_id: the flag, the step, the slice, the transfer's index in its step
+// and the member; schedules have at most 65536 ranks, and a step at most
+// one transfer per other rank.
+std::uint64_t work_id(const CollectiveProgress::TransferId& id) {
+  return kCollectiveWork | (std::uint64_t{id.step} << kStepShift) | (std::uint64_t{id.slice} << kSliceShift) |
+         (std::uint64_t{id.index} << 16) | id.member;
 }
+
+// An event's tag: which member's slice finished its compute.
+std::uint32_t compute_tag(std::uint32_t slice, std::uint32_t member) { return slice << 16 | member; }
 
 }  // namespace
 
@@ -30,6 +37,7 @@ CollectiveRunner::CollectiveRunner(const CollectiveSpec& spec, const TransportSp
   auto schedule = collective::make_schedule(spec.operation, spec.algorithm, n, spec.bytes);
   if (!schedule) throw std::invalid_argument("collective: " + schedule.error());
   schedule_ = std::move(*schedule);
+  if (schedule_.steps() > kStepMask) throw std::invalid_argument("collective: more than 2^25 steps");
   for (const auto& steps : schedule_.ranks) {
     for (const collective::Step& step : steps) {
       for (const collective::Transfer& transfer : step.sends) {
@@ -46,14 +54,19 @@ CollectiveRunner::CollectiveRunner(const CollectiveSpec& spec, const TransportSp
     bool straggler = spec.straggler && *spec.straggler == spec.hosts[i];
     members_[i].delay = spec.step_compute + (straggler ? spec.straggler_delay : 0);
   }
-  // One RC connection per pair that exchanges data, used both ways.
+  // channels connections per pair that exchanges data, each used both ways.
+  std::uint32_t channels = std::max<std::uint32_t>(spec.channels, 1);
+  std::uint32_t depth = kSendQueueDepthPerSlice * ((std::max(spec.slices, channels) + channels - 1) / channels);
   for (std::uint32_t i = 0; i < n; ++i) {
     for (const collective::Step& step : schedule_.ranks[i]) {
       for (const collective::Transfer& transfer : step.sends) {
-        if (members_[i].qpn_to.count(transfer.to) != 0) continue;
-        auto [mine, theirs] = connect_rc_pair(*members_[i].host, *members_[transfer.to].host, transport, kSendQueueDepth);
-        members_[i].qpn_to[transfer.to] = mine;
-        members_[transfer.to].qpn_to[i] = theirs;
+        if (qpn_.count({i, transfer.to, 0}) != 0) continue;
+        for (std::uint32_t channel = 0; channel < channels; ++channel) {
+          auto [mine, theirs] =
+              connect_rc_pair(*members_[i].host, *members_[transfer.to].host, transport, depth);
+          qpn_[{i, transfer.to, channel}] = mine;
+          qpn_[{transfer.to, i, channel}] = theirs;
+        }
       }
     }
   }
@@ -63,98 +76,83 @@ CollectiveRunner::CollectiveRunner(const CollectiveSpec& spec, const TransportSp
 void CollectiveRunner::start_iteration(SimTime now) {
   iteration_start_ = now;
   members_finished_ = 0;
-  for (Member& member : members_) {
-    member.posted = 0;
-    member.steps_done = 0;
-    member.sends_done.assign(schedule_.steps(), 0);
-    member.receives_done.assign(schedule_.steps(), 0);
-  }
-  for (std::uint32_t i = 0; i < members_.size(); ++i) try_start(i, now);
+  progress_ = std::make_unique<CollectiveProgress>(
+      &schedule_, static_cast<std::uint32_t>(members_.size()), std::max(spec_.slices, spec_.channels),
+      [this](const CollectiveProgress::TransferId& id, std::uint64_t offset, std::uint64_t bytes) {
+        post(id, offset, bytes);
+      },
+      [this](std::uint32_t) { member_done(now_); },
+      [this](std::uint32_t slice, std::uint32_t member, std::uint32_t) {
+        world_.events.schedule(now_ + members_[member].delay, this, compute_tag(slice, member));
+      });
+  for (std::uint32_t i = 0; i < members_.size(); ++i) progress_->join(i);
 }
 
-bool CollectiveRunner::step_complete(std::uint32_t member, std::uint32_t step) const {
-  const collective::Step& planned = schedule_.ranks[member][step];
-  const Member& m = members_[member];
-  return m.sends_done[step] == planned.sends.size() && m.receives_done[step] == planned.receives_from.size();
-}
-
-// Step s needs this member's step s - 1 complete: its WRITEs done and the
-// WRITEs to it arrived.
-void CollectiveRunner::try_start(std::uint32_t member, SimTime now) {
-  Member& m = members_[member];
-  std::uint32_t step = m.posted;
-  if (step == schedule_.steps() || (step > 0 && !step_complete(member, step - 1))) return;
-  ++m.posted;
-  world_.events.schedule(now + m.delay, this, member);
-}
-
-void CollectiveRunner::on_event(SimTime now, std::uint32_t member) {
-  if (member == kStartTag) {
+void CollectiveRunner::on_event(SimTime now, std::uint32_t tag) {
+  now_ = now;
+  if (tag == kStartTag) {
     start_iteration(now);
     return;
   }
-  Member& m = members_[member];
-  std::uint32_t step = m.posted - 1;
-  const collective::Step& planned = schedule_.ranks[member][step];
-  for (std::uint32_t i = 0; i < planned.sends.size(); ++i) {
-    const collective::Transfer& transfer = planned.sends[i];
-    HostNode& to = *members_[transfer.to].host;
-    Sge sge{HostNode::kRegionBase + transfer.offset, static_cast<std::uint32_t>(transfer.bytes), m.host->region().lkey};
-    SendWr write;
-    write.wr_id = work_id(member, step, i);
-    write.opcode = WrOpcode::rdma_write;
-    write.send_flags = kSendSignaled;
-    write.sg_list = {&sge, 1};
-    // All-to-all writes a receive buffer beside the send buffer.
-    std::uint64_t receive_buffer = spec_.operation == collective::Operation::alltoall ? spec_.bytes : 0;
-    write.rdma = {HostNode::kRegionBase + receive_buffer + transfer.remote_offset, to.region().rkey};
-    if (m.host->engine().post_send(m.qpn_to.at(transfer.to), write) != std::errc{}) {
-      throw std::runtime_error("collective member " + std::to_string(member) + ": post_send refused");
-    }
+  progress_->release(tag >> 16, tag & 0xffff);
+  wake_senders();
+}
+
+void CollectiveRunner::post(const CollectiveProgress::TransferId& id, std::uint64_t offset, std::uint64_t bytes) {
+  const collective::Transfer& transfer = schedule_.ranks[id.member][id.step].sends[id.index];
+  Member& from = members_[id.member];
+  HostNode& to = *members_[transfer.to].host;
+  Sge sge{HostNode::kRegionBase + transfer.offset + offset, static_cast<std::uint32_t>(bytes), from.host->region().lkey};
+  SendWr write;
+  write.wr_id = work_id(id);
+  write.opcode = WrOpcode::rdma_write;
+  write.send_flags = kSendSignaled;
+  write.sg_list = {&sge, 1};
+  // All-to-all writes a receive buffer beside the send buffer.
+  std::uint64_t receive_buffer = spec_.operation == collective::Operation::alltoall ? spec_.bytes : 0;
+  write.rdma = {HostNode::kRegionBase + receive_buffer + transfer.remote_offset + offset, to.region().rkey};
+  std::uint32_t channel = id.slice % std::max<std::uint32_t>(spec_.channels, 1);
+  if (from.host->engine().post_send(qpn_.at({id.member, transfer.to, channel}), write) != std::errc{}) {
+    throw std::runtime_error("collective member " + std::to_string(id.member) + ": post_send refused");
   }
-  m.host->wake(now);
-  note_step_progress(member, step, now);  // a step that sends nothing is complete once its data is in
+  if (std::find(to_wake_.begin(), to_wake_.end(), from.host) == to_wake_.end()) to_wake_.push_back(from.host);
+}
+
+// After the progress posted what it could: the senders start sending.
+void CollectiveRunner::wake_senders() {
+  for (HostNode* host : to_wake_) host->wake(now_);
+  to_wake_.clear();
 }
 
 void CollectiveRunner::completed(const WorkCompletion& completion, SimTime now) {
-  auto member = static_cast<std::uint32_t>(completion.wr_id & 0xffff);
-  auto transfer = static_cast<std::uint32_t>((completion.wr_id >> 16) & 0xffff);
-  auto step = static_cast<std::uint32_t>((completion.wr_id >> 32) & 0x7fffffff);
-  if (member >= members_.size() || step >= schedule_.steps() || failed_) return;
-  const collective::Step& planned = schedule_.ranks[member][step];
-  if (transfer >= planned.sends.size()) return;
+  now_ = now;
+  CollectiveProgress::TransferId id;
+  id.member = static_cast<std::uint32_t>(completion.wr_id & 0xffff);
+  id.index = static_cast<std::uint32_t>((completion.wr_id >> 16) & 0xffff);
+  id.slice = static_cast<std::uint32_t>((completion.wr_id >> kSliceShift) & kSliceMask);
+  id.step = static_cast<std::uint32_t>((completion.wr_id >> kStepShift) & kStepMask);
+  if (id.member >= members_.size() || id.step >= schedule_.steps() || failed_ || !progress_) return;
+  if (id.index >= schedule_.ranks[id.member][id.step].sends.size()) return;
   if (completion.status != WcStatus::success) {
     failed_ = true;
     return;
   }
-  std::uint32_t to = planned.sends[transfer].to;
-  ++members_[member].sends_done[step];
-  ++members_[to].receives_done[step];
-  note_step_progress(member, step, now);
-  note_step_progress(to, step, now);
+  progress_->completed(id);
+  wake_senders();
 }
 
-// After a step of member's made progress: the next step may start, or the
-// member may be finished, and with the last member the iteration.
-void CollectiveRunner::note_step_progress(std::uint32_t member, std::uint32_t step, SimTime now) {
-  Member& m = members_[member];
-  if (step + 1 == schedule_.steps() && m.posted == schedule_.steps() && m.steps_done < schedule_.steps() &&
-      step_complete(member, step)) {
-    m.steps_done = static_cast<std::uint32_t>(schedule_.steps());
-    if (++members_finished_ == members_.size()) {
-      iteration_times_.push_back(now - iteration_start_);
-      finished_at_ = now;
-      if (iteration_times_.size() < spec_.iterations) {
-        if (spec_.iteration_gap == 0) {
-          start_iteration(now);
-        } else {
-          world_.events.schedule(now + spec_.iteration_gap, this, kStartTag);
-        }
-      }
-      return;
-    }
+// The last member's end is the iteration's: the next one starts at once,
+// or after the gap.
+void CollectiveRunner::member_done(SimTime now) {
+  if (++members_finished_ < members_.size()) return;
+  iteration_times_.push_back(now - iteration_start_);
+  finished_at_ = now;
+  if (iteration_times_.size() >= spec_.iterations) return;
+  if (spec_.iteration_gap == 0) {
+    start_iteration(now);
+  } else {
+    world_.events.schedule(now + spec_.iteration_gap, this, kStartTag);
   }
-  try_start(member, now);
 }
 
 }  // namespace uroce::sim

@@ -1,23 +1,28 @@
 // Runs a scenario's collective (CollectiveSpec) on the fabric: the schedule
-// from collective/schedule.h, one RC connection per pair of members that
-// exchange data, each transfer an RDMA WRITE, steps released by
-// completions, iterations timed from their start to the last member's last
-// completion.
+// from collective/schedule.h, stepped by sim/collective_progress.h in the
+// spec's slices over its channels (RC connections per pair of members that
+// exchange data), each transfer's slice an RDMA WRITE, each step after the
+// members' compute, iterations timed from their start to the last
+// member's last completion.
 #pragma once
 
 #include <cstdint>
 #include <map>
+#include <memory>
+#include <tuple>
 #include <utility>
 #include <vector>
 
 #include "collective/schedule.h"
+#include "sim/collective_progress.h"
 #include "sim/fabric.h"
 #include "sim/scenario.h"
 
 namespace uroce::sim {
 
-// Work requests of the collective carry this bit in their wr_id, with the
-// step in bits 32..62 and the member in bits 0..31.
+// Work requests of the collective carry this bit in their wr_id, then the
+// step (bits 38..62), the slice (32..37), the transfer's index in its step
+// (16..31) and the member (0..15).
 inline constexpr std::uint64_t kCollectiveWork = 1ull << 63;
 
 class CollectiveRunner final : public EventHandler {
@@ -33,28 +38,27 @@ class CollectiveRunner final : public EventHandler {
 
   // A completion whose wr_id has kCollectiveWork set.
   void completed(const WorkCompletion& completion, SimTime now);
-  void on_event(SimTime now, std::uint32_t member) override;  // member's compute is done: post its step
+  void on_event(SimTime now, std::uint32_t tag) override;  // a member's compute is done: post its step
 
  private:
   struct Member {
     HostNode* host = nullptr;
-    std::map<std::uint32_t, std::uint32_t> qpn_to;  // by the member it sends to
-    std::uint32_t posted = 0;                       // steps of this iteration posted (or computing)
-    std::vector<std::uint32_t> sends_done;          // per step, this iteration
-    std::vector<std::uint32_t> receives_done;       // per step, this iteration
-    std::uint32_t steps_done = 0;
     SimTime delay = 0;  // compute before each step
   };
   void start_iteration(SimTime now);
-  void try_start(std::uint32_t member, SimTime now);
-  bool step_complete(std::uint32_t member, std::uint32_t step) const;
-  void note_step_progress(std::uint32_t member, std::uint32_t step, SimTime now);
+  void post(const CollectiveProgress::TransferId& id, std::uint64_t offset, std::uint64_t bytes);
+  void member_done(SimTime now);
+  void wake_senders();
 
   CollectiveSpec spec_;
   collective::Schedule schedule_;
   SimWorld& world_;
   std::vector<Member> members_;
+  std::map<std::tuple<std::uint32_t, std::uint32_t, std::uint32_t>, std::uint32_t> qpn_;  // (member, peer, channel)
+  std::unique_ptr<CollectiveProgress> progress_;  // this iteration's
+  std::vector<HostNode*> to_wake_;                // hosts that were given WRITEs, in that order
   std::uint32_t members_finished_ = 0;
+  SimTime now_ = 0;  // of the event being handled (progress callbacks have none)
   SimTime iteration_start_ = 0;
   std::vector<SimTime> iteration_times_;
   SimTime finished_at_ = 0;

@@ -33,9 +33,10 @@ struct FlowSpec {
 // A collective (collective/schedule.h): an all-reduce, all-gather,
 // reduce-scatter or all-to-all among `hosts` (rank order), by ring, recursive
 // halving-doubling, or direct or pairwise exchange. Every transfer of a step
-// is one RDMA WRITE. A member starts a step once its own previous step's
-// WRITEs and those sent to it in that step have completed, and after
-// step_compute (plus straggler_delay on the straggler). The next iteration
+// is one RDMA WRITE (one per slice, in slices pipelined slices; see
+// sim/collective_progress.h). A member starts a step once its own previous
+// step's WRITEs and those sent to it in that step have completed, and
+// after step_compute (plus straggler_delay on the straggler). The next iteration
 // starts iteration_gap after every member has finished its last step (a
 // training step's compute between two collectives).
 struct CollectiveSpec {
@@ -49,6 +50,8 @@ struct CollectiveSpec {
   collective::Operation operation = collective::Operation::all_reduce;
   collective::Algorithm algorithm = collective::Algorithm::ring;
   SimTime iteration_gap = 0;
+  std::uint32_t slices = 1;    // each transfer in this many pipelined slices (sim/collective_progress.h)
+  std::uint32_t channels = 1;  // QPs per pair of members; slice j on channel j mod channels
 };
 
 // A failure at `at` that recovers at `recover` (kSimNever: never): the link

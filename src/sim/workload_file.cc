@@ -25,7 +25,8 @@ constexpr std::size_t kMaxGeneratedFlows = 2'000'000;
 // all_gather, reduce_scatter, alltoall) and `algorithm` (ring,
 // halving_doubling; direct, pairwise for alltoall). Hosts: a list in rank
 // order, or the first `count`; iterations, the compute between them
-// (iteration_gap_us), per-step compute, and a straggler
+// (iteration_gap_us), per-step compute, slices and channels (as in
+// [chakra], sim/collective_progress.h), and a straggler
 // that is slow to compute (straggler_delay_us per step) or sits behind a slow
 // link (straggler_link_gbps replaces its link's rate).
 void collective_from(const toml::table& entry, const std::string& where, std::uint64_t bytes, SimTime start,
@@ -34,11 +35,12 @@ void collective_from(const toml::table& entry, const std::string& where, std::ui
   if (general) {
     only_keys(entry, where,
               {"kind", "bytes", "start_us", "hosts", "count", "iterations", "step_compute_us", "straggler",
-               "straggler_delay_us", "straggler_link_gbps", "algorithm", "operation", "iteration_gap_us"});
+               "straggler_delay_us", "straggler_link_gbps", "algorithm", "operation", "iteration_gap_us", "slices",
+               "channels"});
   } else {
     only_keys(entry, where,
               {"kind", "bytes", "start_us", "hosts", "count", "iterations", "step_compute_us", "straggler",
-               "straggler_delay_us", "straggler_link_gbps", "algorithm", "iteration_gap_us"});
+               "straggler_delay_us", "straggler_link_gbps", "algorithm", "iteration_gap_us", "slices", "channels"});
   }
   if (scenario.collective) throw ScenarioError(where + ": a scenario has one collective at most");
   std::uint32_t hosts = scenario.topology.hosts;
@@ -64,6 +66,8 @@ void collective_from(const toml::table& entry, const std::string& where, std::ui
   ring.iterations = number<std::uint32_t>(entry, where, "iterations", 1, 1, 1'000'000);
   ring.step_compute = microseconds_field(entry, where, "step_compute_us", 0, 1e6);
   ring.iteration_gap = microseconds_field(entry, where, "iteration_gap_us", 0, 1e7);
+  ring.slices = number<std::uint32_t>(entry, where, "slices", 1, 1, 64);
+  ring.channels = number<std::uint32_t>(entry, where, "channels", 1, 1, 32);
   if (entry.contains("straggler")) {
     ring.straggler = number<std::uint32_t>(entry, where, "straggler", 0, 0, hosts - 1);
     ring.straggler_delay = microseconds_field(entry, where, "straggler_delay_us", 0, 1e6);

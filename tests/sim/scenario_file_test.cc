@@ -423,6 +423,21 @@ TEST(ScenarioFile, ChakraTablesInAListAreJobsSharingTheFabric) {
   EXPECT_NE(neither.error().find("a [chakra] table, or [[chakra]] tables"), std::string::npos) << neither.error();
 }
 
+TEST(ScenarioFile, ACollectiveTakesSlicesAndChannels) {
+  auto scenario = parse_scenario("[topology]\nkind = \"star\"\nhosts = 4\n[[workloads]]\nkind = \"collective\"\n"
+                                 "operation = \"all_reduce\"\nbytes = 4096\nslices = 8\nchannels = 2\n",
+                                 "collective.toml");
+  ASSERT_TRUE(scenario) << scenario.error();
+  ASSERT_TRUE(scenario->collective);
+  EXPECT_EQ(scenario->collective->slices, 8u);
+  EXPECT_EQ(scenario->collective->channels, 2u);
+  auto bad = parse_scenario("[topology]\nkind = \"star\"\nhosts = 4\n[[workloads]]\nkind = \"allreduce\"\n"
+                            "bytes = 4096\nslices = 65\n",
+                            "bad.toml");
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.error().find("workloads[0].slices"), std::string::npos) << bad.error();
+}
+
 TEST(ScenarioFile, ChakraMistakesAreNamed) {
   const std::pair<std::string, const char*> cases[] = {
       {"[topology]\nkind = \"star\"\nhosts = 3\n[chakra]\n", "chakra.traces: the traces' path and prefix"},

@@ -8,6 +8,7 @@
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 #include <zlib.h>
 
+#include <algorithm>
 #include <fstream>
 #include <limits>
 #include <sstream>
@@ -122,49 +123,65 @@ std::optional<std::string> read_attributes(const wire::Node& message, TraceNode&
   return std::nullopt;
 }
 
-// Every dependency names a node of the trace, and none is on a cycle
-// (Kahn's order: a node whose dependencies are all placed is placed).
-std::optional<std::string> check_dependencies(const Trace& trace, const std::string& source) {
+// Checks node IDs are unique and drops dependencies on IDs not in the
+// trace (counting them).
+std::optional<std::string> check_dependencies(Trace& trace, const std::string& source) {
   std::unordered_map<std::uint64_t, std::size_t> index_of;
   for (std::size_t i = 0; i < trace.nodes.size(); ++i) {
     if (!index_of.emplace(trace.nodes[i].id, i).second) {
       return fmt::format("{}: node {} (id {}): a second node with this id", source, i, trace.nodes[i].id);
     }
   }
-  std::vector<std::uint32_t> waiting(trace.nodes.size(), 0);
-  std::vector<std::vector<std::size_t>> dependents(trace.nodes.size());
-  std::vector<std::size_t> ready;
-  for (std::size_t i = 0; i < trace.nodes.size(); ++i) {
-    for (std::uint64_t dep : trace.nodes[i].deps) {
-      auto found = index_of.find(dep);
-      if (found == index_of.end()) {
-        return fmt::format("{}: node {} (id {}): depends on id {}, which is not in the trace", source, i,
-                           trace.nodes[i].id, dep);
-      }
-      dependents[found->second].push_back(i);
-      ++waiting[i];
-    }
-    if (waiting[i] == 0) ready.push_back(i);
-  }
-  std::size_t placed = 0;
-  while (!ready.empty()) {
-    std::size_t next = ready.back();
-    ready.pop_back();
-    ++placed;
-    for (std::size_t dependent : dependents[next]) {
-      if (--waiting[dependent] == 0) ready.push_back(dependent);
+  for (TraceNode& node : trace.nodes) {
+    for (std::vector<std::uint64_t>* deps : {&node.deps, &node.ctrl_deps}) {
+      std::size_t before = deps->size();
+      deps->erase(std::remove_if(deps->begin(), deps->end(), [&](std::uint64_t dep) { return !index_of.count(dep); }),
+                  deps->end());
+      trace.missing_dependencies += before - deps->size();
     }
   }
-  if (placed == trace.nodes.size()) return std::nullopt;
-  for (std::size_t i = 0; i < trace.nodes.size(); ++i) {
-    if (waiting[i] != 0) {
-      return fmt::format("{}: node {} (id {}): its dependencies form a cycle", source, i, trace.nodes[i].id);
-    }
+  if (auto node = node_on_a_cycle(trace, false)) {
+    return fmt::format("{}: node {} (id {}): its data dependencies form a cycle", source, *node,
+                       trace.nodes[*node].id);
   }
   return std::nullopt;
 }
 
 }  // namespace
+
+// Kahn's order: a node whose dependencies are all placed is placed; what
+// is never placed waits on a cycle.
+std::optional<std::size_t> node_on_a_cycle(const Trace& trace, bool control_too) {
+  std::unordered_map<std::uint64_t, std::size_t> index_of;
+  for (std::size_t i = 0; i < trace.nodes.size(); ++i) index_of.emplace(trace.nodes[i].id, i);
+  std::vector<std::uint32_t> waiting(trace.nodes.size(), 0);
+  std::vector<std::vector<std::size_t>> dependents(trace.nodes.size());
+  std::vector<std::size_t> ready;
+  for (std::size_t i = 0; i < trace.nodes.size(); ++i) {
+    const TraceNode& node = trace.nodes[i];
+    for (const std::vector<std::uint64_t>* deps : {&node.deps, &node.ctrl_deps}) {
+      if (deps == &node.ctrl_deps && !control_too) continue;
+      for (std::uint64_t dep : *deps) {
+        auto found = index_of.find(dep);
+        if (found == index_of.end()) continue;
+        dependents[found->second].push_back(i);
+        ++waiting[i];
+      }
+    }
+    if (waiting[i] == 0) ready.push_back(i);
+  }
+  while (!ready.empty()) {
+    std::size_t next = ready.back();
+    ready.pop_back();
+    for (std::size_t dependent : dependents[next]) {
+      if (--waiting[dependent] == 0) ready.push_back(dependent);
+    }
+  }
+  for (std::size_t i = 0; i < trace.nodes.size(); ++i) {
+    if (waiting[i] != 0) return i;
+  }
+  return std::nullopt;
+}
 
 const char* node_type_name(std::int32_t type) {
   switch (type) {
@@ -229,8 +246,8 @@ Expected<Trace, std::string> parse_trace(std::string_view bytes, const std::stri
     node.id = message.id();
     node.name = message.name();
     node.type = message.type();
-    node.deps.assign(message.ctrl_deps().begin(), message.ctrl_deps().end());
-    node.deps.insert(node.deps.end(), message.data_deps().begin(), message.data_deps().end());
+    node.deps.assign(message.data_deps().begin(), message.data_deps().end());
+    node.ctrl_deps.assign(message.ctrl_deps().begin(), message.ctrl_deps().end());
     node.duration_us = message.duration_micros();
     if (node.duration_us > kLongestNodeUs) {
       return unexpected(fmt::format("{}: node {} (id {}): a duration of {} us, more than 1000 s", source, index,
@@ -271,6 +288,7 @@ std::string encode_trace(const Trace& trace) {
       message.set_name(node.name);
       message.set_type(node.type);
       for (std::uint64_t dep : node.deps) message.add_data_deps(dep);
+      for (std::uint64_t dep : node.ctrl_deps) message.add_ctrl_deps(dep);
       message.set_duration_micros(node.duration_us);
       auto attribute = [&](const char* name) {
         wire::Attribute* added = message.add_attr();

@@ -45,7 +45,8 @@ struct TraceNode {
   std::uint64_t id = 0;
   std::string name;
   std::int32_t type = 0;
-  std::vector<std::uint64_t> deps;  // control and data dependencies together
+  std::vector<std::uint64_t> deps;       // data dependencies
+  std::vector<std::uint64_t> ctrl_deps;  // control dependencies
   std::uint64_t duration_us = 0;
   bool is_cpu_op = false;
   // Communication attributes, when the node has them.
@@ -60,13 +61,22 @@ struct TraceNode {
 struct Trace {
   std::string version;    // GlobalMetadata's
   std::vector<TraceNode> nodes;  // in file order
+  // Dependencies on IDs that no node of the trace has, dropped (taken as
+  // done): PyTorch-converted traces name call-tree parents the converter
+  // did not keep.
+  std::uint64_t missing_dependencies = 0;
 };
 
 // Parses a trace from its bytes (gzip-compressed or not); `source` names it
-// in errors. Checks what a replay relies on: node IDs unique, every
-// dependency a node of the trace, no cycle, integer attributes in range.
+// in errors. Checks what a replay relies on: node IDs unique, no cycle of
+// data dependencies, integer attributes in range; a dependency on an ID
+// not in the trace is dropped and counted.
 Expected<Trace, std::string> parse_trace(std::string_view bytes, const std::string& source);
 Expected<Trace, std::string> read_trace(const std::string& path);
+
+// A node (its index) that waits on a cycle of data dependencies, or of
+// data and control dependencies together; none when there is no cycle.
+std::optional<std::size_t> node_on_a_cycle(const Trace& trace, bool control_too);
 
 // The bytes of a trace file (not compressed): for tests and examples.
 std::string encode_trace(const Trace& trace);

@@ -56,8 +56,10 @@ void plan_collectives(const ChakraSpec& spec, ChakraPlan& plan) {
     for (std::uint32_t i = 0; i < nodes.size(); ++i) {
       const chakra::TraceNode& node = nodes[i];
       if (node.type != chakra::kCommCollNode) continue;
-      if (!node.comm_type) throw std::invalid_argument(where(spec, rank, i) + ": a collective without comm_type");
-      if (!replays(*node.comm_type)) continue;
+      // Without comm_type it is the CPU side of a collective (PyTorch's
+      // c10d call, whose GPU kernel is another node): skipped like the
+      // types uroce does not run.
+      if (!node.comm_type || !replays(*node.comm_type)) continue;
       const std::vector<std::uint32_t>& members = group_of(spec, everyone, rank, i);
       std::uint32_t& met = seen[{node.pg_name, rank}];
       std::vector<std::uint32_t>& collectives = by_group[node.pg_name];
@@ -181,6 +183,14 @@ bool replays(chakra::CommType type) {
 }
 
 ChakraPlan plan_chakra(const ChakraSpec& spec) {
+  if (spec.control_dependencies) {
+    for (std::uint32_t rank = 0; rank < spec.ranks.size(); ++rank) {
+      if (auto node = chakra::node_on_a_cycle(spec.ranks[rank], true)) {
+        throw std::invalid_argument(where(spec, rank, static_cast<std::uint32_t>(*node)) +
+                                    ": its control and data dependencies form a cycle (control_dependencies = true)");
+      }
+    }
+  }
   ChakraPlan plan;
   plan.collective_of.resize(spec.ranks.size());
   for (std::size_t r = 0; r < spec.ranks.size(); ++r) {

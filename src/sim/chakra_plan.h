@@ -31,6 +31,11 @@ struct ChakraSpec {
   // Connections per pair of ranks, as NCCL's channels: slice j goes on
   // channel j mod channels, each its own QP (and so its own ECMP path).
   std::uint32_t channels = 1;
+  // Whether control dependencies hold a node back too. Off by default, as in
+  // Chakra's reference feeder and ASTRA-sim: in PyTorch-converted traces
+  // they link an op and its kernels both ways round (Chakra's own test trace
+  // has 2,283 nodes on such cycles), while data dependencies order the step.
+  bool control_dependencies = false;
   SimTime start = 0;
 };
 

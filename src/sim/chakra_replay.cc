@@ -36,9 +36,12 @@ ChakraReplay::ChakraReplay(const ChakraSpec& spec, std::uint32_t job, const Tran
     std::map<std::uint64_t, std::uint32_t> index_of;
     for (std::uint32_t i = 0; i < nodes.size(); ++i) index_of[nodes[i].id] = i;
     for (std::uint32_t i = 0; i < nodes.size(); ++i) {
-      for (std::uint64_t dep : nodes[i].deps) {  // parse_trace checked that each is there
-        rank.dependents[index_of.at(dep)].push_back(i);
-        ++rank.waiting[i];
+      for (const std::vector<std::uint64_t>* deps : {&nodes[i].deps, &nodes[i].ctrl_deps}) {
+        if (deps == &nodes[i].ctrl_deps && !spec.control_dependencies) continue;
+        for (std::uint64_t dep : *deps) {  // parse_trace kept only those that are there
+          rank.dependents[index_of.at(dep)].push_back(i);
+          ++rank.waiting[i];
+        }
       }
     }
   }
@@ -172,7 +175,7 @@ void ChakraReplay::start(std::uint32_t r, std::uint32_t node, Resource resource,
         join(plan_.collective_of[r][node], r, now);
         return;
       }
-      ++skipped_[std::string("comm_coll:") + chakra::comm_type_name(*traced.comm_type)];
+      ++skipped_[std::string("comm_coll:") + (traced.comm_type ? chakra::comm_type_name(*traced.comm_type) : "untyped")];
       break;
     default:
       ++skipped_[chakra::node_type_name(traced.type)];

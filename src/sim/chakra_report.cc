@@ -66,6 +66,8 @@ nlohmann::ordered_json chakra_json(const ChakraSpec& spec, const ChakraResult& r
   }
   nlohmann::ordered_json skipped = nlohmann::ordered_json::object();
   for (const auto& [type, count] : result.skipped) skipped[type] = count;
+  std::uint64_t missing = 0;
+  for (const chakra::Trace& trace : spec.ranks) missing += trace.missing_dependencies;
   return {{"job", spec.name},
           {"traces", spec.traces},
           {"ranks", spec.ranks.size()},
@@ -74,6 +76,7 @@ nlohmann::ordered_json chakra_json(const ChakraSpec& spec, const ChakraResult& r
           {"failed", result.failed},
           {"nodes_run", result.nodes_run},
           {"nodes_skipped", skipped},
+          {"dependencies_not_in_trace", missing},
           {"collectives", collectives},
           {"per_rank", ranks}};
 }

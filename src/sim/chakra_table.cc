@@ -5,7 +5,9 @@
 // its ranks; algorithm names the collectives' algorithm (default: each
 // operation's own); slices cuts each transfer into that many pipelined
 // slices (default 1); channels spreads the slices over that many QPs per
-// pair of ranks (default 1); start_us delays the replay.
+// pair of ranks (default 1); control_dependencies holds nodes back on their
+// control dependencies too (default: data dependencies only); start_us
+// delays the replay.
 #include "sim/chakra_table.h"
 
 #include <fmt/format.h>
@@ -38,7 +40,8 @@ std::vector<std::uint32_t> rank_list(const toml::array& list, const std::string&
 
 void chakra_from(const toml::table& table, const std::string& where, Scenario& scenario,
                  const std::filesystem::path& base_dir) {
-  only_keys(table, where, {"name", "traces", "ranks", "groups", "algorithm", "slices", "channels", "start_us"});
+  only_keys(table, where,
+            {"name", "traces", "ranks", "groups", "algorithm", "slices", "channels", "control_dependencies", "start_us"});
   ChakraSpec spec;
   spec.name = scenario.chakra_listed ? fmt::format("job{}", scenario.chakra.size()) : "chakra";
   if (auto name = table.get_as<std::string>("name")) spec.name = name->get();
@@ -91,6 +94,7 @@ void chakra_from(const toml::table& table, const std::string& where, Scenario& s
   }
   spec.slices = number<std::uint32_t>(table, where, "slices", 1, 1, 64);
   spec.channels = number<std::uint32_t>(table, where, "channels", 1, 1, 32);
+  spec.control_dependencies = boolean(table, where, "control_dependencies", false);
   spec.start = start_time(table, where);
   scenario.chakra.push_back(std::move(spec));
 }

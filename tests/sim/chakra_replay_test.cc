@@ -204,6 +204,71 @@ TEST(ChakraReplay, AstraSimsCustomRingRunsItsSendsReceivesAndReductions) {
   for (const ChakraRankResult& rank : result.ranks) EXPECT_EQ(rank.compute, 49 * kUs);
 }
 
+// Chakra's own PyTorch-converted trace (tests/sim/chakra_pytorch_trace).
+chakra::Trace pytorch_trace() {
+  auto trace = chakra::read_trace(std::string(UROCE_PYTORCH_TRACE) + "/chakra.0.et");
+  if (!trace) throw std::runtime_error(trace.error());
+  return *trace;
+}
+
+TEST(ChakraReplay, APyTorchTraceReplaysWithinItsComputeBound) {
+  chakra::Trace trace = pytorch_trace();
+  EXPECT_EQ(trace.nodes.size(), 3664u);
+  EXPECT_EQ(trace.missing_dependencies, 1277u);  // call-tree parents the converter left out
+  SimTime gpu = 0, cpu = 0;
+  for (const chakra::TraceNode& node : trace.nodes) {
+    if (node.type != chakra::kCompNode) continue;
+    (node.is_cpu_op ? cpu : gpu) += static_cast<SimTime>(node.duration_us) * kUs;
+  }
+  Scenario scenario = replay({trace.nodes});
+  scenario.chakra[0].ranks[0] = trace;
+  scenario.time_limit = 10'000'000 * kUs;
+  const ChakraResult result = chakra_of(run_simulation(scenario));
+  ASSERT_EQ(result.ranks_finished, 1u);
+  // The GPU runs one kernel at a time, so the step takes at least the sum
+  // of the GPU kernels (292.8 ms), and the CPU's ops (50.9 ms) run beside.
+  EXPECT_EQ(gpu, 292'828 * kUs);
+  EXPECT_GE(result.makespan, gpu);
+  EXPECT_LT(result.makespan, gpu + cpu);
+  EXPECT_EQ(result.ranks[0].compute, result.makespan);
+  EXPECT_EQ(result.skipped.at("comm_coll:untyped"), 14u);  // c10d's CPU side; the kernels carry the collective
+  EXPECT_EQ(result.skipped.at("comm_coll:broadcast"), 2u);
+  EXPECT_EQ(result.collectives.size(), 5u);  // all-reduces of 8 to 31 MB
+
+  // Its control dependencies run both ways between an op and its kernel:
+  // enforcing them is refused, with the node named.
+  scenario.chakra[0].control_dependencies = true;
+  std::string error = plan_error(scenario);
+  EXPECT_NE(error.find("id 3317, \"aten::mul(0)\"): its control and data dependencies form a cycle"), std::string::npos)
+      << error;
+}
+
+TEST(ChakraReplay, APyTorchTraceOnFourRanksAllReducesItsGradientsOverTheFabric) {
+  chakra::Trace trace = pytorch_trace();
+  Scenario scenario = replay({trace.nodes, trace.nodes, trace.nodes, trace.nodes});
+  for (chakra::Trace& rank : scenario.chakra[0].ranks) rank = trace;
+  scenario.time_limit = 10'000'000 * kUs;
+  const ChakraResult result = chakra_of(run_simulation(scenario));
+  ASSERT_EQ(result.ranks_finished, 4u);
+  ASSERT_EQ(result.collectives.size(), 5u);
+  std::uint64_t bytes = 0;
+  for (const ChakraCollectiveResult& c : result.collectives) {
+    EXPECT_EQ(c.ranks, 4u);
+    ASSERT_NE(c.end, kSimNever);
+    bytes += c.bytes;
+    // A ring all-reduce moves 1.5 x its size through each rank's 100 Gb/s link.
+    EXPECT_GE(static_cast<double>(c.end - c.start), 1.5 * static_cast<double>(c.bytes) / 12.5e9 * 1e12);
+  }
+  EXPECT_EQ(bytes, 102'228'128u);
+  // About 12 ms of all-reduce in all, run beside 293 ms of GPU kernels: all
+  // of it hidden, the step as long as its compute.
+  EXPECT_GE(result.makespan, 292'828 * kUs);
+  for (const ChakraRankResult& rank : result.ranks) {
+    EXPECT_EQ(rank.compute + rank.communication + rank.idle, result.makespan);
+    EXPECT_EQ(rank.compute, result.makespan);
+  }
+}
+
 TEST(ChakraReplay, AComputeChainTakesTheSumOfItsDurations) {
   const ChakraResult result =
       chakra_of(run_simulation(replay({{compute(1, 100), compute(2, 200, {1}), compute(3, 50, {2})}})));

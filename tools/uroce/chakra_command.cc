@@ -40,6 +40,7 @@ std::string describe(const chakra::TraceNode& node) {
   }
   if (!node.pg_name.empty()) line += fmt::format(" group \"{}\"", node.pg_name);
   if (!node.deps.empty()) line += fmt::format(" after {}", fmt::join(node.deps, ","));
+  if (!node.ctrl_deps.empty()) line += fmt::format(" control {}", fmt::join(node.ctrl_deps, ","));
   return line;
 }
 

@@ -62,8 +62,8 @@ struct DeviceAttributes {
   std::uint32_t max_msg_size = 1u << 31;
 };
 
-// DCQCN exactly as the paper's pseudocode gives it (Zhu et al., SIGCOMM 2015;
-// PROTOCOL.md "Congestion"): a cut on every CNP, increases from a timer and a
+// DCQCN exactly as the paper's pseudocode gives it (Zhu et al., SIGCOMM
+// 2015): a cut on every CNP, increases from a timer and a
 // byte counter. Rates in bits per second, times in nanoseconds.
 struct PaperDcqcnParams {
   double min_rate_bps = 100e6;           // the floor implementations keep
@@ -274,7 +274,7 @@ struct QpAttr {
   std::uint16_t pkey_index = 0;
   std::uint8_t max_rd_atomic = 0;
   std::uint8_t max_dest_rd_atomic = 0;
-  std::uint8_t min_rnr_timer = 0;  // RNR timer code, PROTOCOL.md
+  std::uint8_t min_rnr_timer = 0;  // RNR timer code (the IBTA table; see rnr_timer_ns)
   std::uint8_t port_num = 1;
   std::uint8_t timeout = 0;    // local ACK timeout exponent: 4.096 us << timeout; 0 = forever
   std::uint8_t retry_cnt = 0;  // 0..7

@@ -58,7 +58,8 @@ void scatter(const std::vector<Segment>& segments, std::uint64_t offset, const s
 }
 
 TimeNs rnr_timer_ns(std::uint8_t code) {
-  // PROTOCOL.md, in units of 10 us.
+  // The IBTA specification's RNR timer table (the code of an RNR NAK or
+  // min_rnr_timer), in units of 10 us; code 0 is the longest, 655.36 ms.
   static constexpr std::uint32_t kTenMicroseconds[32] = {
       65536, 1,   2,   3,   4,   6,   8,   12,   16,   24,   32,   48,   64,   96,    128,   192,
       256,   384, 512, 768, 1024, 1536, 2048, 3072, 4096, 6144, 8192, 12288, 16384, 24576, 32768, 49152};

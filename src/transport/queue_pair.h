@@ -232,7 +232,7 @@ inline TimeNs ack_timeout_ns(std::uint8_t timeout) {
   return timeout == 0 ? kNever : TimeNs{4096} << std::min<std::uint8_t>(timeout, 31);
 }
 
-// RNR NAK timer code -> nanoseconds (PROTOCOL.md table).
+// RNR NAK timer code -> nanoseconds (the IBTA specification's table).
 TimeNs rnr_timer_ns(std::uint8_t code);
 
 }  // namespace uroce::transport

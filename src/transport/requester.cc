@@ -1,6 +1,7 @@
 // The RC requester: segments send-queue WQEs into request packets, tracks the
 // PSN window, completes WQEs in order as ACKs arrive, and recovers by
-// go-back-N on NAKs and timeouts (PROTOCOL.md "Timers and retries"). READ
+// go-back-N on NAKs and timeouts (the Local ACK Timeout, 4.096 us << timeout,
+// and retry_cnt tries, as the IBTA specification sets them). READ
 // responses and atomic ACKs: requester_responses.cc.
 #include <algorithm>
 #include <cstring>

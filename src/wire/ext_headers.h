@@ -103,7 +103,8 @@ struct XrcethRepr {
 // A CNP carries 16 reserved bytes after its BTH.
 inline constexpr std::size_t kCnpReservedLength = 16;
 
-// AETH syndrome fields (PROTOCOL.md "AETH syndrome").
+// AETH syndrome fields: the top two bits say ACK, RNR NAK or NAK; the rest
+// carry the credit count, the RNR timer code or the NAK code.
 enum class AckType : std::uint8_t { ack = 0, rnr_nak = 1, reserved = 2, nak = 3 };
 enum class NakCode : std::uint8_t {
   psn_sequence_error = 0,

@@ -1,6 +1,7 @@
 // ICRC: CRC-32 backends, the masked fields that routers may change (ICRC still
 // valid) and the covered fields (ICRC invalid), for IPv4 and IPv6, checked
-// against a plain reference written from PROTOCOL.md.
+// against a plain reference written from the RoCEv2 annex's rules (the
+// IBTA's ICRC: CRC-32 over the masked headers and the payload).
 #include <gtest/gtest.h>
 #include <zlib.h>
 

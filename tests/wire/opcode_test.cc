@@ -1,4 +1,5 @@
-// The opcode table against PROTOCOL.md: names, transports, extension headers.
+// The opcode table against the IBTA specification's: names, transports,
+// extension headers.
 #include <gtest/gtest.h>
 
 #include "wire/opcode.h"

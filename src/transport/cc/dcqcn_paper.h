@@ -1,5 +1,6 @@
 // DCQCN reaction point as the paper's pseudocode gives it (Zhu et al.,
-// SIGCOMM 2015; PROTOCOL.md "Congestion"): the per-QP sending rate a sender
+// SIGCOMM 2015, "Congestion Control for Large-Scale RDMA Deployments"): the
+// per-QP sending rate a sender
 // keeps, cut on each CNP and recovered by a timer and a byte counter through
 // fast recovery, additive and hyper increase. Deterministic: it only sees the
 // times and byte counts it is given.

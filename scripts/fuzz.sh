@@ -13,7 +13,7 @@ run_fuzzer() {
   local name=$1 work status=0
   shift
   work=$(mktemp -d)
-  for corpus in "$@"; do cp "$corpus"/* "$work/"; done
+  for corpus in "$@"; do find "$corpus" -maxdepth 1 -type f -exec cp {} "$work/" \;; done  # files only: examples/ has folders
   echo "fuzz: $name for ${seconds}s"
   build/fuzz/tests/fuzz/"$name" -max_total_time="$seconds" -print_final_stats=1 \
     -artifact_prefix=build/fuzz/"$name"- "$work" >"$work.log" 2>&1 || status=$?

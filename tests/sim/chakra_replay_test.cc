@@ -379,6 +379,23 @@ TEST(ChakraReplay, TheMixtureOfExpertsStepRunsItsAllToAlls) {
   for (const ChakraCollectiveResult& c : result.collectives) EXPECT_NE(c.end, kSimNever);
 }
 
+TEST(ChakraReplay, TheSameScenarioReplaysTheSameToThePicosecond) {
+  // Results that do not drift between runs (what SimAI's users ask for).
+  Scenario scenario = example("chakra_mixture_of_experts.toml");
+  const ChakraResult first = chakra_of(run_simulation(scenario));
+  const ChakraResult second = chakra_of(run_simulation(scenario));
+  EXPECT_EQ(first.makespan, second.makespan);
+  ASSERT_EQ(first.collectives.size(), second.collectives.size());
+  for (std::size_t c = 0; c < first.collectives.size(); ++c) {
+    EXPECT_EQ(first.collectives[c].start, second.collectives[c].start);
+    EXPECT_EQ(first.collectives[c].end, second.collectives[c].end);
+  }
+  for (std::size_t r = 0; r < first.ranks.size(); ++r) {
+    EXPECT_EQ(first.ranks[r].finished, second.ranks[r].finished);
+    EXPECT_EQ(first.ranks[r].communication, second.ranks[r].communication);
+  }
+}
+
 TEST(ChakraReplay, TwoJobsOnOneFabricSlowEachOtherWhereTheyShareLinks) {
   Scenario shared = example("chakra_two_jobs.toml");
   ASSERT_EQ(shared.chakra.size(), 2u);

@@ -158,7 +158,7 @@ void ChakraReplay::start(std::uint32_t r, std::uint32_t node, Resource resource,
       write.message = true;
       write.rank = r;
       write.node = node;
-      post_write(r, *traced.comm_dst, 0, 0, 0, std::max<std::uint64_t>(traced.comm_size, 1), write, now);
+      post_write(r, *traced.comm_dst, 0, 0, 0, std::max<std::uint64_t>(traced.comm_size, 1), write);
       return;
     }
     case chakra::kCommRecvNode: {
@@ -247,7 +247,7 @@ void ChakraReplay::post_transfer(std::uint32_t c, const CollectiveProgress::Tran
   write.transfer = id;
   std::uint32_t channel = id.slice % std::max<std::uint32_t>(spec_.channels, 1);
   post_write(planned.ranks[id.member], planned.ranks[transfer.to], channel, transfer.offset + offset,
-             receive_buffer + transfer.remote_offset + offset, bytes, write, now_);
+             receive_buffer + transfer.remote_offset + offset, bytes, write);
 }
 
 void ChakraReplay::member_done(std::uint32_t c, std::uint32_t member) {
@@ -256,9 +256,10 @@ void ChakraReplay::member_done(std::uint32_t c, std::uint32_t member) {
   finish(plan_.collectives[c].ranks[member], plan_.collectives[c].nodes[member], now_);
 }
 
+// Posts the WRITE; the host sends it when drain() wakes it.
 void ChakraReplay::post_write(std::uint32_t from_rank, std::uint32_t to_rank, std::uint32_t channel,
                               std::uint64_t offset, std::uint64_t remote_offset, std::uint64_t bytes,
-                              const Write& write, SimTime now) {
+                              const Write& write) {
   HostNode& from = *ranks_[from_rank].host;
   const HostNode& to = *ranks_[to_rank].host;
   std::uint64_t slot;
@@ -281,7 +282,6 @@ void ChakraReplay::post_write(std::uint32_t from_rank, std::uint32_t to_rank, st
     throw std::runtime_error(fmt::format("chakra replay: rank {}: a WRITE of {} bytes to rank {} refused: {}",
                                          from_rank, bytes, to_rank, std::make_error_code(refused).message()));
   }
-  (void)now;
   if (std::find(to_wake_.begin(), to_wake_.end(), &from) == to_wake_.end()) to_wake_.push_back(&from);
 }
 

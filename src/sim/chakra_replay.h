@@ -128,8 +128,7 @@ class ChakraReplay final : public EventHandler {
                      std::uint64_t bytes);
   void member_done(std::uint32_t collective, std::uint32_t member);
   void post_write(std::uint32_t from_rank, std::uint32_t to_rank, std::uint32_t channel, std::uint64_t offset,
-                  std::uint64_t remote_offset,
-                  std::uint64_t bytes, const Write& write, SimTime now);
+                  std::uint64_t remote_offset, std::uint64_t bytes, const Write& write);
   void deliver(const Channel& channel, SimTime now);
 
   const ChakraSpec& spec_;

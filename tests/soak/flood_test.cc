@@ -172,6 +172,10 @@ class Floods : public ::testing::TestWithParam<Flood> {};
 
 TEST_P(Floods, AreCountedMemoryStaysBoundedAndATransferBesideCompletes) {
   const Flood flood = GetParam();
+  // The registered buffers outlive the devices (declared first, destroyed
+  // last): a READ request resent by a loss probe may still be served after
+  // the last completion, and it reads `sink`.
+  std::vector<std::uint8_t> source(1 << 20), sink(1 << 20), back(1 << 20);
   std::unique_ptr<Device> target = open_device(target_address(flood));
   std::unique_ptr<Device> peer = open_device(peer_address(flood));
   // The checked transfer (peer -> target, go-back-N), and the flood's victim QP on the target.
@@ -194,7 +198,6 @@ TEST_P(Floods, AreCountedMemoryStaysBoundedAndATransferBesideCompletes) {
       victim = connect_rc(p, t, victim_options);
     });
   });
-  std::vector<std::uint8_t> source(1 << 20), sink(1 << 20), back(1 << 20);
   std::mt19937_64 rng(5);
   for (auto& byte : source) byte = static_cast<std::uint8_t>(rng());
   MrKeys source_keys{}, back_keys{}, sink_keys{};

@@ -44,6 +44,8 @@ std::unique_ptr<Device> open_device(const char* address) {
 }
 
 TEST(ForcedDrops, NoLossStallsAWriteStreamForTheLocalAckTimeout) {
+  // The registered buffers outlive the devices (declared first, destroyed last).
+  std::vector<std::uint8_t> source(kWriteBytes * kInFlight), target(kWriteBytes * kInFlight);
   std::unique_ptr<Device> a = open_device("127.0.0.1");
   std::unique_ptr<Device> b = open_device("127.0.0.2");
   Engine& engine_a = *a->call([](Engine& e) { return &e; });
@@ -53,7 +55,6 @@ TEST(ForcedDrops, NoLossStallsAWriteStreamForTheLocalAckTimeout) {
   options.mtu = PathMtu::mtu4096;
   options.loss_probe_ns = probe_interval_ns();
   auto [sender, receiver] = connect_rc(engine_a, engine_b, options);
-  std::vector<std::uint8_t> source(kWriteBytes * kInFlight), target(kWriteBytes * kInFlight);
   for (std::size_t i = 0; i < source.size(); ++i) source[i] = static_cast<std::uint8_t>(i * 7 + 1);
   MrKeys source_keys = *engine_a.reg_mr(sender.pd, source.data(), source.size(), kAll);
   MrKeys target_keys = *engine_b.reg_mr(receiver.pd, target.data(), target.size(), kAll);

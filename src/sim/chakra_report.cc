@@ -171,6 +171,22 @@ std::string chakra_timeline(const Scenario& scenario, const SimResult& result) {
     events.push_back({{"name", "paused queues"}, {"ph", "C"}, {"pid", pid}, {"ts", ts},
                       {"args", {{"queues", sample.paused_queues}}}});
   }
+  // Each link direction's load, in Gb/s per sample interval, as a counter
+  // that changes only when the load does.
+  double interval_s = static_cast<double>(result.sample_interval) / static_cast<double>(kPicosecondsPerSecond);
+  for (const LinkLoadSeries& link : result.link_load) {
+    if (interval_s <= 0) break;
+    std::string name = fmt::format("link {}{}->{}{} (Gb/s)", link.from.is_host ? 'h' : 's', link.from.index,
+                                   link.to.is_host ? 'h' : 's', link.to.index);
+    double last = -1;
+    for (std::size_t i = 0; i <= link.bytes.size(); ++i) {
+      double gbps = i < link.bytes.size() ? static_cast<double>(link.bytes[i]) * 8 / interval_s / 1e9 : 0.0;
+      if (gbps == last) continue;
+      last = gbps;
+      events.push_back({{"name", name}, {"ph", "C"}, {"pid", pid}, {"ts", microseconds(result.sample_interval * static_cast<SimTime>(i))},
+                        {"args", {{"Gb/s", gbps}}}});
+    }
+  }
   nlohmann::ordered_json trace = {{"displayTimeUnit", "ns"}, {"traceEvents", events}};
   return trace.dump() + "\n";
 }

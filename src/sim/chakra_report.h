@@ -1,7 +1,7 @@
 // What a Chakra replay reports: summary.json's "chakra" object, a line of
 // the human summary, and timeline.json, a Chrome/Perfetto trace (one track
-// per rank's compute and one per rank's communication, and the fabric's
-// counters sampled over time) to open in ui.perfetto.dev or chrome://tracing.
+// per rank's compute and one per rank's communication, the fabric's
+// counters sampled over time, and each link direction's load) to open in ui.perfetto.dev or chrome://tracing.
 #pragma once
 
 #include <nlohmann/json.hpp>

@@ -28,6 +28,8 @@ namespace {
 constexpr std::uint64_t kLargestWrite = 1ull << 30;
 constexpr std::uint32_t kLargestFlowWrites = 64;
 constexpr std::uint64_t kEventsPerProgressReport = 1 << 18;
+// A replay's timeline tracks every link's load up to this many links.
+constexpr std::size_t kLinkLoadMaxEdges = 2048;
 
 void check(const Scenario& scenario) {
   if (auto problem = topology_problem(scenario.topology)) throw std::invalid_argument("topology: " + *problem);
@@ -199,6 +201,10 @@ SimResult run_simulation(const Scenario& scenario, const std::function<void(doub
     transmitter->set_tap(capture->get());
     captures.push_back(std::move(*capture));
   }
+  std::optional<LinkLoad> link_load;
+  if (!scenario.chakra.empty() && scenario.sample_interval > 0 && scenario.topology.edges.size() <= kLinkLoadMaxEdges) {
+    link_load.emplace(fabric, scenario.topology, scenario.sample_interval);
+  }
   FlowRunner flows(scenario, fabric);
   FailureRunner failures(scenario, fabric, global);
   std::optional<CollectiveRunner> collective;
@@ -262,6 +268,7 @@ SimResult run_simulation(const Scenario& scenario, const std::function<void(doub
     result.collective_finished_at = collective->finished_at();
   }
   for (auto& job : jobs) result.chakra.push_back(job->result(run.now()));
+  if (link_load) result.link_load = link_load->series();
   fabric.close_pauses(run.now());
   result.fabric = run.counters();
   result.hosts = fabric.host_count();

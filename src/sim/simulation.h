@@ -11,6 +11,7 @@
 
 #include "sim/chakra_replay.h"
 #include "sim/deadlock_detector.h"
+#include "sim/link_load.h"
 #include "sim/scenario.h"
 #include "sim/time_series.h"
 #include "sim/world.h"
@@ -47,6 +48,7 @@ struct SimResult {
   bool collective_failed = false;
   SimTime collective_finished_at = 0;  // when the last finished iteration ended
   std::vector<ChakraResult> chakra;  // each Chakra job's
+  std::vector<LinkLoadSeries> link_load;  // per link direction, per sample_interval (Chakra replays only)
   SimTime sample_interval = 0;
   std::vector<FabricSample> samples;
   std::vector<std::vector<std::uint64_t>> flow_delivered;  // [sample][flow], when flows were sampled

@@ -52,6 +52,7 @@ class Transmitter final : public EventHandler {
   // Seeds the draws that decide which packets spec.loss takes.
   void seed_losses(std::uint64_t seed) { loss_state_ = seed; }
   void set_tap(PacketTap* tap) { tap_ = tap; }
+  PacketTap* tap() const { return tap_; }
 
   const LinkSpec& spec() const { return spec_; }
   Node* peer() const { return peer_; }

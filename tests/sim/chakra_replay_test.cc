@@ -8,6 +8,7 @@
 // wait on each other end at the time limit, not in a hang.
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <map>
 #include <stdexcept>
 
@@ -301,6 +302,31 @@ TEST(ChakraReplay, AMessageTakesItsSerializationAndAReceiveWaitsForIt) {
   EXPECT_LT(result.ranks[1].finished, (100 + 95) * kUs);
   EXPECT_EQ(result.ranks[1].communication, result.ranks[1].finished);  // waiting on the receive throughout
   EXPECT_EQ(result.ranks[0].compute, 100 * kUs);
+}
+
+TEST(ChakraReplay, EachLinksLoadIsCountedBesideACaptureOfIt) {
+  Scenario scenario =
+      replay({{compute(1, 100), message(2, true, 1, 1 << 20, {1})}, {message(1, false, 0, 1 << 20)}});
+  scenario.captures.push_back({NodeRef{true, 0}, NodeRef{false, 0}});
+  std::string dir = ::testing::TempDir();
+  SimResult run = run_simulation(scenario, {}, dir);
+  ASSERT_EQ(run.chakra[0].ranks_finished, 2u);
+  // A star of two hosts: four link directions, each counted by 10 us.
+  ASSERT_EQ(run.link_load.size(), 4u);
+  std::uint64_t sent = 0;
+  for (const LinkLoadSeries& link : run.link_load) {
+    if (link.from == NodeRef{true, 0} && link.to == NodeRef{false, 0}) {
+      for (std::uint64_t bytes : link.bytes) sent += bytes;
+      EXPECT_EQ(link.rate_bps, 100'000'000'000u);
+    }
+  }
+  // 256 packets of 4 KiB and their headers, nothing before the send at 100 us.
+  EXPECT_GT(sent, 1u << 20);
+  EXPECT_LT(sent, (1u << 20) * 21 / 20);
+  // The capture of the same link, tapped first, still has its frames (the
+  // 1 MiB payload among them).
+  std::ifstream capture(dir + "/" + capture_file_name({true, 0}, {false, 0}), std::ios::binary | std::ios::ate);
+  EXPECT_GT(static_cast<std::uint64_t>(capture.tellg()), 1u << 20);
 }
 
 TEST(ChakraReplay, ABarrierReleasesEveryRankWhenTheLastArrives) {

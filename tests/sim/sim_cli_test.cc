@@ -129,6 +129,21 @@ TEST_F(SimCli, TheDataParallelReplayWritesItsSummaryAndTimeline) {
     EXPECT_LE(event["ts"].get<double>() + event["dur"].get<double>(), chakra["makespan_us"].get<double>() + 1e-6);
   }
   EXPECT_EQ(slices, 8u * 21);
+  // Every link direction's load (4 leaves x 2 hosts and 4 x 2 uplinks, both
+  // ways: 32), in Gb/s per 10 us; a frame counts in the interval it starts
+  // in, so an interval may show up to one 4 KiB frame (3.3 Gb/s) above the
+  // 100 Gb/s line. The ring all-reduces fill the host links.
+  std::set<std::string> links;
+  double busiest = 0;
+  for (const auto& event : timeline["traceEvents"]) {
+    if (event["ph"] != "C" || event["name"].get<std::string>().rfind("link ", 0) != 0) continue;
+    links.insert(event["name"].get<std::string>());
+    busiest = std::max(busiest, event["args"]["Gb/s"].get<double>());
+  }
+  EXPECT_EQ(links.size(), 32u);
+  EXPECT_EQ(links.count("link h0->s0 (Gb/s)"), 1u);
+  EXPECT_GT(busiest, 90.0);
+  EXPECT_LT(busiest, 103.4);
 }
 
 TEST_F(SimCli, TwoJobsAreListedInTheSummaryAndTheTimeline) {

@@ -1,0 +1,59 @@
+// Per-link byte counts by interval, from taps on the transmitters.
+#include "sim/link_load.h"
+
+#include <set>
+#include <tuple>
+
+namespace uroce::sim {
+
+class LinkLoad::Tap final : public PacketTap {
+ public:
+  Tap(Transmitter& transmitter, NodeRef from, NodeRef to, SimTime interval)
+      : transmitter_(transmitter), next_(transmitter.tap()), interval_(interval) {
+    series_.from = from;
+    series_.to = to;
+    series_.rate_bps = transmitter.spec().rate_bps;
+    transmitter.set_tap(this);
+  }
+  ~Tap() override { transmitter_.set_tap(next_); }
+
+  void on_transmit(const Packet& packet, SimTime now) override {
+    auto bucket = static_cast<std::size_t>(now / interval_);
+    if (bucket >= series_.bytes.size()) series_.bytes.resize(bucket + 1, 0);
+    series_.bytes[bucket] += packet.wire_bytes;
+    if (next_ != nullptr) next_->on_transmit(packet, now);
+  }
+  const LinkLoadSeries& series() const { return series_; }
+
+ private:
+  Transmitter& transmitter_;
+  PacketTap* next_;
+  SimTime interval_;
+  LinkLoadSeries series_;
+};
+
+LinkLoad::LinkLoad(Fabric& fabric, const Topology& topology, SimTime interval) : interval_(interval) {
+  std::set<std::tuple<bool, std::uint32_t, bool, std::uint32_t>> tapped;  // parallel links: the first only
+  for (const TopologyEdge& edge : topology.edges) {
+    for (auto [from, to] : {std::pair{edge.a, edge.b}, std::pair{edge.b, edge.a}}) {
+      if (!tapped.emplace(from.is_host, from.index, to.is_host, to.index).second) continue;
+      if (Transmitter* transmitter = fabric.transmitter_between(from, to)) {
+        taps_.push_back(std::make_unique<Tap>(*transmitter, from, to, interval));
+      }
+    }
+  }
+}
+
+LinkLoad::~LinkLoad() {
+  // Untap in reverse, so each transmitter gets back the tap it had.
+  while (!taps_.empty()) taps_.pop_back();
+}
+
+std::vector<LinkLoadSeries> LinkLoad::series() const {
+  std::vector<LinkLoadSeries> out;
+  out.reserve(taps_.size());
+  for (const auto& tap : taps_) out.push_back(tap->series());
+  return out;
+}
+
+}  // namespace uroce::sim

@@ -51,7 +51,13 @@ int show(const ChakraOptions& options) {
       std::fprintf(stderr, "uroce chakra: %s\n", trace.error().c_str());
       return 1;
     }
-    std::printf("%s: Chakra %s, %zu nodes\n", file.c_str(), trace->version.c_str(), trace->nodes.size());
+    std::printf("%s: Chakra %s, %zu nodes", file.c_str(), trace->version.empty() ? "(no version)" : trace->version.c_str(),
+                trace->nodes.size());
+    if (trace->missing_dependencies != 0) {
+      std::printf(", %llu dependencies on nodes not in the trace (dropped)",
+                  static_cast<unsigned long long>(trace->missing_dependencies));
+    }
+    std::printf("\n");
     for (const chakra::TraceNode& node : trace->nodes) std::printf("  %s\n", describe(node).c_str());
   }
   return 0;

@@ -24,8 +24,8 @@
 #include <thread>
 #include <vector>
 
-#include "common/expected.h"
-#include "common/monotonic_clock.h"
+#include "uroce/expected.h"
+#include "uroce/monotonic_clock.h"
 #include "uroce/engine.h"
 
 namespace uroce {

@@ -22,7 +22,7 @@
 #include <system_error>
 #include <vector>
 
-#include "common/expected.h"
+#include "uroce/expected.h"
 #include "uroce/verbs_types.h"
 
 namespace uroce {

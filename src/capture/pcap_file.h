@@ -7,7 +7,7 @@
 #include <string>
 
 #include "common/bytes.h"
-#include "common/expected.h"
+#include "uroce/expected.h"
 
 typedef struct pcap pcap_t;
 typedef struct pcap_dumper pcap_dumper_t;

@@ -10,7 +10,7 @@
 #include <string_view>
 #include <vector>
 
-#include "common/expected.h"
+#include "uroce/expected.h"
 
 namespace uroce::chakra {
 

@@ -14,7 +14,7 @@
 
 #include "cm/mad.h"
 #include "common/bytes.h"
-#include "common/expected.h"
+#include "uroce/expected.h"
 
 namespace uroce::cm {
 

@@ -25,7 +25,7 @@
 #include <string>
 #include <vector>
 
-#include "common/expected.h"
+#include "uroce/expected.h"
 
 namespace uroce::collective {
 

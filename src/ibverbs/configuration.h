@@ -27,7 +27,7 @@
 #include <string>
 #include <vector>
 
-#include "common/expected.h"
+#include "uroce/expected.h"
 #include "ibverbs/ibverbs_device.h"
 #include "uroce/device.h"
 

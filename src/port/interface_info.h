@@ -8,7 +8,7 @@
 #include <optional>
 #include <string>
 
-#include "common/expected.h"
+#include "uroce/expected.h"
 #include "uroce/engine.h"
 #include "wire/ethernet.h"
 

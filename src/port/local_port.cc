@@ -9,7 +9,7 @@
 #include <cstring>
 #include <random>
 
-#include "common/monotonic_clock.h"
+#include "uroce/monotonic_clock.h"
 #include "wire/frame.h"
 #include "wire/ipv4.h"
 #include "wire/ipv6.h"

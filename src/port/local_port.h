@@ -24,8 +24,8 @@
 #include <string>
 #include <vector>
 
-#include "common/expected.h"
-#include "common/monotonic_clock.h"
+#include "uroce/expected.h"
+#include "uroce/monotonic_clock.h"
 #include "port/local_ring.h"
 #include "port/port.h"
 

@@ -22,7 +22,7 @@
 #include <string>
 
 #include "common/bytes.h"
-#include "common/expected.h"
+#include "uroce/expected.h"
 #include "port/port.h"
 #include "uroce/engine.h"
 

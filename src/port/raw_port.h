@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "common/expected.h"
+#include "uroce/expected.h"
 #include "port/neighbor_table.h"
 #include "port/port.h"
 #include "wire/arp.h"

@@ -10,7 +10,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "common/monotonic_clock.h"
+#include "uroce/monotonic_clock.h"
 #include "port/link_local.h"
 #include "port/raw_port_io.h"
 #include "wire/ipv4.h"

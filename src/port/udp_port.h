@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "common/bytes.h"
-#include "common/expected.h"
+#include "uroce/expected.h"
 #include "port/port.h"
 #include "uroce/device.h"
 #include "uroce/engine.h"

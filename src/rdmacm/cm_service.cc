@@ -15,7 +15,7 @@
 #include <string>
 
 #include "cm/mad.h"
-#include "common/monotonic_clock.h"
+#include "uroce/monotonic_clock.h"
 #include "rdmacm/ud_services.h"
 #include "ibverbs/uroce_private.h"
 

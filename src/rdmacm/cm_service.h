@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "cm/connection_manager.h"
-#include "common/expected.h"
+#include "uroce/expected.h"
 #include "rdmacm/cm_objects.h"
 
 namespace uroce::rdmacm {

@@ -12,7 +12,7 @@
 #include <random>
 
 #include "cm/cma_header.h"
-#include "common/monotonic_clock.h"
+#include "uroce/monotonic_clock.h"
 #include "ibverbs/uroce_private.h"
 #include "rdmacm/cm_service.h"
 #include "rdmacm/ud_services.h"

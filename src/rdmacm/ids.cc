@@ -11,7 +11,7 @@
 #include <random>
 
 #include "cm/cma_header.h"
-#include "common/monotonic_clock.h"
+#include "uroce/monotonic_clock.h"
 #include "rdmacm/cm_service.h"
 
 namespace uroce::rdmacm {

@@ -6,7 +6,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "common/monotonic_clock.h"
+#include "uroce/monotonic_clock.h"
 
 namespace uroce::rdmacm {
 namespace {

@@ -14,7 +14,7 @@
 #include <cstring>
 #include <random>
 
-#include "common/monotonic_clock.h"
+#include "uroce/monotonic_clock.h"
 #include "port/extent_mappings.h"
 #include "port/interface_info.h"
 #include "port/local_port.h"

@@ -9,7 +9,7 @@
 #include <optional>
 #include <string>
 
-#include "common/expected.h"
+#include "uroce/expected.h"
 #include "uroce/engine.h"
 
 namespace uroce::runtime {

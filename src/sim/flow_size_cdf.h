@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "common/expected.h"
+#include "uroce/expected.h"
 
 namespace uroce::sim {
 

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "capture/pcap_file.h"
-#include "common/expected.h"
+#include "uroce/expected.h"
 #include "sim/topology.h"
 #include "sim/transmitter.h"
 

@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include "common/expected.h"
+#include "uroce/expected.h"
 #include "sim/scenario.h"
 
 namespace uroce::sim {

@@ -11,7 +11,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "common/expected.h"
+#include "uroce/expected.h"
 #include "uroce/engine.h"
 
 namespace uroce::verbs {

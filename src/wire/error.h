@@ -3,7 +3,7 @@
 
 #include <string_view>
 
-#include "common/expected.h"
+#include "uroce/expected.h"
 
 namespace uroce::wire {
 

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/support/sanitized_build.h"
 #include "tests/support/test_network.h"
 #include "uroce/device.h"
 
@@ -102,8 +103,11 @@ TEST(ForcedDrops, NoLossStallsAWriteStreamForTheLocalAckTimeout) {
   std::fflush(stdout);
   EXPECT_GT(counters.retransmitted_packets, 0u) << "nothing was lost: is the nftables rule there?";
   if (options.loss_probe_ns != 0) {
+    // No stall comes near the Local ACK Timeout (1.07 s): 10 ms at most, or
+    // 200 ms under the sanitizers, where a descheduled ASan-slowed progress
+    // thread alone has stalled a run for 60 ms (no timeout fired).
     EXPECT_EQ(counters.timeouts, 0u);
-    EXPECT_LT(longest_stall, std::chrono::milliseconds(10));
+    EXPECT_LT(longest_stall, std::chrono::milliseconds(kSanitizedBuild ? 200 : 10));
   }
 }
 

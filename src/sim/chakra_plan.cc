@@ -18,15 +18,6 @@ std::string where(const ChakraSpec& spec, std::uint32_t rank, std::uint32_t node
   return fmt::format("{}.{}.et: node {} (id {}, \"{}\")", spec.traces, rank, node, traced.id, traced.name);
 }
 
-collective::Operation operation_of(chakra::CommType type) {
-  switch (type) {
-    case chakra::CommType::all_gather: return collective::Operation::all_gather;
-    case chakra::CommType::reduce_scatter: return collective::Operation::reduce_scatter;
-    case chakra::CommType::all_to_all: return collective::Operation::alltoall;
-    default: return collective::Operation::all_reduce;
-  }
-}
-
 // The ranks of a node's process group, checked to include the node's rank.
 const std::vector<std::uint32_t>& group_of(const ChakraSpec& spec, const std::vector<std::uint32_t>& everyone,
                                            std::uint32_t rank, std::uint32_t node) {
@@ -112,7 +103,7 @@ void plan_collectives(const ChakraSpec& spec, ChakraPlan& plan) {
     // reads it); the schedule's size is the gathered output.
     if (planned.type == chakra::CommType::all_gather) planned.bytes *= members;
     planned.bytes = std::max<std::uint64_t>(planned.bytes, members);
-    collective::Operation operation = operation_of(planned.type);
+    collective::Operation operation = *operation_of(planned.type);  // not a barrier: see above
     collective::Algorithm algorithm = spec.algorithm.value_or(collective::default_algorithm(operation));
     auto schedule = collective::make_schedule(operation, algorithm, members, planned.bytes);
     if (!schedule) {
@@ -171,16 +162,17 @@ void plan_messages(const ChakraSpec& spec, std::set<std::pair<std::uint32_t, std
 
 }  // namespace
 
-bool replays(chakra::CommType type) {
+std::optional<collective::Operation> operation_of(chakra::CommType type) {
   switch (type) {
-    case chakra::CommType::all_reduce:
-    case chakra::CommType::all_gather:
-    case chakra::CommType::reduce_scatter:
-    case chakra::CommType::all_to_all:
-    case chakra::CommType::barrier: return true;
-    default: return false;
+    case chakra::CommType::all_reduce: return collective::Operation::all_reduce;
+    case chakra::CommType::all_gather: return collective::Operation::all_gather;
+    case chakra::CommType::reduce_scatter: return collective::Operation::reduce_scatter;
+    case chakra::CommType::all_to_all: return collective::Operation::alltoall;
+    default: return std::nullopt;
   }
 }
+
+bool replays(chakra::CommType type) { return operation_of(type) || type == chakra::CommType::barrier; }
 
 ChakraPlan plan_chakra(const ChakraSpec& spec) {
   if (spec.control_dependencies) {

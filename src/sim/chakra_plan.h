@@ -62,6 +62,9 @@ struct ChakraPlan {
   std::vector<std::pair<std::uint32_t, std::uint32_t>> pairs;
 };
 
+// The schedule (collective/schedule.h) a Chakra collective type runs; none
+// for a barrier and the types uroce does not run.
+std::optional<collective::Operation> operation_of(chakra::CommType type);
 // Whether uroce runs collectives of this type (the others are skipped and counted).
 bool replays(chakra::CommType type);
 

@@ -15,8 +15,6 @@ namespace uroce::sim {
 namespace {
 
 constexpr std::uint32_t kStartTag = UINT32_MAX;
-// A rank posts at most one collective's slices at a time, and a send.
-constexpr std::uint32_t kSendQueueSlack = 16;
 
 }  // namespace
 
@@ -51,14 +49,15 @@ ChakraReplay::ChakraReplay(const ChakraSpec& spec, std::uint32_t job, const Tran
     const PlannedCollective& planned = plan_.collectives[c];
     running_[c].progress = std::make_unique<CollectiveProgress>(
         planned.schedule ? &*planned.schedule : nullptr, static_cast<std::uint32_t>(planned.ranks.size()),
-        std::max(spec.slices, spec.channels),
+        slices_over(spec.slices, spec.channels),
         [this, c](const CollectiveProgress::TransferId& id, std::uint64_t offset, std::uint64_t bytes) {
           post_transfer(c, id, offset, bytes);
         },
         [this, c](std::uint32_t member) { member_done(c, member); });
   }
   std::uint32_t channels = std::max<std::uint32_t>(spec.channels, 1);
-  std::uint32_t depth = kSendQueueSlack + 2 * std::max(spec.slices, channels) / channels + 1;
+  // A rank's communication runs one collective or send at a time.
+  std::uint32_t depth = send_queue_depth(spec.slices, channels);
   for (auto [a, b] : plan_.pairs) {
     for (std::uint32_t channel = 0; channel < channels; ++channel) {
       auto [mine, theirs] = connect_rc_pair(*ranks_[a].host, *ranks_[b].host, transport, depth);
@@ -123,7 +122,10 @@ void ChakraReplay::drain(SimTime now) {
     pump(rank, now);
   }
   draining_ = false;
-  for (HostNode* host : to_wake_) host->wake(now);
+  for (std::uint32_t rank : to_wake_) {
+    ranks_[rank].host->wake(now);
+    ranks_[rank].waking = false;
+  }
   to_wake_.clear();
 }
 
@@ -245,7 +247,7 @@ void ChakraReplay::post_transfer(std::uint32_t c, const CollectiveProgress::Tran
   Write write;
   write.collective = c;
   write.transfer = id;
-  std::uint32_t channel = id.slice % std::max<std::uint32_t>(spec_.channels, 1);
+  std::uint32_t channel = channel_of(id.slice, spec_.channels);
   post_write(planned.ranks[id.member], planned.ranks[transfer.to], channel, transfer.offset + offset,
              receive_buffer + transfer.remote_offset + offset, bytes, write);
 }
@@ -282,7 +284,10 @@ void ChakraReplay::post_write(std::uint32_t from_rank, std::uint32_t to_rank, st
     throw std::runtime_error(fmt::format("chakra replay: rank {}: a WRITE of {} bytes to rank {} refused: {}",
                                          from_rank, bytes, to_rank, std::make_error_code(refused).message()));
   }
-  if (std::find(to_wake_.begin(), to_wake_.end(), &from) == to_wake_.end()) to_wake_.push_back(&from);
+  if (!ranks_[from_rank].waking) {
+    ranks_[from_rank].waking = true;
+    to_wake_.push_back(from_rank);
+  }
 }
 
 void ChakraReplay::completed(const WorkCompletion& completion, SimTime now) {
@@ -339,7 +344,7 @@ ChakraResult ChakraReplay::result(SimTime end) {
       bool receive = spec_.ranks[r].nodes[node].type == chakra::kCommRecvNode;
       if (rank.started[node] == kSimNever || (resource_of(r, node) == none && !receive)) continue;
       SimTime ended = rank.ended[node] == kSimNever ? last : rank.ended[node];
-      out.spans.push_back({r, node, spec_.ranks[r].nodes[node].type == chakra::kCompNode, rank.started[node], ended});
+      out.spans.push_back({r, node, rank.started[node], ended});
     }
   }
   for (std::size_t c = 0; c < plan_.collectives.size(); ++c) {

@@ -59,7 +59,6 @@ struct ChakraRankResult {
 struct ChakraSpan {
   std::uint32_t rank = 0;
   std::uint32_t node = 0;
-  bool compute = false;
   SimTime start = 0, end = 0;
 };
 
@@ -102,6 +101,7 @@ class ChakraReplay final : public EventHandler {
     std::uint32_t computing = 0, communicating = 0;
     SimTime since = 0;
     SimTime compute = 0, communication = 0, idle = 0;
+    bool waking = false;  // in to_wake_
   };
   struct Running {  // a collective as it runs
     std::unique_ptr<CollectiveProgress> progress;
@@ -143,7 +143,7 @@ class ChakraReplay final : public EventHandler {
   std::map<Channel, std::uint32_t> arrived_;                    // messages not yet received
   std::map<Channel, std::deque<std::uint32_t>> receiving_;      // receive nodes waiting, per channel
   std::set<std::uint32_t> dirty_;  // ranks with ready nodes to start
-  std::vector<HostNode*> to_wake_;  // hosts given WRITEs since the last drain, in that order
+  std::vector<std::uint32_t> to_wake_;  // ranks whose hosts were given WRITEs since the last drain, in that order
   SimTime now_ = 0;                // of the event being handled (progress callbacks have none)
   bool draining_ = false;
   std::size_t ranks_left_ = 0;

@@ -9,19 +9,6 @@ namespace uroce::sim {
 
 namespace {
 
-double microseconds(SimTime t) { return static_cast<double>(t) / static_cast<double>(kPicosecondsPerUs); }
-
-// The replay's collectives as collective/schedule.h names them (a barrier has none).
-std::optional<collective::Operation> operation_of(chakra::CommType type) {
-  switch (type) {
-    case chakra::CommType::all_reduce: return collective::Operation::all_reduce;
-    case chakra::CommType::all_gather: return collective::Operation::all_gather;
-    case chakra::CommType::reduce_scatter: return collective::Operation::reduce_scatter;
-    case chakra::CommType::all_to_all: return collective::Operation::alltoall;
-    default: return std::nullopt;
-  }
-}
-
 nlohmann::ordered_json time_or_null(SimTime t) {
   return t == kSimNever ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(microseconds(t));
 }

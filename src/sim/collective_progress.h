@@ -12,6 +12,7 @@
 // releases it when it may go (after the step's compute, say).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <vector>
@@ -19,6 +20,21 @@
 #include "collective/schedule.h"
 
 namespace uroce::sim {
+
+// A collective cut into `slices` over `channels` QPs per pair of members:
+// at least one slice per channel, and slice j goes on channel j mod channels.
+inline std::uint32_t slices_over(std::uint32_t slices, std::uint32_t channels) {
+  return std::max({slices, channels, 1u});
+}
+inline std::uint32_t channel_of(std::uint32_t slice, std::uint32_t channels) {
+  return slice % std::max(channels, 1u);
+}
+// The send queue each of those QPs needs: a member has at most one step's
+// WRITE per slice in flight, and a step sends to a peer once; four times that.
+inline std::uint32_t send_queue_depth(std::uint32_t slices, std::uint32_t channels) {
+  std::uint32_t per_channel = std::max(channels, 1u);
+  return 4 * ((slices_over(slices, channels) + per_channel - 1) / per_channel);
+}
 
 class CollectiveProgress {
  public:

@@ -11,7 +11,6 @@ namespace uroce::sim {
 
 namespace {
 
-constexpr std::uint32_t kSendQueueDepthPerSlice = 4;
 constexpr std::uint32_t kStartTag = UINT32_MAX;
 constexpr std::uint64_t kLargestTransfer = 1ull << 30;  // a WRITE's length is 32 bits; flows keep to 1 GiB too
 constexpr int kSliceShift = 32, kStepShift = 38;
@@ -56,7 +55,7 @@ CollectiveRunner::CollectiveRunner(const CollectiveSpec& spec, const TransportSp
   }
   // channels connections per pair that exchanges data, each used both ways.
   std::uint32_t channels = std::max<std::uint32_t>(spec.channels, 1);
-  std::uint32_t depth = kSendQueueDepthPerSlice * ((std::max(spec.slices, channels) + channels - 1) / channels);
+  std::uint32_t depth = send_queue_depth(spec.slices, channels);
   for (std::uint32_t i = 0; i < n; ++i) {
     for (const collective::Step& step : schedule_.ranks[i]) {
       for (const collective::Transfer& transfer : step.sends) {
@@ -77,7 +76,7 @@ void CollectiveRunner::start_iteration(SimTime now) {
   iteration_start_ = now;
   members_finished_ = 0;
   progress_ = std::make_unique<CollectiveProgress>(
-      &schedule_, static_cast<std::uint32_t>(members_.size()), std::max(spec_.slices, spec_.channels),
+      &schedule_, static_cast<std::uint32_t>(members_.size()), slices_over(spec_.slices, spec_.channels),
       [this](const CollectiveProgress::TransferId& id, std::uint64_t offset, std::uint64_t bytes) {
         post(id, offset, bytes);
       },
@@ -111,16 +110,22 @@ void CollectiveRunner::post(const CollectiveProgress::TransferId& id, std::uint6
   // All-to-all writes a receive buffer beside the send buffer.
   std::uint64_t receive_buffer = spec_.operation == collective::Operation::alltoall ? spec_.bytes : 0;
   write.rdma = {HostNode::kRegionBase + receive_buffer + transfer.remote_offset + offset, to.region().rkey};
-  std::uint32_t channel = id.slice % std::max<std::uint32_t>(spec_.channels, 1);
+  std::uint32_t channel = channel_of(id.slice, spec_.channels);
   if (from.host->engine().post_send(qpn_.at({id.member, transfer.to, channel}), write) != std::errc{}) {
     throw std::runtime_error("collective member " + std::to_string(id.member) + ": post_send refused");
   }
-  if (std::find(to_wake_.begin(), to_wake_.end(), from.host) == to_wake_.end()) to_wake_.push_back(from.host);
+  if (!from.waking) {
+    from.waking = true;
+    to_wake_.push_back(id.member);
+  }
 }
 
 // After the progress posted what it could: the senders start sending.
 void CollectiveRunner::wake_senders() {
-  for (HostNode* host : to_wake_) host->wake(now_);
+  for (std::uint32_t member : to_wake_) {
+    members_[member].host->wake(now_);
+    members_[member].waking = false;
+  }
   to_wake_.clear();
 }
 

@@ -44,6 +44,7 @@ class CollectiveRunner final : public EventHandler {
   struct Member {
     HostNode* host = nullptr;
     SimTime delay = 0;  // compute before each step
+    bool waking = false;  // in to_wake_
   };
   void start_iteration(SimTime now);
   void post(const CollectiveProgress::TransferId& id, std::uint64_t offset, std::uint64_t bytes);
@@ -56,7 +57,7 @@ class CollectiveRunner final : public EventHandler {
   std::vector<Member> members_;
   std::map<std::tuple<std::uint32_t, std::uint32_t, std::uint32_t>, std::uint32_t> qpn_;  // (member, peer, channel)
   std::unique_ptr<CollectiveProgress> progress_;  // this iteration's
-  std::vector<HostNode*> to_wake_;                // hosts that were given WRITEs, in that order
+  std::vector<std::uint32_t> to_wake_;            // members whose hosts were given WRITEs, in that order
   std::uint32_t members_finished_ = 0;
   SimTime now_ = 0;  // of the event being handled (progress callbacks have none)
   SimTime iteration_start_ = 0;

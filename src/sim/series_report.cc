@@ -12,8 +12,6 @@ namespace uroce::sim {
 
 namespace {
 
-double microseconds(SimTime t) { return static_cast<double>(t) / static_cast<double>(kPicosecondsPerUs); }
-
 std::string timeseries_csv(const SimResult& result) {
   std::string out =
       "time_us,switch_buffer_bytes,deepest_queue_bytes,paused_queues,data_packets,pause_frames,ecn_marked,drops\n";

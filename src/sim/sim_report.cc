@@ -14,8 +14,6 @@ namespace uroce::sim {
 
 namespace {
 
-double microseconds(SimTime t) { return static_cast<double>(t) / static_cast<double>(kPicosecondsPerUs); }
-
 // The p-th percentile (nearest rank) of finished flows' completion times.
 double percentile_us(std::vector<double> values, double p) {
   if (values.empty()) return 0;

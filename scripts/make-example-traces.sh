@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Writes the Chakra traces that examples/chakra_*.toml replay: a
 # data-parallel training step and a mixture-of-experts step on 8 ranks
-# (chakra/example_traces.h says what is in them). The files in examples/
-# were made by this script; tests/sim/chakra_examples_test.cc checks they
+# (src/chakra/example_traces.h says what is in them). The files in examples/
+# were made by this script; SimCli.TheShippedExampleTracesAreWhatTheGeneratorWrites
+# (tests/sim/sim_cli_test.cc) checks they
 # still match what it makes.
 # Usage: scripts/make-example-traces.sh [--build DIR]
 set -euo pipefail

@@ -235,6 +235,10 @@ struct QpInitAttr {
   // its retry count) for a peer that is really gone. 0: off, as verbs.
   TimeNs loss_probe_ns = 0;
   MultipathConfig multipath;  // RC with selective repeat only
+  // false: DCQCN never paces this QP, even with the reaction point on (a
+  // path with flow control of its own: NVLink between a GPU server's GPUs
+  // in the simulator, sim/gpu_servers.h).
+  bool congestion_controlled = true;
   // The General Services QP: a UD QP numbered 1, one per engine, through
   // which the connection manager's MADs come and go (Q_Key 0x80010000).
   bool gsi = false;

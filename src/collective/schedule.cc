@@ -24,19 +24,21 @@ std::uint32_t wrap(std::int64_t rank, std::uint32_t ranks) {
   return static_cast<std::uint32_t>(((rank % ranks) + ranks) % ranks);
 }
 
-// Ring: at step s each rank sends one chunk to the next and receives one
-// from the previous. An all-reduce is 2 (n - 1) such steps (reduce-scatter,
-// then all-gather of the reduced chunks); the others n - 1.
-void ring(Schedule& schedule, std::uint32_t steps, std::uint32_t reducing_steps, const Chunks& chunks) {
+// Ring: at step s each rank sends one chunk to the next in the ring's
+// order and receives one from the previous. An all-reduce is 2 (n - 1) such
+// steps (reduce-scatter, then all-gather of the reduced chunks); the others
+// n - 1.
+void ring(Schedule& schedule, std::uint32_t steps, std::uint32_t reducing_steps, const Chunks& chunks,
+          const std::vector<std::uint32_t>& order) {
   std::uint32_t n = chunks.ranks;
-  for (std::uint32_t r = 0; r < n; ++r) {
+  for (std::uint32_t p = 0; p < n; ++p) {
     for (std::uint32_t s = 0; s < steps; ++s) {
-      std::uint32_t chunk = wrap(std::int64_t{r} - s, n);
+      std::uint32_t chunk = wrap(std::int64_t{p} - s, n);
       Step step;
-      step.sends.push_back(chunks.span((r + 1) % n, chunk, chunk + 1));
-      step.receives_from.push_back(wrap(std::int64_t{r} - 1, n));
+      step.sends.push_back(chunks.span(order[(p + 1) % n], chunk, chunk + 1));
+      step.receives_from.push_back(order[wrap(std::int64_t{p} - 1, n)]);
       step.reduce = s < reducing_steps;
-      schedule.ranks[r].push_back(std::move(step));
+      schedule.ranks[order[p]].push_back(std::move(step));
     }
   }
 }
@@ -99,18 +101,26 @@ void alltoall(Schedule& schedule, bool pairwise, const Chunks& chunks) {
   }
 }
 
-// The double binary tree. Tree 0 is a heap over the ranks (node i's
-// children are 2i + 1 and 2i + 2); tree 1 mirrors it. Each tree reduces
-// and broadcasts half the buffer in kTreeChunks chunks. Going up, a node at
-// depth d sends chunk c to its parent at step (depth - d) + c, where depth
-// is the deepest node's: leaves start at once, and each node sends a chunk
-// the step after its children's copies of it arrived. Going down, from step
-// `up` on (when the roots hold every chunk), a node at depth d sends chunk
-// c to its children at step up + d + c.
-void double_binary_tree(Schedule& schedule, const Chunks& chunks) {
+// The double binary tree, over the parents that rank_layout.h gives each
+// tree. Each tree reduces and broadcasts half the buffer in kTreeChunks
+// chunks. Going up, a rank at depth d sends chunk c to its parent at step
+// (depth - d) + c, where depth is the deepest rank's in either tree: the
+// deepest leaves start at once, and each rank sends a chunk the step after
+// its children's copies of it arrived. Going down, from step `up` on (when
+// the roots hold every chunk), a rank at depth d sends chunk c to its
+// children at step up + d + c.
+void double_binary_tree(Schedule& schedule, const Chunks& chunks, const RankLayout& layout) {
   std::uint32_t n = chunks.ranks;
-  auto depth_of = [](std::uint32_t node) { return static_cast<std::uint32_t>(std::bit_width(node + 1) - 1); };
-  std::uint32_t depth = depth_of(n - 1);
+  std::vector<std::uint32_t> parents[2] = {tree_parents(n, layout, 0), tree_parents(n, layout, 1)};
+  std::vector<std::uint32_t> depths[2];
+  std::uint32_t depth = 0;
+  for (std::uint32_t tree = 0; tree < 2; ++tree) {
+    depths[tree].assign(n, 0);
+    for (std::uint32_t r = 0; r < n; ++r) {
+      for (std::uint32_t at = r; parents[tree][at] != at; at = parents[tree][at]) ++depths[tree][r];
+      depth = std::max(depth, depths[tree][r]);
+    }
+  }
   std::uint32_t up = depth + kTreeChunks - 1;                   // steps going up
   std::uint32_t down = depth == 0 ? 0 : depth + kTreeChunks - 1;  // steps going down
   for (auto& steps : schedule.ranks) {
@@ -120,18 +130,19 @@ void double_binary_tree(Schedule& schedule, const Chunks& chunks) {
   // Chunk c of tree t: [boundary(t, c), boundary(t, c + 1)) of the buffer.
   Chunks pieces{chunks.bytes, 2 * kTreeChunks};
   for (std::uint32_t tree = 0; tree < 2; ++tree) {
-    auto rank_of = [&](std::uint32_t node) { return tree == 0 ? node : n - 1 - node; };
-    for (std::uint32_t node = 1; node < n; ++node) {
-      std::uint32_t parent = (node - 1) / 2;
-      std::uint32_t d = depth_of(node);
+    for (std::uint32_t i = 0; i < n; ++i) {
+      std::uint32_t rank = tree == 0 ? i : n - 1 - i;  // tree 1's ranks in its mirrored order
+      std::uint32_t parent = parents[tree][rank];
+      if (parent == rank) continue;
+      std::uint32_t d = depths[tree][rank];
       for (std::uint32_t c = 0; c < kTreeChunks; ++c) {
         std::uint32_t piece = tree * kTreeChunks + c;
         std::uint32_t step_up = (depth - d) + c;
-        schedule.ranks[rank_of(node)][step_up].sends.push_back(pieces.span(rank_of(parent), piece, piece + 1));
-        schedule.ranks[rank_of(parent)][step_up].receives_from.push_back(rank_of(node));
+        schedule.ranks[rank][step_up].sends.push_back(pieces.span(parent, piece, piece + 1));
+        schedule.ranks[parent][step_up].receives_from.push_back(rank);
         std::uint32_t step_down = up + (d - 1) + c;  // the parent, at depth d - 1, sends it down
-        schedule.ranks[rank_of(parent)][step_down].sends.push_back(pieces.span(rank_of(node), piece, piece + 1));
-        schedule.ranks[rank_of(node)][step_down].receives_from.push_back(rank_of(parent));
+        schedule.ranks[parent][step_down].sends.push_back(pieces.span(rank, piece, piece + 1));
+        schedule.ranks[rank][step_down].receives_from.push_back(parent);
       }
     }
   }
@@ -189,7 +200,7 @@ std::uint64_t Schedule::bytes_sent_by(std::uint32_t rank) const {
 }
 
 Expected<Schedule, std::string> make_schedule(Operation operation, Algorithm algorithm, std::uint32_t ranks,
-                                              std::uint64_t bytes) {
+                                              std::uint64_t bytes, const RankLayout& layout) {
   std::string name = std::string(to_string(operation)) + " by " + to_string(algorithm);
   if (ranks < 2 || ranks > kMostRanks) return unexpected(name + ": needs 2 to 65536 ranks");
   if (bytes < ranks) return unexpected(name + ": needs at least a byte per rank");
@@ -206,6 +217,10 @@ Expected<Schedule, std::string> make_schedule(Operation operation, Algorithm alg
   if (algorithm == Algorithm::double_binary_tree && bytes < 2 * kTreeChunks) {
     return unexpected(name + ": needs at least " + std::to_string(2 * kTreeChunks) + " bytes");
   }
+  if (layout.gpus_per_server != 0 && ranks % layout.gpus_per_server != 0) {
+    return unexpected(name + ": " + std::to_string(ranks) + " ranks are not whole servers of " +
+                      std::to_string(layout.gpus_per_server) + " GPUs");
+  }
   Schedule schedule;
   schedule.operation = operation;
   schedule.algorithm = algorithm;
@@ -216,10 +231,11 @@ Expected<Schedule, std::string> make_schedule(Operation operation, Algorithm alg
   bool gathers = operation != Operation::reduce_scatter;
   switch (algorithm) {
     case Algorithm::ring:
-      ring(schedule, (reduces && gathers ? 2 : 1) * (ranks - 1), reduces ? ranks - 1 : 0, chunks);
+      ring(schedule, (reduces && gathers ? 2 : 1) * (ranks - 1), reduces ? ranks - 1 : 0, chunks,
+           ring_order(ranks, layout));
       break;
     case Algorithm::double_binary_tree:
-      double_binary_tree(schedule, chunks);
+      double_binary_tree(schedule, chunks, layout);
       break;
     case Algorithm::halving_doubling:
       halving_doubling(schedule, reduces, gathers, chunks);

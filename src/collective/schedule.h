@@ -5,11 +5,12 @@
 // WRITEs (sim/collective_runner.h), and a runner on a real network could
 // drive the same one.
 //
-// The double binary tree (NCCL's for large all-reduces) cuts each half of
-// the buffer into kTreeChunks chunks that flow up one tree level per step,
+// The double binary tree (NCCL's tree all-reduce) cuts each half of the
+// buffer into kTreeChunks chunks that flow up one tree level per step,
 // summed at each node, then down again from the root; the second tree is
-// the first mirrored (rank r as n - 1 - r), so that a rank that is a leaf
-// in one is inside the other.
+// the first mirrored, so that a rank that is a leaf in one is inside the
+// other. Rings and trees follow a RankLayout (collective/rank_layout.h):
+// flat, or over GPU servers as NCCL builds them, one per channel.
 //
 // Steps are aligned across ranks: a transfer in rank a's step s to rank b is
 // one of the receives of b's step s. A rank may start step s once its own
@@ -25,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "collective/rank_layout.h"
 #include "uroce/expected.h"
 
 namespace uroce::collective {
@@ -74,9 +76,10 @@ struct Schedule {
 
 // An error names what does not fit: fewer than 2 ranks, an algorithm that
 // does not do this operation, halving-doubling on a rank count that is not a
-// power of two, fewer bytes than ranks (or than a tree's pipeline chunks).
+// power of two, fewer bytes than ranks (or than a tree's pipeline chunks),
+// ranks that are not whole servers of the layout.
 Expected<Schedule, std::string> make_schedule(Operation operation, Algorithm algorithm, std::uint32_t ranks,
-                                              std::uint64_t bytes);
+                                              std::uint64_t bytes, const RankLayout& layout = {});
 
 // nccl-tests' bus bandwidth factor (doc/PERFORMANCE.md): busbw = algbw x
 // factor, the share of the data each rank must move, so that busbw compares

@@ -48,7 +48,9 @@ ChakraReplay::ChakraReplay(const ChakraSpec& spec, std::uint32_t job, const Tran
   for (std::uint32_t c = 0; c < plan_.collectives.size(); ++c) {
     const PlannedCollective& planned = plan_.collectives[c];
     running_[c].progress = std::make_unique<CollectiveProgress>(
-        planned.schedule ? &*planned.schedule : nullptr, static_cast<std::uint32_t>(planned.ranks.size()),
+        planned.schedule ? std::vector<const collective::Schedule*>{&*planned.schedule}
+                         : std::vector<const collective::Schedule*>{},
+        static_cast<std::uint32_t>(planned.ranks.size()),
         slices_over(spec.slices, spec.channels),
         [this, c](const CollectiveProgress::TransferId& id, std::uint64_t offset, std::uint64_t bytes) {
           post_transfer(c, id, offset, bytes);

@@ -17,27 +17,31 @@ std::uint64_t slice_offset(std::uint64_t bytes, std::uint32_t slices, std::uint3
 
 }  // namespace
 
-CollectiveProgress::CollectiveProgress(const collective::Schedule* schedule, std::uint32_t members,
+CollectiveProgress::CollectiveProgress(std::vector<const collective::Schedule*> schedules, std::uint32_t members,
                                        std::uint32_t slices, Post post, Done done, Gate gate)
-    : schedule_(schedule),
+    : schedules_(std::move(schedules)),
       slices_(std::max<std::uint32_t>(slices, 1)),
       post_(std::move(post)),
       done_(std::move(done)),
       gate_(std::move(gate)) {
   members_.resize(members);
-  if (schedule_ == nullptr) return;
-  for (const auto& steps : schedule_->ranks) {
-    for (const collective::Step& step : steps) {
-      for (const collective::Transfer& transfer : step.sends) {
-        slices_ = static_cast<std::uint32_t>(std::min<std::uint64_t>(slices_, std::max<std::uint64_t>(transfer.bytes, 1)));
+  if (schedules_.empty()) return;
+  for (const collective::Schedule* schedule : schedules_) {
+    for (const auto& steps : schedule->ranks) {
+      for (const collective::Step& step : steps) {
+        for (const collective::Transfer& transfer : step.sends) {
+          slices_ = static_cast<std::uint32_t>(
+              std::min<std::uint64_t>(slices_, std::max<std::uint64_t>(transfer.bytes, 1)));
+        }
       }
     }
   }
   for (Member& member : members_) {
     member.slices.resize(slices_);
-    for (Pipeline& pipeline : member.slices) {
-      pipeline.sends_done.assign(schedule_->steps(), 0);
-      pipeline.receives_done.assign(schedule_->steps(), 0);
+    for (std::uint32_t slice = 0; slice < slices_; ++slice) {
+      Pipeline& pipeline = member.slices[slice];
+      pipeline.sends_done.assign(schedule_of(slice).steps(), 0);
+      pipeline.receives_done.assign(schedule_of(slice).steps(), 0);
     }
   }
 }
@@ -47,7 +51,7 @@ void CollectiveProgress::join(std::uint32_t member) {
   if (joining.joined) return;
   joining.joined = true;
   ++joined_;
-  if (schedule_ == nullptr) {
+  if (schedules_.empty()) {
     if (joined_ < members_.size()) return;
     for (std::uint32_t m = 0; m < members_.size(); ++m) done_(m);
     return;
@@ -58,7 +62,7 @@ void CollectiveProgress::join(std::uint32_t member) {
 }
 
 bool CollectiveProgress::step_complete(std::uint32_t slice, std::uint32_t member, std::uint32_t step) const {
-  const collective::Step& planned = schedule_->ranks[member][step];
+  const collective::Step& planned = schedule_of(slice).ranks[member][step];
   const Pipeline& pipeline = members_[member].slices[slice];
   return pipeline.sends_done[step] == planned.sends.size() &&
          pipeline.receives_done[step] == planned.receives_from.size();
@@ -70,7 +74,7 @@ void CollectiveProgress::advance(std::uint32_t slice, std::uint32_t member) {
   Member& m = members_[member];
   Pipeline& pipeline = m.slices[slice];
   if (!m.joined || pipeline.done) return;
-  auto steps = static_cast<std::uint32_t>(schedule_->steps());
+  auto steps = static_cast<std::uint32_t>(schedule_of(slice).steps());
   for (;;) {
     std::uint32_t step = pipeline.posted;
     if (step > 0 && !step_complete(slice, member, step - 1)) return;
@@ -86,7 +90,7 @@ void CollectiveProgress::advance(std::uint32_t slice, std::uint32_t member) {
       }
       return;
     }
-    const collective::Step& planned = schedule_->ranks[member][step];
+    const collective::Step& planned = schedule_of(slice).ranks[member][step];
     for (std::uint32_t i = 0; i < planned.sends.size(); ++i) {
       TransferId id{slice, member, step, i};
       Member& receiver = members_[planned.sends[i].to];
@@ -109,12 +113,12 @@ void CollectiveProgress::release(std::uint32_t slice, std::uint32_t member) {
 }
 
 void CollectiveProgress::send(const TransferId& id) {
-  std::uint64_t bytes = schedule_->ranks[id.member][id.step].sends[id.index].bytes;
+  std::uint64_t bytes = schedule_of(id.slice).ranks[id.member][id.step].sends[id.index].bytes;
   post_(id, slice_offset(bytes, slices_, id.slice), slice_bytes(bytes, slices_, id.slice));
 }
 
 void CollectiveProgress::completed(const TransferId& id) {
-  std::uint32_t to = schedule_->ranks[id.member][id.step].sends[id.index].to;
+  std::uint32_t to = schedule_of(id.slice).ranks[id.member][id.step].sends[id.index].to;
   ++members_[id.member].slices[id.slice].sends_done[id.step];
   ++members_[to].slices[id.slice].receives_done[id.step];
   advance(id.slice, id.member);

@@ -9,7 +9,10 @@
 // of one) ends for every member when the last joins. Free of the fabric
 // and of time: the owner posts the WRITEs it is asked for and reports
 // their completions, and, given a gate, is asked before each step and
-// releases it when it may go (after the step's compute, say).
+// releases it when it may go (after the step's compute, say). Each channel
+// may follow a schedule of its own (NCCL's rings enter each server at
+// another GPU per channel, collective/rank_layout.h): slice j follows
+// schedule j mod schedules.
 #pragma once
 
 #include <algorithm>
@@ -50,10 +53,15 @@ class CollectiveProgress {
   // member) to post it.
   using Gate = std::function<void(std::uint32_t slice, std::uint32_t member, std::uint32_t step)>;
 
-  // schedule: null for a barrier or a group of one. slices is cut down so
-  // that every slice of every transfer carries at least a byte.
-  CollectiveProgress(const collective::Schedule* schedule, std::uint32_t members, std::uint32_t slices, Post post,
-                     Done done, Gate gate = {});
+  // schedules: one per channel, all of the same members; none for a
+  // barrier or a group of one. slices is cut down so that every slice of
+  // every transfer carries at least a byte.
+  CollectiveProgress(std::vector<const collective::Schedule*> schedules, std::uint32_t members, std::uint32_t slices,
+                     Post post, Done done, Gate gate = {});
+  // The schedule slice j follows.
+  const collective::Schedule& schedule_of(std::uint32_t slice) const {
+    return *schedules_[slice % schedules_.size()];
+  }
 
   std::uint32_t slices() const { return slices_; }
   void join(std::uint32_t member);
@@ -82,7 +90,7 @@ class CollectiveProgress {
   void advance(std::uint32_t slice, std::uint32_t member);
   void send(const TransferId& id);
 
-  const collective::Schedule* schedule_;
+  std::vector<const collective::Schedule*> schedules_;
   std::uint32_t slices_;
   Post post_;
   Done done_;

@@ -27,17 +27,10 @@ std::uint64_t work_id(const CollectiveProgress::TransferId& id) {
 // An event's tag: which member's slice finished its compute.
 std::uint32_t compute_tag(std::uint32_t slice, std::uint32_t member) { return slice << 16 | member; }
 
-}  // namespace
-
-CollectiveRunner::CollectiveRunner(const CollectiveSpec& spec, const TransportSpec& transport, Fabric& fabric,
-                                   SimWorld& world)
-    : spec_(spec), world_(world) {
-  auto n = static_cast<std::uint32_t>(spec.hosts.size());
-  auto schedule = collective::make_schedule(spec.operation, spec.algorithm, n, spec.bytes);
-  if (!schedule) throw std::invalid_argument("collective: " + schedule.error());
-  schedule_ = std::move(*schedule);
-  if (schedule_.steps() > kStepMask) throw std::invalid_argument("collective: more than 2^25 steps");
-  for (const auto& steps : schedule_.ranks) {
+// A schedule's steps and transfers must fit a wr_id's fields and a WRITE.
+void check_fits(const collective::Schedule& schedule) {
+  if (schedule.steps() > kStepMask) throw std::invalid_argument("collective: more than 2^25 steps");
+  for (const auto& steps : schedule.ranks) {
     for (const collective::Step& step : steps) {
       for (const collective::Transfer& transfer : step.sends) {
         if (transfer.bytes > kLargestTransfer) {
@@ -47,22 +40,42 @@ CollectiveRunner::CollectiveRunner(const CollectiveSpec& spec, const TransportSp
       }
     }
   }
+}
+
+}  // namespace
+
+CollectiveRunner::CollectiveRunner(const CollectiveSpec& spec, const TransportSpec& transport, Fabric& fabric,
+                                   SimWorld& world)
+    : spec_(spec), world_(world) {
+  auto n = static_cast<std::uint32_t>(spec.hosts.size());
   members_.resize(n);
   for (std::uint32_t i = 0; i < n; ++i) {
     members_[i].host = &fabric.host(spec.hosts[i]);
     bool straggler = spec.straggler && *spec.straggler == spec.hosts[i];
     members_[i].delay = spec.step_compute + (straggler ? spec.straggler_delay : 0);
   }
-  // channels connections per pair that exchanges data, each used both ways.
+  // On whole GPU servers, NCCL's rings and trees: one per channel.
   std::uint32_t channels = std::max<std::uint32_t>(spec.channels, 1);
+  collective::RankLayout layout{fabric.servers().whole_servers(spec.hosts), 0};
+  bool per_channel = layout.gpus_per_server != 0 && channels > 1 &&
+                     (spec.algorithm == collective::Algorithm::ring ||
+                      spec.algorithm == collective::Algorithm::double_binary_tree);
+  for (std::uint32_t channel = 0; channel < (per_channel ? channels : 1); ++channel) {
+    layout.channel = channel;
+    auto schedule = collective::make_schedule(spec.operation, spec.algorithm, n, spec.bytes, layout);
+    if (!schedule) throw std::invalid_argument("collective: " + schedule.error());
+    check_fits(*schedule);
+    schedules_.push_back(std::move(*schedule));
+  }
+  // channels connections per pair that exchanges data on a channel, each used both ways.
   std::uint32_t depth = send_queue_depth(spec.slices, channels);
-  for (std::uint32_t i = 0; i < n; ++i) {
-    for (const collective::Step& step : schedule_.ranks[i]) {
-      for (const collective::Transfer& transfer : step.sends) {
-        if (qpn_.count({i, transfer.to, 0}) != 0) continue;
-        for (std::uint32_t channel = 0; channel < channels; ++channel) {
-          auto [mine, theirs] =
-              connect_rc_pair(*members_[i].host, *members_[transfer.to].host, transport, depth);
+  for (std::uint32_t channel = 0; channel < channels; ++channel) {
+    const collective::Schedule& schedule = schedules_[channel % schedules_.size()];
+    for (std::uint32_t i = 0; i < n; ++i) {
+      for (const collective::Step& step : schedule.ranks[i]) {
+        for (const collective::Transfer& transfer : step.sends) {
+          if (qpn_.count({i, transfer.to, channel}) != 0) continue;
+          auto [mine, theirs] = connect_rc_pair(*members_[i].host, *members_[transfer.to].host, transport, depth);
           qpn_[{i, transfer.to, channel}] = mine;
           qpn_[{transfer.to, i, channel}] = theirs;
         }
@@ -75,8 +88,10 @@ CollectiveRunner::CollectiveRunner(const CollectiveSpec& spec, const TransportSp
 void CollectiveRunner::start_iteration(SimTime now) {
   iteration_start_ = now;
   members_finished_ = 0;
+  std::vector<const collective::Schedule*> schedules;
+  for (const collective::Schedule& schedule : schedules_) schedules.push_back(&schedule);
   progress_ = std::make_unique<CollectiveProgress>(
-      &schedule_, static_cast<std::uint32_t>(members_.size()), slices_over(spec_.slices, spec_.channels),
+      std::move(schedules), static_cast<std::uint32_t>(members_.size()), slices_over(spec_.slices, spec_.channels),
       [this](const CollectiveProgress::TransferId& id, std::uint64_t offset, std::uint64_t bytes) {
         post(id, offset, bytes);
       },
@@ -98,7 +113,7 @@ void CollectiveRunner::on_event(SimTime now, std::uint32_t tag) {
 }
 
 void CollectiveRunner::post(const CollectiveProgress::TransferId& id, std::uint64_t offset, std::uint64_t bytes) {
-  const collective::Transfer& transfer = schedule_.ranks[id.member][id.step].sends[id.index];
+  const collective::Transfer& transfer = progress_->schedule_of(id.slice).ranks[id.member][id.step].sends[id.index];
   Member& from = members_[id.member];
   HostNode& to = *members_[transfer.to].host;
   Sge sge{HostNode::kRegionBase + transfer.offset + offset, static_cast<std::uint32_t>(bytes), from.host->region().lkey};
@@ -136,8 +151,9 @@ void CollectiveRunner::completed(const WorkCompletion& completion, SimTime now) 
   id.index = static_cast<std::uint32_t>((completion.wr_id >> 16) & 0xffff);
   id.slice = static_cast<std::uint32_t>((completion.wr_id >> kSliceShift) & kSliceMask);
   id.step = static_cast<std::uint32_t>((completion.wr_id >> kStepShift) & kStepMask);
-  if (id.member >= members_.size() || id.step >= schedule_.steps() || failed_ || !progress_) return;
-  if (id.index >= schedule_.ranks[id.member][id.step].sends.size()) return;
+  if (id.member >= members_.size() || failed_ || !progress_ || id.slice >= progress_->slices()) return;
+  const collective::Schedule& schedule = progress_->schedule_of(id.slice);
+  if (id.step >= schedule.steps() || id.index >= schedule.ranks[id.member][id.step].sends.size()) return;
   if (completion.status != WcStatus::success) {
     failed_ = true;
     return;

@@ -1,7 +1,8 @@
 // Runs a scenario's collective (CollectiveSpec) on the fabric: the schedule
 // from collective/schedule.h, stepped by sim/collective_progress.h in the
 // spec's slices over its channels (RC connections per pair of members that
-// exchange data), each transfer's slice an RDMA WRITE, each step after the
+// exchange data; on whole GPU servers each channel has a ring or tree of
+// its own, collective/rank_layout.h), each transfer's slice an RDMA WRITE, each step after the
 // members' compute, iterations timed from their start to the last
 // member's last completion.
 #pragma once
@@ -34,7 +35,8 @@ class CollectiveRunner final : public EventHandler {
   bool failed() const { return failed_; }
   const std::vector<SimTime>& iteration_times() const { return iteration_times_; }
   SimTime finished_at() const { return finished_at_; }  // when the last finished iteration ended
-  const collective::Schedule& schedule() const { return schedule_; }
+  // One schedule, or one per channel (NCCL's rings and trees on GPU servers).
+  const std::vector<collective::Schedule>& schedules() const { return schedules_; }
 
   // A completion whose wr_id has kCollectiveWork set.
   void completed(const WorkCompletion& completion, SimTime now);
@@ -52,7 +54,7 @@ class CollectiveRunner final : public EventHandler {
   void wake_senders();
 
   CollectiveSpec spec_;
-  collective::Schedule schedule_;
+  std::vector<collective::Schedule> schedules_;
   SimWorld& world_;
   std::vector<Member> members_;
   std::map<std::tuple<std::uint32_t, std::uint32_t, std::uint32_t>, std::uint32_t> qpn_;  // (member, peer, channel)

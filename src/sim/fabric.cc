@@ -38,10 +38,12 @@ Fabric::Fabric(const std::vector<SimWorld*>& worlds, const Partitioning& partiti
   for (std::uint32_t h = 0; h < topology.hosts; ++h) {
     EngineConfig config = engine_config;
     config.seed = splitmix64(seeds);
-    double line_rate = 0;  // a QP may spread over every port
+    double line_rate = 0;  // a QP may spread over every port; a GPU's paced QPs go through a NIC
     for (const LinkSpec& link : host_links[h]) line_rate += static_cast<double>(link.rate_bps);
+    if (topology.servers.gpus != 0) line_rate = static_cast<double>(topology.servers.nic_rate_bps);
     config.congestion.dcqcn.line_rate_bps = line_rate;
     hosts_.push_back(std::make_unique<HostNode>(world_of(NodeRef{true, h}), h, config, host_links[h]));
+    hosts_.back()->set_servers(topology.servers);
   }
   for (const TopologyEdge& edge : topology.edges) {
     auto port_of = [&](const NodeRef& end, const NodeRef& other) -> std::pair<Transmitter*, std::uint16_t> {

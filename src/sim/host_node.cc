@@ -62,7 +62,12 @@ void HostNode::wake(SimTime now) {
 
 std::uint16_t HostNode::port_for(const Packet& packet) const {
   if (transmitters_.size() == 1) return 0;
-  return static_cast<std::uint16_t>(load_be16(packet.header + kUdpSourcePortOffset) % transmitters_.size());
+  auto fabric_ports = static_cast<std::uint16_t>(transmitters_.size());
+  if (servers_.nvlink_port) {
+    --fabric_ports;  // the last is the NVLink switch's
+    if (same_server(packet.dst_host)) return fabric_ports;
+  }
+  return static_cast<std::uint16_t>(load_be16(packet.header + kUdpSourcePortOffset) % fabric_ports);
 }
 
 Packet* HostNode::packet_from_engine(std::size_t length) {

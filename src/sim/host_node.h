@@ -3,7 +3,8 @@
 // multi-plane fabric. The NIC pulls the engine's packets when a wire is
 // free, sends each out of the port its UDP source port picks (source port
 // modulo ports: a multipath QP's EVs spread over the planes, any other QP
-// stays on one), holds those of a PFC-paused priority or of a busy port,
+// stays on one; a GPU's packets for its own server take its NVLink port,
+// sim/gpu_servers.h), holds those of a PFC-paused priority or of a busy port,
 // feeds arrivals to the engine, wakes it for its timers, and hands
 // completions to the workload.
 #pragma once
@@ -14,6 +15,7 @@
 #include <memory>
 #include <vector>
 
+#include "sim/topology.h"
 #include "sim/transmitter.h"
 #include "uroce/engine.h"
 
@@ -42,6 +44,10 @@ class HostNode final : public Node, public EventHandler {
   static constexpr std::uint64_t kRegionBase = 1ull << 44;
   static constexpr std::uint64_t kRegionLength = 1ull << 40;  // the engine's max_mr_size
 
+  // The GPU servers this host may be a GPU of (before any traffic).
+  void set_servers(const ServerLayout& servers) { servers_ = servers; }
+  bool same_server(std::uint32_t host) const { return servers_.same_server(id_, host); }
+
   void on_completion(CompletionHandler handler) { handler_ = std::move(handler); }
   // After the workload posted work: send what can be sent, arm timers.
   void wake(SimTime now);
@@ -67,6 +73,7 @@ class HostNode final : public Node, public EventHandler {
   std::uint32_t cq_ = 0;
   MrKeys region_;
   CompletionHandler handler_;
+  ServerLayout servers_;
   // Taken from the engine while their priority was paused, or for another
   // port than the one asking: per port, per priority.
   std::vector<std::array<PacketQueue, kPriorities>> held_;

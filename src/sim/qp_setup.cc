@@ -7,7 +7,8 @@ namespace uroce::sim {
 
 namespace {
 
-std::uint32_t create_qp(HostNode& host, const TransportSpec& transport, std::uint32_t send_queue_depth) {
+std::uint32_t create_qp(HostNode& host, const HostNode& peer, const TransportSpec& transport,
+                        std::uint32_t send_queue_depth) {
   QpInitAttr init;
   init.qp_type = QpType::rc;
   init.pd = host.pd();
@@ -17,6 +18,7 @@ std::uint32_t create_qp(HostNode& host, const TransportSpec& transport, std::uin
   init.tail_timeout_ns = transport.tail_timeout_ns;
   init.tail_timeout_packets = transport.tail_timeout_packets;
   init.multipath = transport.multipath;
+  init.congestion_controlled = !host.same_server(peer.id());  // NVLink has flow control of its own
   auto qpn = host.engine().create_qp(init);
   if (!qpn) throw std::runtime_error("simulated host " + std::to_string(host.id()) + ": create_qp refused");
   return *qpn;
@@ -58,8 +60,8 @@ void bring_up(HostNode& host, std::uint32_t qpn, HostNode& peer, std::uint32_t p
 
 std::pair<std::uint32_t, std::uint32_t> connect_rc_pair(HostNode& a, HostNode& b, const TransportSpec& transport,
                                                         std::uint32_t send_queue_depth) {
-  std::uint32_t qpn_a = create_qp(a, transport, send_queue_depth);
-  std::uint32_t qpn_b = create_qp(b, transport, send_queue_depth);
+  std::uint32_t qpn_a = create_qp(a, b, transport, send_queue_depth);
+  std::uint32_t qpn_b = create_qp(b, a, transport, send_queue_depth);
   bring_up(a, qpn_a, b, qpn_b, transport);
   bring_up(b, qpn_b, a, qpn_a, transport);
   return {qpn_a, qpn_b};

@@ -52,6 +52,7 @@ struct CollectiveSpec {
   SimTime iteration_gap = 0;
   std::uint32_t slices = 1;    // each transfer in this many pipelined slices (sim/collective_progress.h)
   std::uint32_t channels = 1;  // QPs per pair of members; slice j on channel j mod channels
+  bool algorithm_chosen = false;  // `algorithm` was chosen by predicted time (sim/collective_choice.h)
 };
 
 // A failure at `at` that recovers at `recover` (kSimNever: never): the link

@@ -16,6 +16,7 @@
 #include "sim/chakra_table.h"
 #include "sim/congestion_table.h"
 #include "sim/failure_table.h"
+#include "sim/gpu_servers.h"
 #include "sim/toml_fields.h"
 #include "sim/workload_file.h"
 
@@ -118,6 +119,26 @@ Topology topology_from(const toml::table& table) {
   for (TopologyEdge& edge : topology.edges) edge.link.loss = loss;
   if (auto problem = topology_problem(topology)) throw ScenarioError("topology: " + *problem);
   return topology;
+}
+
+// [servers]: the fabric's NICs become GPU servers (sim/gpu_servers.h).
+Topology servers_from(const toml::table& table, const Topology& fabric) {
+  const char* where = "servers";
+  only_keys(table, where, {"gpus", "nvlink_gbps", "nvlink_delay_ns", "nic"});
+  GpuServerSpec spec;
+  spec.gpus = number<std::uint32_t>(table, where, "gpus", spec.gpus, 1, 72);
+  double gbps = number<double>(table, where, "nvlink_gbps", static_cast<double>(spec.nvlink.rate_bps) / 1e9, 1, 100'000);
+  spec.nvlink.rate_bps = static_cast<std::uint64_t>(gbps * 1e9);
+  spec.nvlink.propagation = number<std::int64_t>(table, where, "nvlink_delay_ns", spec.nvlink.propagation / kPicosecondsPerNs,
+                                                 0, kMaxDelayNs) * kPicosecondsPerNs;
+  spec.nics = text(table, where, "nic", "rail", {"rail", "shared"}) == "rail" ? ServerNics::rail : ServerNics::shared;
+  try {
+    Topology topology = with_gpu_servers(fabric, spec);
+    if (auto problem = topology_problem(topology)) throw ScenarioError("servers: " + *problem);
+    return topology;
+  } catch (const std::invalid_argument& error) {
+    throw ScenarioError(std::string("servers: ") + error.what() + " (the [topology]'s hosts are the NICs)");
+  }
 }
 
 // A list of priorities such as [3, 4] as a bit mask; fallback when absent.
@@ -264,7 +285,7 @@ void output_from(const toml::table& table, Scenario& scenario) {
 Scenario scenario_from(const toml::table& root, const std::filesystem::path& base_dir) {
   only_keys(root, "scenario",
             {"name", "seed", "time_limit_us", "deadlock_check_us", "topology", "switch", "transport", "dcqcn", "flows",
-             "workloads", "output", "failures", "routing", "chakra"});
+             "workloads", "output", "failures", "routing", "chakra", "servers"});
   Scenario scenario;
   if (auto name = root.get_as<std::string>("name")) scenario.name = name->get();
   scenario.seed = number<std::uint64_t>(root, "scenario", "seed", scenario.seed, 0, UINT32_MAX);
@@ -275,6 +296,10 @@ Scenario scenario_from(const toml::table& root, const std::filesystem::path& bas
   const toml::node* topology = root.get("topology");
   if (topology == nullptr || !topology->is_table()) throw ScenarioError("[topology] is required");
   scenario.topology = topology_from(*topology->as_table());
+  if (const toml::node* servers = root.get("servers")) {
+    if (!servers->is_table()) throw ScenarioError("servers: expected a [servers] table");
+    scenario.topology = servers_from(*servers->as_table(), scenario.topology);
+  }
   scenario.switches = switch_from(table_or_empty(root, "switch"));
   transport_from(table_or_empty(root, "transport"), scenario);
   congestion_from(table_or_empty(root, "dcqcn"), scenario.engine.congestion);

@@ -8,6 +8,7 @@
 
 #include "sim/chakra_report.h"
 #include "sim/collective_bandwidth.h"
+#include "sim/collective_choice.h"
 #include "sim/fairness.h"
 
 namespace uroce::sim {
@@ -49,7 +50,7 @@ nlohmann::ordered_json deadlock_json(const SimResult& result) {
 }
 
 // Per iteration: its time, and nccl-tests' algbw and busbw for it.
-nlohmann::ordered_json collective_json(const CollectiveSpec& spec, const SimResult& result) {
+nlohmann::ordered_json collective_json(const CollectiveSpec& spec, const Topology& topology, const SimResult& result) {
   nlohmann::ordered_json times = nlohmann::ordered_json::array();
   nlohmann::ordered_json algbw = nlohmann::ordered_json::array();
   nlohmann::ordered_json busbw = nlohmann::ordered_json::array();
@@ -60,7 +61,16 @@ nlohmann::ordered_json collective_json(const CollectiveSpec& spec, const SimResu
     algbw.push_back(bandwidth.algbw_gb_per_s);
     busbw.push_back(bandwidth.busbw_gb_per_s);
   }
+  nlohmann::ordered_json predicted = nullptr;  // what the choice saw
+  if (spec.algorithm_chosen) {
+    predicted = nlohmann::ordered_json::object();
+    for (const PredictedTime& p : predict_algorithms(spec, topology)) {
+      predicted[collective::to_string(p.algorithm)] = p.seconds * 1e6;
+    }
+  }
   return {{"operation", collective::to_string(spec.operation)}, {"algorithm", collective::to_string(spec.algorithm)},
+          {"algorithm_chosen", spec.algorithm_chosen}, {"predicted_us", predicted},
+          {"channels", spec.channels}, {"slices", spec.slices},
           {"ranks", spec.hosts.size()}, {"bytes", spec.bytes},
           {"iterations", result.collective_iterations.size()}, {"failed", result.collective_failed},
           {"elapsed_us", result.collective_iterations.empty() ? 0.0 : microseconds(result.collective_finished_at - spec.start)},
@@ -118,7 +128,7 @@ nlohmann::ordered_json summary_json(const Scenario& scenario, const SimResult& r
                             {"evs_restored", result.paths_restored},
                             {"placed_on_arrival", result.placed_out_of_order}};
   }
-  if (scenario.collective) summary["collective"] = collective_json(*scenario.collective, result);
+  if (scenario.collective) summary["collective"] = collective_json(*scenario.collective, scenario.topology, result);
   if (!result.chakra.empty()) summary["chakra"] = chakra_summary_json(scenario, result);
   if (auto shares = fairness(result)) {
     summary["fairness"] = {{"jain_index", shares->jain},

@@ -4,6 +4,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 namespace uroce::sim {
@@ -142,6 +144,18 @@ std::vector<std::uint32_t> switch_planes(const Topology& topology) {
   return plane;
 }
 
+std::uint32_t ServerLayout::whole_servers(const std::vector<std::uint32_t>& hosts) const {
+  if (gpus == 0 || hosts.empty() || hosts.size() % gpus != 0) return 0;
+  for (std::size_t block = 0; block < hosts.size(); block += gpus) {
+    std::vector<bool> seen(gpus, false);
+    for (std::size_t i = block; i < block + gpus; ++i) {
+      if (!same_server(hosts[block], hosts[i]) || seen[hosts[i] % gpus]) return 0;
+      seen[hosts[i] % gpus] = true;
+    }
+  }
+  return gpus;
+}
+
 std::optional<std::string> topology_problem(const Topology& topology) {
   if (topology.hosts == 0) return "no hosts";
   if (topology.switches == 0) return "no switches";
@@ -185,8 +199,27 @@ std::optional<std::string> topology_problem(const Topology& topology) {
                          s.index);
     }
   }
+  const ServerLayout& servers = topology.servers;
+  if (servers.gpus != 0 && topology.hosts % servers.gpus != 0) {
+    return fmt::format("{} hosts are not whole servers of {} GPUs", topology.hosts, servers.gpus);
+  }
   for (std::uint32_t p = 0; p < planes; ++p) {
-    for (std::uint32_t h = 0; h < topology.hosts; ++h) {
+    // A server's NVLink plane (a NIC per GPU) must reach that server's GPUs only.
+    std::uint32_t first = 0, end = topology.hosts;
+    if (servers.nvlink_port) {
+      for (std::uint32_t h = 0; h < topology.hosts; ++h) {
+        if (reached[static_cast<std::size_t>(p) * topology.hosts + h] == 0) continue;
+        std::uint32_t server = h / servers.gpus;
+        bool local = true;
+        for (std::uint32_t other = h; other < topology.hosts && local; ++other) {
+          local = reached[static_cast<std::size_t>(p) * topology.hosts + other] == 0 ||
+                  servers.same_server(h, other);
+        }
+        if (local) std::tie(first, end) = std::pair(server * servers.gpus, (server + 1) * servers.gpus);
+        break;
+      }
+    }
+    for (std::uint32_t h = first; h < end; ++h) {
       if (reached[static_cast<std::size_t>(p) * topology.hosts + h] != 0) continue;
       std::uint32_t s = static_cast<std::uint32_t>(std::find(plane.begin(), plane.end(), p) - plane.begin());
       return planes == 1 ? fmt::format("host {} is not linked", h)

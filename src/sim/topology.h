@@ -35,12 +35,30 @@ struct StaticRoute {
   std::uint32_t via_switch = 0;
 };
 
+// Hosts that are the GPUs of servers (sim/gpu_servers.h): hosts
+// [s * gpus, (s + 1) * gpus) are server s's, joined by its NVLink switch.
+struct ServerLayout {
+  std::uint32_t gpus = 0;  // per server; 0: the hosts are not GPUs of servers
+  // Each GPU has a NIC of its own and its last port leads to the NVLink
+  // switch, which carries what goes to the server's other GPUs; otherwise
+  // the GPU's one port leads to the NVLink switch, which also holds the
+  // server's shared NIC.
+  bool nvlink_port = false;
+  std::uint64_t nic_rate_bps = 0;  // a NIC's rate: where DCQCN starts for a QP between servers
+  LinkSpec nvlink;                 // each GPU's link to its NVLink switch
+  bool same_server(std::uint32_t a, std::uint32_t b) const { return gpus != 0 && a / gpus == b / gpus; }
+  // The GPUs per server when `hosts` are whole servers, each one's GPUs in a
+  // row (member k * gpus + g on server k's GPU, each once); 0 otherwise.
+  std::uint32_t whole_servers(const std::vector<std::uint32_t>& hosts) const;
+};
+
 struct Topology {
   std::uint32_t hosts = 0;
   std::uint32_t switches = 0;
   std::vector<TopologyEdge> edges;
   std::vector<StaticRoute> routes;
   std::string description;
+  ServerLayout servers;
 };
 
 // Two switches joined by one bottleneck link, hosts_per_side hosts on each:
@@ -69,8 +87,9 @@ std::vector<std::uint32_t> switch_planes(const Topology& topology);
 
 // What is wrong with a topology, if anything: indices out of range, a host
 // with no link or more than kMaxHostPorts, a link between two hosts, a host
-// with two links into one plane, a plane that does not reach every host, a
-// static route over a link that does not exist.
+// with two links into one plane, a plane that does not reach every host (a
+// server's own NVLink plane reaches its GPUs only), a static route over a
+// link that does not exist.
 std::optional<std::string> topology_problem(const Topology& topology);
 
 }  // namespace uroce::sim

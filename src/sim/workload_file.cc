@@ -3,12 +3,14 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <numeric>
 #include <optional>
 #include <sstream>
 
+#include "sim/collective_choice.h"
 #include "sim/flow_size_cdf.h"
 #include "sim/mix.h"
 #include "sim/toml_fields.h"
@@ -23,7 +25,9 @@ constexpr std::size_t kMaxGeneratedFlows = 2'000'000;
 // A collective: kind "allreduce" (an all-reduce, by ring unless `algorithm`
 // says halving_doubling) or kind "collective" with `operation` (all_reduce,
 // all_gather, reduce_scatter, alltoall) and `algorithm` (ring,
-// halving_doubling; direct, pairwise for alltoall). Hosts: a list in rank
+// halving_doubling, double_binary_tree; direct, pairwise for alltoall; auto:
+// the fastest predicted, sim/collective_choice.h, the default on whole GPU
+// servers, where channels default to one per GPU). Hosts: a list in rank
 // order, or the first `count`; iterations, the compute between them
 // (iteration_gap_us), per-step compute, slices and channels (as in
 // [chakra], sim/collective_progress.h), and a straggler
@@ -50,24 +54,25 @@ void collective_from(const toml::table& entry, const std::string& where, std::ui
     if (name.empty()) throw ScenarioError(where + ".operation: all_reduce, all_gather, reduce_scatter or alltoall");
     ring.operation = *collective::operation_from(name);
   }
-  ring.algorithm = collective::default_algorithm(ring.operation);
-  if (entry.contains("algorithm")) {
-    std::string name =
-        text(entry, where, "algorithm", "", {"ring", "halving_doubling", "double_binary_tree", "direct", "pairwise"});
-    ring.algorithm = *collective::algorithm_from(name);
-  }
   ring.hosts = host_list(entry, where, "hosts", hosts);
   if (ring.hosts.empty()) {
     auto count = number<std::uint32_t>(entry, where, "count", hosts, 2, hosts);
     for (std::uint32_t h = 0; h < count; ++h) ring.hosts.push_back(h);
   }
+  // On whole GPU servers NCCL's defaults: its choice of algorithm, a channel per GPU (per rail).
+  std::uint32_t gpus = scenario.topology.servers.whole_servers(ring.hosts);
+  std::string algorithm = text(entry, where, "algorithm", gpus != 0 ? "auto" : "",
+                               {"auto", "ring", "halving_doubling", "double_binary_tree", "direct", "pairwise"});
+  ring.algorithm_chosen = algorithm == "auto";
+  ring.algorithm = algorithm.empty() || ring.algorithm_chosen ? collective::default_algorithm(ring.operation)
+                                                               : *collective::algorithm_from(algorithm);
   ring.bytes = bytes;
   ring.start = start;
   ring.iterations = number<std::uint32_t>(entry, where, "iterations", 1, 1, 1'000'000);
   ring.step_compute = microseconds_field(entry, where, "step_compute_us", 0, 1e6);
   ring.iteration_gap = microseconds_field(entry, where, "iteration_gap_us", 0, 1e7);
   ring.slices = number<std::uint32_t>(entry, where, "slices", 1, 1, 64);
-  ring.channels = number<std::uint32_t>(entry, where, "channels", 1, 1, 32);
+  ring.channels = number<std::uint32_t>(entry, where, "channels", std::max(gpus, 1u), 1, 32);
   if (entry.contains("straggler")) {
     ring.straggler = number<std::uint32_t>(entry, where, "straggler", 0, 0, hosts - 1);
     ring.straggler_delay = microseconds_field(entry, where, "straggler_delay_us", 0, 1e6);
@@ -82,6 +87,7 @@ void collective_from(const toml::table& entry, const std::string& where, std::ui
   } else if (entry.contains("straggler_delay_us") || entry.contains("straggler_link_gbps")) {
     throw ScenarioError(where + ": straggler_delay_us and straggler_link_gbps need a straggler (a host number)");
   }
+  if (ring.algorithm_chosen) ring.algorithm = choose_algorithm(ring, scenario.topology);
   scenario.collective = std::move(ring);
 }
 

@@ -101,7 +101,9 @@ Expected<std::uint32_t, std::errc> Engine::create_qp(const QpInitAttr& init) {
   qp.cap.max_send_sge = std::max<std::uint32_t>(cap.max_send_sge, 1);
   qp.cap.max_recv_sge = std::max<std::uint32_t>(cap.max_recv_sge, 1);
   qp.udp_source_port = wire::roce_source_port(qp.qpn);
-  if (state_->config.congestion.reaction_point) qp.dcqcn.emplace(state_->config.congestion.dcqcn);
+  if (state_->config.congestion.reaction_point && init.congestion_controlled) {
+    qp.dcqcn.emplace(state_->config.congestion.dcqcn);
+  }
   std::uint32_t qpn = qp.qpn;
   state_->qps.emplace(qpn, std::move(qp));
   return qpn;

@@ -20,8 +20,10 @@ struct Recorder {
   std::vector<Posted> posted;
   std::vector<std::uint32_t> done;
   CollectiveProgress make(const collective::Schedule* schedule, std::uint32_t members, std::uint32_t slices) {
+    std::vector<const collective::Schedule*> schedules;
+    if (schedule != nullptr) schedules.push_back(schedule);
     return CollectiveProgress(
-        schedule, members, slices,
+        std::move(schedules), members, slices,
         [this](const CollectiveProgress::TransferId& id, std::uint64_t offset, std::uint64_t bytes) {
           posted.push_back({id, offset, bytes});
         },

@@ -1,0 +1,156 @@
+// Predicting collectives' times from their schedules, without contention.
+#include "sim/collective_choice.h"
+
+#include <algorithm>
+#include <deque>
+#include <limits>
+#include <map>
+
+#include "sim/collective_progress.h"
+
+namespace uroce::sim {
+
+namespace {
+
+constexpr double kMtuBytes = 4096;
+
+// A path's one-way latency (propagation and an MTU's serialization per
+// link) and its slowest link's rate.
+struct PathCost {
+  double latency_s = 0;
+  double rate_bps = 0;
+};
+
+// The fewest-hops path from one host to another; hosts forward nothing.
+PathCost path_between(const Topology& topology, std::uint32_t from, std::uint32_t to) {
+  std::uint32_t nodes = topology.hosts + topology.switches;
+  auto id = [&](const NodeRef& n) { return n.is_host ? n.index : topology.hosts + n.index; };
+  std::vector<std::vector<std::pair<std::uint32_t, const LinkSpec*>>> next(nodes);
+  for (const TopologyEdge& edge : topology.edges) {
+    next[id(edge.a)].emplace_back(id(edge.b), &edge.link);
+    next[id(edge.b)].emplace_back(id(edge.a), &edge.link);
+  }
+  std::vector<PathCost> cost(nodes);
+  std::vector<bool> seen(nodes, false);
+  std::deque<std::uint32_t> frontier{from};
+  seen[from] = true;
+  cost[from].rate_bps = std::numeric_limits<double>::infinity();
+  while (!frontier.empty()) {
+    std::uint32_t at = frontier.front();
+    frontier.pop_front();
+    if (at == to) return cost[at];
+    if (at < topology.hosts && at != from) continue;  // a host is an end, never a hop
+    for (auto [n, link] : next[at]) {
+      if (seen[n]) continue;
+      seen[n] = true;
+      double rate = static_cast<double>(link->rate_bps);
+      cost[n] = {cost[at].latency_s + static_cast<double>(link->propagation) * 1e-12 + kMtuBytes * 8 / rate,
+                 std::min(cost[at].rate_bps, rate)};
+      frontier.push_back(n);
+    }
+  }
+  return {};
+}
+
+struct Links {
+  PathCost within, between;  // a server's GPUs over NVLink; hosts over the fabric
+  std::uint32_t gpus = 0;    // per server, 0: flat
+  bool shared_nic = false;
+};
+
+Links links_of(const CollectiveSpec& spec, const Topology& topology) {
+  Links links;
+  const ServerLayout& servers = topology.servers;
+  links.gpus = servers.whole_servers(spec.hosts);
+  links.shared_nic = links.gpus != 0 && !servers.nvlink_port;
+  if (links.gpus != 0) {
+    double rate = static_cast<double>(servers.nvlink.rate_bps);
+    links.within = {2 * (static_cast<double>(servers.nvlink.propagation) * 1e-12 + kMtuBytes * 8 / rate), rate};
+  }
+  std::uint32_t far = links.gpus != 0 && links.gpus < spec.hosts.size() ? links.gpus : 1;
+  links.between = path_between(topology, spec.hosts[0], spec.hosts[far]);
+  return links;
+}
+
+// One step of every channel at once, each carrying a slice of its transfers.
+double step_seconds(const std::vector<collective::Schedule>& channels, std::uint32_t step, double slice_share,
+                    const Links& links) {
+  std::map<std::uint32_t, double> nic_bytes, nvlink_bytes;  // by NIC (rank or server), by rank
+  double latency = 0;
+  for (const collective::Schedule& schedule : channels) {
+    for (std::uint32_t rank = 0; rank < schedule.rank_count(); ++rank) {
+      for (const collective::Transfer& transfer : schedule.ranks[rank][step].sends) {
+        bool within = links.gpus != 0 && rank / links.gpus == transfer.to / links.gpus;
+        const PathCost& path = within ? links.within : links.between;
+        latency = std::max(latency, 2 * path.latency_s);
+        double bytes = static_cast<double>(transfer.bytes) * slice_share;
+        if (within) {
+          nvlink_bytes[rank] += bytes;
+        } else {
+          nic_bytes[links.shared_nic ? rank / links.gpus : rank] += bytes;
+        }
+      }
+    }
+  }
+  double busiest = 0;
+  for (auto [nic, bytes] : nic_bytes) busiest = std::max(busiest, bytes * 8 / links.between.rate_bps);
+  for (auto [rank, bytes] : nvlink_bytes) busiest = std::max(busiest, bytes * 8 / links.within.rate_bps);
+  return latency + busiest;
+}
+
+double predicted_seconds(const CollectiveSpec& spec, collective::Algorithm algorithm, const Links& links,
+                         bool& possible) {
+  auto ranks = static_cast<std::uint32_t>(spec.hosts.size());
+  std::uint32_t channels = std::max(spec.channels, 1u);
+  bool per_channel = links.gpus != 0 && channels > 1 &&
+                     (algorithm == collective::Algorithm::ring || algorithm == collective::Algorithm::double_binary_tree);
+  std::vector<collective::Schedule> schedules;
+  for (std::uint32_t c = 0; c < channels; ++c) {
+    auto schedule = collective::make_schedule(spec.operation, algorithm, ranks, spec.bytes,
+                                              {links.gpus, per_channel ? c : 0});
+    possible = schedule.has_value();
+    if (!possible) return 0;
+    schedules.push_back(std::move(*schedule));
+  }
+  std::uint32_t slices = slices_over(spec.slices, channels);
+  double per_channel_slices = static_cast<double>(slices) / channels;
+  double slice_share = 1.0 / slices;
+  double total = 0, slowest = 0;
+  for (std::uint32_t step = 0; step < schedules.front().steps(); ++step) {
+    double seconds = step_seconds(schedules, step, slice_share, links);
+    total += seconds;
+    slowest = std::max(slowest, seconds);
+  }
+  return total + (per_channel_slices - 1) * slowest;
+}
+
+}  // namespace
+
+std::vector<PredictedTime> predict_algorithms(const CollectiveSpec& spec, const Topology& topology) {
+  using collective::Algorithm;
+  std::vector<Algorithm> candidates;
+  switch (spec.operation) {
+    case collective::Operation::all_reduce: candidates = {Algorithm::ring, Algorithm::double_binary_tree}; break;
+    case collective::Operation::alltoall: candidates = {Algorithm::direct}; break;
+    default: candidates = {Algorithm::ring}; break;
+  }
+  std::vector<PredictedTime> predicted;
+  if (spec.hosts.size() < 2) return predicted;
+  Links links = links_of(spec, topology);
+  for (Algorithm algorithm : candidates) {
+    bool possible = false;
+    double seconds = predicted_seconds(spec, algorithm, links, possible);
+    if (possible) predicted.push_back({algorithm, seconds});
+  }
+  return predicted;
+}
+
+collective::Algorithm choose_algorithm(const CollectiveSpec& spec, const Topology& topology) {
+  std::vector<PredictedTime> predicted = predict_algorithms(spec, topology);
+  if (predicted.empty()) return collective::default_algorithm(spec.operation);
+  return std::min_element(predicted.begin(), predicted.end(),
+                          [](const PredictedTime& a, const PredictedTime& b) { return a.seconds < b.seconds; })
+      ->algorithm;
+}
+
+}  // namespace uroce::sim

@@ -5,7 +5,8 @@
 // once, a reduce-scatter rank its own chunk so, an all-gather rank every
 // rank's chunk, and all-to-all rank q in slot p what rank p meant for q.
 // Also: steps line up across ranks, each rank sends what nccl-tests' bus
-// factor says it must, and what cannot be built is refused with a reason.
+// factor says it must, NCCL's rings and trees over servers keep to the
+// network as NCCL's do, and what cannot be built is refused with a reason.
 #include <gtest/gtest.h>
 
 #include <bit>
@@ -13,8 +14,10 @@
 #include <set>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
+#include "collective/rank_layout.h"
 #include "collective/schedule.h"
 
 namespace uroce::collective {
@@ -197,6 +200,60 @@ TEST(AllToAll, RankQHoldsInSlotPWhatRankPMeantForQ) {
       expect_each_rank_sends(*schedule, static_cast<double>(n - 1) / n);
     }
   }
+}
+
+// NCCL's topology-aware rings and trees over servers (rank_layout.h): still
+// right for every channel, a ring crossing between servers once per server
+// and, with an even number of servers, always between GPUs of one rail; a
+// tree whose servers are chains hanging from one GPU each.
+TEST(OnServers, RingsAndTreesStayRightAndCrossTheNetworkAsLittleAsNcclsDo) {
+  for (auto [gpus, servers] : {std::pair{2u, 2u}, std::pair{4u, 3u}, std::pair{8u, 2u}, std::pair{4u, 1u},
+                               std::pair{2u, 4u}}) {
+    std::uint32_t n = gpus * servers;
+    for (std::uint32_t channel = 0; channel < gpus; ++channel) {
+      RankLayout layout{gpus, channel};
+      SCOPED_TRACE(std::to_string(servers) + " servers of " + std::to_string(gpus) + ", channel " +
+                   std::to_string(channel));
+      for (Algorithm algorithm : {Algorithm::ring, Algorithm::double_binary_tree}) {
+        auto schedule = make_schedule(Operation::all_reduce, algorithm, n, bytes_for(n), layout);
+        ASSERT_TRUE(schedule) << schedule.error();
+        expect_steps_line_up(*schedule);
+        Model model = run(*schedule);
+        for (std::uint32_t r = 0; r < n; ++r) {
+          for (std::uint32_t c = 0; c < n; ++c) EXPECT_EQ(model.chunk(r, c), Counts(n, 1)) << r << " " << c;
+        }
+      }
+      std::vector<std::uint32_t> order = ring_order(n, layout);
+      EXPECT_EQ(std::set<std::uint32_t>(order.begin(), order.end()).size(), n);
+      std::uint32_t crossings = 0;
+      for (std::uint32_t p = 0; p < n; ++p) {
+        std::uint32_t from = order[p], to = order[(p + 1) % n];
+        if (from / gpus == to / gpus) continue;
+        ++crossings;
+        if (servers % 2 == 0) {
+          EXPECT_EQ(from % gpus, to % gpus) << "rail change from " << from << " to " << to;
+        }
+      }
+      EXPECT_EQ(crossings, servers == 1 ? 0 : servers);
+      for (std::uint32_t tree = 0; tree < 2; ++tree) {
+        std::vector<std::uint32_t> parent = tree_parents(n, layout, tree);
+        std::uint32_t roots = 0;
+        for (std::uint32_t s = 0; s < servers; ++s) {
+          std::uint32_t heads = 0;  // members whose parent is on another server, or the root
+          for (std::uint32_t g = 0; g < gpus; ++g) {
+            std::uint32_t r = s * gpus + g;
+            roots += parent[r] == r;
+            heads += parent[r] == r || parent[r] / gpus != s;
+          }
+          EXPECT_EQ(heads, 1u);
+        }
+        EXPECT_EQ(roots, 1u);
+      }
+    }
+  }
+  auto split = make_schedule(Operation::all_reduce, Algorithm::ring, 6, 6000, RankLayout{4, 0});
+  ASSERT_FALSE(split);
+  EXPECT_NE(split.error().find("whole servers"), std::string::npos) << split.error();
 }
 
 TEST(Schedules, WhatCannotBeBuiltIsRefusedWithAReason) {

@@ -80,3 +80,11 @@ run chakra-two-jobs-8-channels chakra_two_jobs.toml 's/^\[\[chakra\]\]/[[chakra]
 run chakra-two-jobs-a-alone chakra_two_jobs.toml '0,/^\[\[chakra\]\]/b; /^\[\[chakra\]\]/,$d'
 run chakra-mixture-of-experts-spray chakra_mixture_of_experts.toml 's/^pfc = true/pfc = true\nforwarding = "spray"/; s/^\[chakra\]/[transport]\nrecovery = "selective_repeat"\n\n[chakra]/'
 echo "outputs in $out"
+run nccl-1mib-auto nccl_gpu_servers.toml
+run nccl-1mib-ring nccl_gpu_servers.toml 's/^algorithm = "auto"/algorithm = "ring"/'
+run nccl-1mib-tree nccl_gpu_servers.toml 's/^algorithm = "auto"/algorithm = "double_binary_tree"/'
+run nccl-128mib-auto nccl_gpu_servers.toml 's/^bytes = 1048576/bytes = 134217728/'
+run nccl-128mib-ring nccl_gpu_servers.toml 's/^bytes = 1048576/bytes = 134217728/; s/^algorithm = "auto"/algorithm = "ring"/'
+run nccl-128mib-tree nccl_gpu_servers.toml 's/^bytes = 1048576/bytes = 134217728/; s/^algorithm = "auto"/algorithm = "double_binary_tree"/'
+run nccl-128mib-shared-nic nccl_gpu_servers.toml 's/^bytes = 1048576/bytes = 134217728/; s/^nic = "rail"/nic = "shared"/; s/^leaves = 8/leaves = 1/'
+run nccl-alltoall-32mib nccl_gpu_servers.toml 's/^bytes = 1048576/bytes = 33554432/; s/^operation = "all_reduce"/operation = "alltoall"/'

@@ -137,6 +137,8 @@ std::vector<PredictedTime> predict_algorithms(const CollectiveSpec& spec, const 
   std::vector<PredictedTime> predicted;
   if (spec.hosts.size() < 2) return predicted;
   Links links = links_of(spec, topology);
+  // NCCL builds its trees between servers: inside one, only the ring.
+  if (links.gpus != 0 && links.gpus == spec.hosts.size()) candidates = {Algorithm::ring};
   for (Algorithm algorithm : candidates) {
     bool possible = false;
     double seconds = predicted_seconds(spec, algorithm, links, possible);

@@ -9,8 +9,9 @@
 // a NIC (the GPU's, or the server's shared one) counted apart; the slices
 // of a channel follow each other through the steps, so the slowest step
 // counts once per further slice. Candidates: ring and double binary tree
-// for an all-reduce (NCCL's CollNet and NVLS need switch offload that the
-// simulator does not model); ring for all-gather and reduce-scatter;
+// for an all-reduce (the tree only between servers, where NCCL builds it;
+// NCCL's CollNet and NVLS need switch offload that the simulator does not
+// model); ring for all-gather and reduce-scatter;
 // direct for all-to-all (every peer at once, as NCCL's grouped sends and
 // receives).
 #pragma once

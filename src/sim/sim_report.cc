@@ -186,9 +186,10 @@ std::string human_summary(const Scenario& scenario, const SimResult& result) {
     CollectiveBandwidth bandwidth =
         collective_bandwidth(spec.operation, spec.bytes, static_cast<std::uint32_t>(spec.hosts.size()), mean);
     out += fmt::format(
-        "{} ({}, {} ranks): {} of {} iterations{}, mean {:.1f} us (algbw {:.2f} GB/s, busbw {:.2f} GB/s), slowest "
+        "{} ({}{}, {} ranks): {} of {} iterations{}, mean {:.1f} us (algbw {:.2f} GB/s, busbw {:.2f} GB/s), slowest "
         "{:.1f} us\n",
-        collective::to_string(spec.operation), collective::to_string(spec.algorithm), spec.hosts.size(), times.size(),
+        collective::to_string(spec.operation), collective::to_string(spec.algorithm),
+        spec.algorithm_chosen ? " by predicted time" : "", spec.hosts.size(), times.size(),
         spec.iterations, result.collective_failed ? " (failed)" : "", microseconds(mean),
         bandwidth.algbw_gb_per_s, bandwidth.busbw_gb_per_s,
         times.empty() ? 0.0 : microseconds(*std::max_element(times.begin(), times.end())));

@@ -182,6 +182,11 @@ sed "s|^traces = .*|traces = \"$PWD/tests/sim/astra_sim_traces/all_to_all/8npus_
   examples/chakra_data_parallel.toml > "$sim_out/astra.toml"
 "$uroce" sim run "$sim_out/astra.toml" --out "$sim_out/astra" --quiet | grep -E "^chakra replay"
 echo
+echo "== NCCL on GPU servers (examples/nccl_gpu_servers.toml: 4 x 8 GPUs, NVLink, 400 Gb/s rails): all-reduce, 1 MiB then 128 MiB, algorithm by predicted time"
+"$uroce" sim run examples/nccl_gpu_servers.toml --out "$sim_out/nccl" --quiet | grep -E "^all_reduce"
+sed 's/^bytes = 1048576/bytes = 134217728/' examples/nccl_gpu_servers.toml > "$sim_out/nccl_large.toml"
+"$uroce" sim run "$sim_out/nccl_large.toml" --out "$sim_out/nccl_large" --quiet | grep -E "^all_reduce"
+echo
 echo "== The parking lot (examples/parking_lot.toml), ConnectX DCQCN, then PFC alone"
 "$uroce" sim run examples/parking_lot.toml --out "$sim_out/dcqcn" --quiet | grep -E "flows:|pause frames|fairness"
 sed 's/^enabled = true/enabled = false/' examples/parking_lot.toml > "$sim_out/pfc.toml"

@@ -129,5 +129,17 @@ TEST(GpuServers, TheChoiceTakesTheTreeWhenSmallAndTheRingWhenLargeAndTheSimulati
   }
 }
 
+// The README's example: the tree is chosen at 1 MiB and takes about the 55 us quoted.
+TEST(GpuServers, TheShippedExampleRunsAsTheReadmeSays) {
+  auto scenario = load_scenario(std::string(UROCE_EXAMPLES_DIR) + "/nccl_gpu_servers.toml");
+  ASSERT_TRUE(scenario) << scenario.error();
+  ASSERT_TRUE(scenario->collective);
+  EXPECT_EQ(scenario->topology.hosts, 32u);
+  EXPECT_EQ(scenario->collective->algorithm, collective::Algorithm::double_binary_tree);
+  double us = iteration_us(run_simulation(*scenario));
+  EXPECT_GT(us, 45);
+  EXPECT_LT(us, 65);
+}
+
 }  // namespace
 }  // namespace uroce::sim

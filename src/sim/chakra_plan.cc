@@ -6,6 +6,9 @@
 #include <set>
 #include <stdexcept>
 
+#include "sim/collective_choice.h"
+#include "sim/scenario.h"
+
 namespace uroce::sim {
 
 namespace {
@@ -35,7 +38,7 @@ const std::vector<std::uint32_t>& group_of(const ChakraSpec& spec, const std::ve
                               " is not a member of its process group \"" + name + "\"");
 }
 
-void plan_collectives(const ChakraSpec& spec, ChakraPlan& plan) {
+void plan_collectives(const ChakraSpec& spec, const Topology& topology, ChakraPlan& plan) {
   auto n = static_cast<std::uint32_t>(spec.ranks.size());
   std::vector<std::uint32_t> everyone(n);
   for (std::uint32_t r = 0; r < n; ++r) everyone[r] = r;
@@ -103,24 +106,38 @@ void plan_collectives(const ChakraSpec& spec, ChakraPlan& plan) {
     // reads it); the schedule's size is the gathered output.
     if (planned.type == chakra::CommType::all_gather) planned.bytes *= members;
     planned.bytes = std::max<std::uint64_t>(planned.bytes, members);
-    collective::Operation operation = *operation_of(planned.type);  // not a barrier: see above
-    collective::Algorithm algorithm = spec.algorithm.value_or(collective::default_algorithm(operation));
-    auto schedule = collective::make_schedule(operation, algorithm, members, planned.bytes);
-    if (!schedule) {
-      throw std::invalid_argument(fmt::format("{}: {}", where(spec, planned.ranks[0], planned.nodes[0]),
-                                              schedule.error()));
-    }
-    for (const auto& steps : schedule->ranks) {
-      for (const collective::Step& step : steps) {
-        for (const collective::Transfer& transfer : step.sends) {
-          if (transfer.bytes > kLargestTransfer) {
-            throw std::invalid_argument(where(spec, planned.ranks[0], planned.nodes[0]) +
-                                        ": a transfer of more than 1 GiB (one WRITE's limit here)");
+    CollectiveSpec as_workload;  // what the choice and the server layout look at
+    as_workload.operation = *operation_of(planned.type);  // not a barrier: see above
+    as_workload.bytes = planned.bytes;
+    as_workload.slices = spec.slices;
+    as_workload.channels = spec.channels;
+    for (std::uint32_t rank : planned.ranks) as_workload.hosts.push_back(spec.hosts[rank]);
+    collective::Algorithm algorithm = spec.choose_algorithm
+                                          ? choose_algorithm(as_workload, topology)
+                                          : spec.algorithm.value_or(collective::default_algorithm(as_workload.operation));
+    collective::RankLayout layout{topology.servers.whole_servers(as_workload.hosts), 0};
+    bool per_channel = layout.gpus_per_server != 0 && spec.channels > 1 &&
+                       (algorithm == collective::Algorithm::ring ||
+                        algorithm == collective::Algorithm::double_binary_tree);
+    for (std::uint32_t channel = 0; channel < (per_channel ? spec.channels : 1); ++channel) {
+      layout.channel = channel;
+      auto schedule = collective::make_schedule(as_workload.operation, algorithm, members, planned.bytes, layout);
+      if (!schedule) {
+        throw std::invalid_argument(fmt::format("{}: {}", where(spec, planned.ranks[0], planned.nodes[0]),
+                                                schedule.error()));
+      }
+      for (const auto& steps : schedule->ranks) {
+        for (const collective::Step& step : steps) {
+          for (const collective::Transfer& transfer : step.sends) {
+            if (transfer.bytes > kLargestTransfer) {
+              throw std::invalid_argument(where(spec, planned.ranks[0], planned.nodes[0]) +
+                                          ": a transfer of more than 1 GiB (one WRITE's limit here)");
+            }
           }
         }
       }
+      planned.schedules.push_back(std::move(*schedule));
     }
-    planned.schedule = std::move(*schedule);
   }
 }
 
@@ -174,7 +191,7 @@ std::optional<collective::Operation> operation_of(chakra::CommType type) {
 
 bool replays(chakra::CommType type) { return operation_of(type) || type == chakra::CommType::barrier; }
 
-ChakraPlan plan_chakra(const ChakraSpec& spec) {
+ChakraPlan plan_chakra(const ChakraSpec& spec, const Topology& topology) {
   if (spec.control_dependencies) {
     for (std::uint32_t rank = 0; rank < spec.ranks.size(); ++rank) {
       if (auto node = chakra::node_on_a_cycle(spec.ranks[rank], true)) {
@@ -188,16 +205,17 @@ ChakraPlan plan_chakra(const ChakraSpec& spec) {
   for (std::size_t r = 0; r < spec.ranks.size(); ++r) {
     plan.collective_of[r].assign(spec.ranks[r].nodes.size(), kNoCollective);
   }
-  plan_collectives(spec, plan);
+  plan_collectives(spec, topology, plan);
   std::set<std::pair<std::uint32_t, std::uint32_t>> pairs;
   for (const PlannedCollective& planned : plan.collectives) {
-    if (!planned.schedule) continue;
-    for (std::size_t m = 0; m < planned.schedule->ranks.size(); ++m) {
-      for (const collective::Step& step : planned.schedule->ranks[m]) {
-        for (const collective::Transfer& transfer : step.sends) {
-          std::uint32_t a = planned.ranks[m];
-          std::uint32_t b = planned.ranks[transfer.to];
-          pairs.emplace(std::min(a, b), std::max(a, b));
+    for (const collective::Schedule& schedule : planned.schedules) {
+      for (std::size_t m = 0; m < schedule.ranks.size(); ++m) {
+        for (const collective::Step& step : schedule.ranks[m]) {
+          for (const collective::Transfer& transfer : step.sends) {
+            std::uint32_t a = planned.ranks[m];
+            std::uint32_t b = planned.ranks[transfer.to];
+            pairs.emplace(std::min(a, b), std::max(a, b));
+          }
         }
       }
     }

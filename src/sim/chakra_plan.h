@@ -14,6 +14,7 @@
 
 #include "chakra/trace.h"
 #include "collective/schedule.h"
+#include "sim/topology.h"
 #include "sim/sim_time.h"
 
 namespace uroce::sim {
@@ -27,6 +28,9 @@ struct ChakraSpec {
   std::vector<std::uint32_t> hosts;    // rank r runs on hosts[r]
   std::map<std::string, std::vector<std::uint32_t>> groups;  // a process group's ranks, by pg_name
   std::optional<collective::Algorithm> algorithm;  // each operation's default when absent
+  // Each collective's algorithm chosen by predicted time, as NCCL chooses
+  // (sim/collective_choice.h); `algorithm` is then ignored.
+  bool choose_algorithm = false;
   std::uint32_t slices = 1;  // each transfer cut into this many pipelined slices (sim/collective_progress.h)
   // Connections per pair of ranks, as NCCL's channels: slice j goes on
   // channel j mod channels, each its own QP (and so its own ECMP path).
@@ -50,7 +54,10 @@ struct PlannedCollective {
   std::uint64_t bytes = 0;  // nccl-tests' size, as the schedule takes it (see plan_chakra)
   std::vector<std::uint32_t> ranks;
   std::vector<std::uint32_t> nodes;  // each member's node index in its trace
-  std::optional<collective::Schedule> schedule;  // none for a barrier or a group of one
+  // One schedule, or one per channel where the members are whole GPU
+  // servers (NCCL's rings and trees, collective/rank_layout.h); none for a
+  // barrier or a group of one.
+  std::vector<collective::Schedule> schedules;
 };
 
 struct ChakraPlan {
@@ -77,7 +84,9 @@ bool replays(chakra::CommType type);
 // all-gather's output, comm_size x ranks). A size smaller than the group
 // is raised to one byte per rank. Sends and receives
 // match by (source, destination, tag) in order; each must have its
-// counterpart. Throws std::invalid_argument naming the trace and node.
-ChakraPlan plan_chakra(const ChakraSpec& spec);
+// counterpart. On GPU servers (the topology's), a group of whole servers
+// runs NCCL's rings and trees, one per channel. Throws
+// std::invalid_argument naming the trace and node.
+ChakraPlan plan_chakra(const ChakraSpec& spec, const Topology& topology);
 
 }  // namespace uroce::sim

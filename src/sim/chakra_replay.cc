@@ -20,7 +20,10 @@ constexpr std::uint32_t kStartTag = UINT32_MAX;
 
 ChakraReplay::ChakraReplay(const ChakraSpec& spec, std::uint32_t job, const TransportSpec& transport,
                            Fabric& fabric, SimWorld& world)
-    : spec_(spec), job_bits_(std::uint64_t{job} << kChakraJobShift), plan_(plan_chakra(spec)), world_(world) {
+    : spec_(spec),
+      job_bits_(std::uint64_t{job} << kChakraJobShift),
+      plan_(plan_chakra(spec, fabric.topology())),
+      world_(world) {
   ranks_.resize(spec.ranks.size());
   for (std::uint32_t r = 0; r < ranks_.size(); ++r) {
     Rank& rank = ranks_[r];
@@ -47,10 +50,10 @@ ChakraReplay::ChakraReplay(const ChakraSpec& spec, std::uint32_t job, const Tran
   running_.resize(plan_.collectives.size());
   for (std::uint32_t c = 0; c < plan_.collectives.size(); ++c) {
     const PlannedCollective& planned = plan_.collectives[c];
+    std::vector<const collective::Schedule*> schedules;
+    for (const collective::Schedule& schedule : planned.schedules) schedules.push_back(&schedule);
     running_[c].progress = std::make_unique<CollectiveProgress>(
-        planned.schedule ? std::vector<const collective::Schedule*>{&*planned.schedule}
-                         : std::vector<const collective::Schedule*>{},
-        static_cast<std::uint32_t>(planned.ranks.size()),
+        std::move(schedules), static_cast<std::uint32_t>(planned.ranks.size()),
         slices_over(spec.slices, spec.channels),
         [this, c](const CollectiveProgress::TransferId& id, std::uint64_t offset, std::uint64_t bytes) {
           post_transfer(c, id, offset, bytes);
@@ -244,7 +247,8 @@ void ChakraReplay::join(std::uint32_t c, std::uint32_t rank, SimTime now) {
 void ChakraReplay::post_transfer(std::uint32_t c, const CollectiveProgress::TransferId& id, std::uint64_t offset,
                                  std::uint64_t bytes) {
   const PlannedCollective& planned = plan_.collectives[c];
-  const collective::Transfer& transfer = planned.schedule->ranks[id.member][id.step].sends[id.index];
+  const collective::Transfer& transfer =
+      running_[c].progress->schedule_of(id.slice).ranks[id.member][id.step].sends[id.index];
   std::uint64_t receive_buffer = planned.type == chakra::CommType::all_to_all ? planned.bytes : 0;
   Write write;
   write.collective = c;
@@ -355,7 +359,7 @@ ChakraResult ChakraReplay::result(SimTime end) {
     collective.group = planned.group;
     collective.index = planned.index;
     collective.type = planned.type;
-    if (planned.schedule) collective.algorithm = planned.schedule->algorithm;
+    if (!planned.schedules.empty()) collective.algorithm = planned.schedules.front().algorithm;
     collective.bytes = planned.bytes;
     collective.ranks = static_cast<std::uint32_t>(planned.ranks.size());
     collective.start = running_[c].start;

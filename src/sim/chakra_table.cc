@@ -3,14 +3,18 @@
 // counted until the next is missing); ranks = [hosts] places rank r on
 // hosts[r] (default: host r); groups maps each process group's pg_name to
 // its ranks; algorithm names the collectives' algorithm (default: each
-// operation's own); slices cuts each transfer into that many pipelined
-// slices (default 1); channels spreads the slices over that many QPs per
-// pair of ranks (default 1); control_dependencies holds nodes back on their
+// operation's own; "auto": each collective's by predicted time,
+// sim/collective_choice.h, the default on GPU servers); slices cuts each
+// transfer into that many pipelined slices (default 1); channels spreads
+// the slices over that many QPs per pair of ranks (default 1, on GPU
+// servers one per GPU); control_dependencies holds nodes back on their
 // control dependencies too (default: data dependencies only); start_us
 // delays the replay.
 #include "sim/chakra_table.h"
 
 #include <fmt/format.h>
+
+#include <algorithm>
 
 #include "sim/toml_fields.h"
 
@@ -87,13 +91,14 @@ void chakra_from(const toml::table& table, const std::string& where, Scenario& s
       spec.groups[std::string(name.str())] = rank_list(*list.as_array(), at, ranks);
     }
   }
-  if (table.contains("algorithm")) {
-    std::string name =
-        text(table, where, "algorithm", "", {"ring", "halving_doubling", "double_binary_tree", "direct", "pairwise"});
-    spec.algorithm = *collective::algorithm_from(name);
-  }
+  // On GPU servers NCCL's defaults: its choice of algorithm, a channel per GPU (per rail).
+  std::uint32_t gpus = scenario.topology.servers.gpus;
+  std::string algorithm = text(table, where, "algorithm", gpus != 0 ? "auto" : "",
+                               {"auto", "ring", "halving_doubling", "double_binary_tree", "direct", "pairwise"});
+  spec.choose_algorithm = algorithm == "auto";
+  if (!algorithm.empty() && !spec.choose_algorithm) spec.algorithm = *collective::algorithm_from(algorithm);
   spec.slices = number<std::uint32_t>(table, where, "slices", 1, 1, 64);
-  spec.channels = number<std::uint32_t>(table, where, "channels", 1, 1, 32);
+  spec.channels = number<std::uint32_t>(table, where, "channels", std::max(gpus, 1u), 1, 32);
   spec.control_dependencies = boolean(table, where, "control_dependencies", false);
   spec.start = start_time(table, where);
   scenario.chakra.push_back(std::move(spec));

@@ -28,6 +28,7 @@ class Fabric {
   std::uint32_t switch_count() const { return static_cast<std::uint32_t>(switches_.size()); }
   HostNode& host(std::uint32_t index) { return *hosts_[index]; }
   SwitchNode& switch_at(std::uint32_t index) { return *switches_[index]; }
+  const Topology& topology() const { return topology_; }
   const ServerLayout& servers() const { return topology_.servers; }
   const SwitchNode& switch_at(std::uint32_t index) const { return *switches_[index]; }
   // What a switch's port is linked to.

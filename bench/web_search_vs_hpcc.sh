@@ -29,7 +29,7 @@ while [ $# -gt 0 ]; do
   esac
 done
 data=tests/sim/validation/hpcc_websearch
-seeds="1 2 3"
+seeds="1 2 3 4 5"
 loads="30 50"
 
 if $make; then

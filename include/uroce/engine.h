@@ -153,6 +153,11 @@ struct EngineConfig {
   // what it puts on the wire (Port::seals_icrc).
   bool seal_icrc = true;
   CongestionConfig congestion;
+  // ACKs and NAKs of RC and XRC responders in this traffic class (DSCP)
+  // instead of their QP's, where switches serve it first: what HPCC's ns-3
+  // does with ACK_HIGH_PRIO (the simulator offers it to compare with that
+  // peer). None: the QP's, as RNICs send them.
+  std::optional<std::uint8_t> ack_dscp;
   // A controlled Q_Key (top bit set) may be given to a QP only by a privileged
   // consumer (IBTA 10.2.4; Linux asks for CAP_NET_RAW). modify_qp refuses one
   // with operation_not_permitted unless this is set.

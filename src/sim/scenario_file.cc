@@ -214,7 +214,7 @@ void transport_from(const toml::table& table, Scenario& scenario) {
   only_keys(table, where,
             {"mtu", "recovery", "timeout", "retry_cnt", "data_dscp", "window_packets", "tail_timeout_us",
              "tail_timeout_packets", "ack_every_packet", "multipath_evs", "multipath_reorder_window_us",
-             "multipath_avoid_us", "multipath_probe_us", "multipath_direct_placement"});
+             "multipath_avoid_us", "multipath_probe_us", "multipath_direct_placement", "ack_dscp"});
   TransportSpec& transport = scenario.transport;
   auto mtu = number<std::uint32_t>(table, where, "mtu", 4096, 256, 4096);
   switch (mtu) {
@@ -238,6 +238,7 @@ void transport_from(const toml::table& table, Scenario& scenario) {
   transport.tail_timeout_packets =
       number<std::uint32_t>(table, where, "tail_timeout_packets", transport.tail_timeout_packets, 1, 1 << 20);
   transport.data_dscp = number<std::uint8_t>(table, where, "data_dscp", transport.data_dscp, 0, 63);
+  if (table.contains("ack_dscp")) scenario.engine.ack_dscp = number<std::uint8_t>(table, where, "ack_dscp", 0, 0, 63);
   // Multipath (MRC-style): each QP sprays over this many EVs.
   MultipathConfig& multipath = transport.multipath;
   multipath.entropy_values = number<std::uint16_t>(table, where, "multipath_evs", 0, 0, 4096);

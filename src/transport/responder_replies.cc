@@ -197,7 +197,11 @@ std::size_t EngineState::responder_transmit(QueuePair& qp, MutableByteSpan out, 
   // READ responses keep the QP's own port (one path: the requester places
   // them in order); ACKs and NAKs echo the EV of the request they answer.
   std::uint16_t port = next.source_port != 0 ? next.source_port : qp.udp_source_port;
-  auto layout = begin_packet_to(qp.attr.ah_attr, qp.attr.dest_qp_num, port, headers, payload_length, out,
+  AddressVector reply_to = qp.attr.ah_attr;
+  if (config.ack_dscp && next.kind == ResponderOutput::Kind::ack) {
+    reply_to.traffic_class = static_cast<std::uint8_t>(*config.ack_dscp << 2);
+  }
+  auto layout = begin_packet_to(reply_to, qp.attr.dest_qp_num, port, headers, payload_length, out,
                                 next.source_port != 0 ? transport::ev_flow_label(next.source_port) : 0);
   if (!layout) return 0;
   if (payload_length > 0 && config.carry_payload) {

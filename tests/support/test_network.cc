@@ -15,6 +15,10 @@ TestNetwork::TestNetwork(std::uint64_t seed, ChannelFaults faults) : faults_(std
 Engine& TestNetwork::add_engine(const CongestionConfig& congestion) {
   EngineConfig config;
   config.congestion = congestion;
+  return add_engine(config);
+}
+
+Engine& TestNetwork::add_engine(EngineConfig config) {
   auto index = static_cast<std::uint8_t>(engines_.size() + 1);
   config.gid = gid_from_ipv4({10, 0, 0, index});
   config.seed = rng_();

@@ -42,8 +42,10 @@ class TestNetwork {
  public:
   TestNetwork(std::uint64_t seed, ChannelFaults faults);
 
-  // Adds an engine with address 10.0.0.<index+1> and returns it.
+  // Adds an engine with address 10.0.0.<index+1> and returns it: config's
+  // settings, but for the address and seed.
   Engine& add_engine(const CongestionConfig& congestion = {});
+  Engine& add_engine(EngineConfig config);
   Engine& engine(std::size_t index) { return *engines_[index]; }
   TimeNs now() const { return now_; }
   const NetworkStats& stats() const { return stats_; }

@@ -120,6 +120,46 @@ TEST(Congestion, OnlyDataIsEcnCapableAndOnlyMarkedDataDrawsCnps) {
   }
 }
 
+// ack_dscp (the simulator's option, to compare with HPCC's ns-3): the
+// responder's ACKs leave in that traffic class, its READ responses and the
+// requester's data in the QP's.
+TEST(Congestion, AckDscpMovesAcksAndNothingElse) {
+  std::map<std::uint8_t, std::set<unsigned>> dscp_by_opcode;
+  testing::ChannelFaults faults;
+  faults.applies_to = [&](std::span<const std::uint8_t> d) {
+    constexpr std::size_t kOpcode = 20 + 8;
+    if (d.size() > kOpcode) dscp_by_opcode[d[kOpcode]].insert(d[1] >> 2);
+    return false;
+  };
+  testing::TestNetwork network(31, faults);
+  EngineConfig config;
+  config.ack_dscp = 56;
+  Engine& a = network.add_engine(config);
+  Engine& b = network.add_engine(config);
+  const auto [requester_end, responder] = testing::connect_rc(a, b, testing::RcOptions{});
+  const testing::Endpoint requester = requester_end;
+  std::vector<std::uint8_t> local(8192, 5), remote(8192, 0);
+  MrKeys l = *a.reg_mr(requester.pd, local.data(), local.size(), kAccessLocalWrite);
+  MrKeys r = *b.reg_mr(responder.pd, remote.data(), remote.size(),
+                       kAccessLocalWrite | kAccessRemoteWrite | kAccessRemoteRead);
+  for (WrOpcode opcode : {WrOpcode::rdma_write, WrOpcode::rdma_read}) {
+    Sge sge{reinterpret_cast<std::uintptr_t>(local.data()), static_cast<std::uint32_t>(local.size()), l.lkey};
+    SendWr wr;
+    wr.opcode = opcode;
+    wr.send_flags = kSendSignaled;
+    wr.sg_list = {&sge, 1};
+    wr.rdma = {reinterpret_cast<std::uintptr_t>(remote.data()), r.rkey};
+    ASSERT_EQ(a.post_send(requester.qpn, wr), std::errc{});
+    ASSERT_TRUE(network.run_until([&] { return !testing::drain(requester).empty(); }, network.now() + 100'000'000));
+  }
+  using namespace wire::opcode;
+  EXPECT_EQ(dscp_by_opcode[kRcAcknowledge], std::set<unsigned>{56});
+  for (std::uint8_t data : {kRcRdmaWriteFirst, kRcRdmaWriteLast, kRcRdmaReadRequest, kRcRdmaReadResponseFirst,
+                            kRcRdmaReadResponseLast}) {
+    EXPECT_EQ(dscp_by_opcode[data], std::set<unsigned>{0}) << "opcode " << int(data);  // the QP's
+  }
+}
+
 // A UD QP hears from several senders: each marked sender gets its own CNPs
 // (rate-limited per source, not per receiving QP) and slows down.
 TEST(Congestion, UdReceiverSendsCnpsToEachMarkedSource) {

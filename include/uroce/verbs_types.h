@@ -33,6 +33,7 @@ enum class WrOpcode : std::uint8_t {
   local_inv = 7,  // invalidates a type 2 window's key (invalidate_rkey), no packet
   bind_mw = 8,    // binds a memory window (bind), no packet
   send_with_inv = 9,
+  atomic_write = 15,  // IBTA 1.5's RDMA ATOMIC WRITE: 8 bytes (one SGE or inline), placed in one store
 };
 
 enum SendFlags : std::uint32_t {
@@ -75,6 +76,7 @@ enum class WcOpcode : std::uint8_t {
   fetch_add = 4,
   bind_mw = 5,
   local_inv = 6,
+  atomic_write = 9,
   recv = 128,
   recv_rdma_with_imm = 129,
 };

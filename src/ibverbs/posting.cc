@@ -22,6 +22,10 @@ static_assert(sizeof(ibv_sge) == sizeof(Sge));
 static_assert(offsetof(ibv_sge, addr) == offsetof(Sge, addr));
 static_assert(offsetof(ibv_sge, length) == offsetof(Sge, length));
 static_assert(offsetof(ibv_sge, lkey) == offsetof(Sge, lkey));
+// The engine's opcodes are libibverbs' numbers, and so are its completions'.
+static_assert(static_cast<int>(WrOpcode::send_with_inv) == IBV_WR_SEND_WITH_INV);
+static_assert(static_cast<int>(WrOpcode::atomic_write) == IBV_WR_ATOMIC_WRITE);
+static_assert(static_cast<int>(WcOpcode::atomic_write) == IBV_WC_ATOMIC_WRITE);
 
 bool served_opcode(ibv_wr_opcode opcode) {
   switch (opcode) {
@@ -32,6 +36,7 @@ bool served_opcode(ibv_wr_opcode opcode) {
     case IBV_WR_RDMA_READ:
     case IBV_WR_ATOMIC_CMP_AND_SWP:
     case IBV_WR_ATOMIC_FETCH_AND_ADD:
+    case IBV_WR_ATOMIC_WRITE:
     case IBV_WR_SEND_WITH_INV:
     case IBV_WR_BIND_MW:
     case IBV_WR_LOCAL_INV: return true;

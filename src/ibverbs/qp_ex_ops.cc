@@ -93,6 +93,20 @@ void wr_atomic_fetch_add(ibv_qp_ex* qpx, std::uint32_t rkey, std::uint64_t remot
   wr_atomic(qpx, WrOpcode::atomic_fetch_and_add, rkey, remote_addr, add, 0);
 }
 
+// The 8 bytes are copied now, as ibv_wr_atomic_write promises: the caller may reuse its buffer.
+void wr_atomic_write(ibv_qp_ex* qpx, std::uint32_t rkey, std::uint64_t remote_addr, const void* atomic_wr) {
+  BuiltWr& entry = begin(qpx, WrOpcode::atomic_write);
+  entry.wr.rdma.rkey = rkey;
+  entry.wr.rdma.remote_addr = remote_addr;
+  if (atomic_wr == nullptr) {
+    qp_of(qpx).builder.fail(EINVAL);
+    return;
+  }
+  const auto* bytes = static_cast<const std::uint8_t*>(atomic_wr);
+  entry.inline_bytes.assign(bytes, bytes + 8);
+  entry.inline_data = true;
+}
+
 void wr_set_sge(ibv_qp_ex* qpx, std::uint32_t lkey, std::uint64_t addr, std::uint32_t length) {
   if (BuiltWr* entry = current(qpx)) entry->sges.assign(1, Sge{addr, length, lkey});
 }
@@ -154,7 +168,6 @@ void refuse(ibv_qp_ex* qpx) {
   qp_of(qpx).builder.fail(EOPNOTSUPP);
 }
 void wr_send_tso(ibv_qp_ex* qpx, void*, std::uint16_t, std::uint16_t) { refuse(qpx); }
-void wr_atomic_write(ibv_qp_ex* qpx, std::uint32_t, std::uint64_t, const void*) { refuse(qpx); }
 
 }  // namespace
 

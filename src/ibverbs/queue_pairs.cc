@@ -29,7 +29,7 @@ constexpr std::uint64_t kServedSendOps =
     IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM | IBV_QP_EX_WITH_SEND |
     IBV_QP_EX_WITH_SEND_WITH_IMM | IBV_QP_EX_WITH_RDMA_READ | IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |
     IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD | IBV_QP_EX_WITH_SEND_WITH_INV | IBV_QP_EX_WITH_BIND_MW |
-    IBV_QP_EX_WITH_LOCAL_INV;
+    IBV_QP_EX_WITH_LOCAL_INV | IBV_QP_EX_WITH_ATOMIC_WRITE;
 
 // Inline data up to the size of the send SGEs is granted even when none is
 // asked for, as kernel Soft-RoCE does (16 bytes an SGE): programs such as

@@ -32,7 +32,8 @@ std::optional<RemoteRange> remote_range(const transport::SendWqe& wqe) {
     case WrOpcode::rdma_write_with_imm:
     case WrOpcode::rdma_read: return RemoteRange{wqe.remote_addr, wqe.remote_addr + wqe.length};
     case WrOpcode::atomic_cmp_and_swp:
-    case WrOpcode::atomic_fetch_and_add: return RemoteRange{wqe.remote_addr, wqe.remote_addr + 8};
+    case WrOpcode::atomic_fetch_and_add:
+    case WrOpcode::atomic_write: return RemoteRange{wqe.remote_addr, wqe.remote_addr + 8};
     default: return std::nullopt;  // SENDs land in receive buffers, not under an rkey
   }
 }

@@ -352,6 +352,7 @@ std::errc Engine::post_send(std::uint32_t qpn, const SendWr& wr) {
     case WrOpcode::rdma_read:
     case WrOpcode::atomic_cmp_and_swp:
     case WrOpcode::atomic_fetch_and_add:
+    case WrOpcode::atomic_write:
     case WrOpcode::bind_mw:
     case WrOpcode::local_inv: break;
     default: return std::errc::invalid_argument;
@@ -361,7 +362,9 @@ std::errc Engine::post_send(std::uint32_t qpn, const SendWr& wr) {
     return std::errc::invalid_argument;
   }
   if (inline_data && (wr.opcode == WrOpcode::rdma_read || atomic)) return std::errc::invalid_argument;
-  bool rc_only = wr.opcode == WrOpcode::rdma_read || atomic || wr.opcode == WrOpcode::send_with_inv;
+  bool atomic_write = wr.opcode == WrOpcode::atomic_write;
+  bool rc_only =
+      wr.opcode == WrOpcode::rdma_read || atomic || atomic_write || wr.opcode == WrOpcode::send_with_inv;
   if (qp.type == QpType::uc && rc_only) return std::errc::invalid_argument;
   const EngineState::AddressHandle* destination = nullptr;
   if (qp.type == QpType::ud) {
@@ -391,7 +394,8 @@ std::errc Engine::post_send(std::uint32_t qpn, const SendWr& wr) {
   const verbs::MemoryRegion* sole_region = nullptr;  // a lone element's, for a shared extent
   if (inline_data) {
     for (const Sge& sge : wr.sg_list) total += sge.length;
-    if (total > qp.cap.max_inline_data) return std::errc::invalid_argument;
+    // An atomic write's 8 bytes ride in the WQE whatever the QP's inline cap, as atomics' operands do.
+    if (total > qp.cap.max_inline_data && !atomic_write) return std::errc::invalid_argument;
     // Inline data is copied now: the caller may reuse its buffer at once.
     wqe.inline_data.reserve(total);
     if (!state_->config.carry_payload) wqe.inline_data.resize(total);  // lengths only: nothing to read
@@ -406,7 +410,7 @@ std::errc Engine::post_send(std::uint32_t qpn, const SendWr& wr) {
         resolve_segments(state_->memory_regions, qp.pd, wr.sg_list, writes_local, wqe.segments, total, &sole_region);
     wqe.registrations = state_->memory_regions.changes();
   }
-  if (atomic && total != 8) return std::errc::invalid_argument;
+  if ((atomic || atomic_write) && total != 8) return std::errc::invalid_argument;
   if (destination != nullptr) {
     if (total > mtu_bytes(state_->config.port_mtu)) return std::errc::invalid_argument;  // one packet per datagram
     wqe.ud_destination = destination->av;

@@ -24,6 +24,7 @@ namespace {
 
 std::uint8_t send_opcode(WrOpcode op, wire::Position position) {
   using namespace wire::opcode;
+  if (op == WrOpcode::atomic_write) return kRcAtomicWrite;  // 8 bytes: one packet
   bool imm = op == WrOpcode::send_with_imm || op == WrOpcode::rdma_write_with_imm;
   bool inv = op == WrOpcode::send_with_inv;
   bool write = op == WrOpcode::rdma_write || op == WrOpcode::rdma_write_with_imm;
@@ -47,6 +48,7 @@ WcOpcode completion_opcode(WrOpcode op) {
     case WrOpcode::rdma_read: return WcOpcode::rdma_read;
     case WrOpcode::atomic_cmp_and_swp: return WcOpcode::comp_swap;
     case WrOpcode::atomic_fetch_and_add: return WcOpcode::fetch_add;
+    case WrOpcode::atomic_write: return WcOpcode::atomic_write;
     case WrOpcode::bind_mw: return WcOpcode::bind_mw;
     case WrOpcode::local_inv: return WcOpcode::local_inv;
     default: return WcOpcode::send;

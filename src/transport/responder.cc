@@ -3,6 +3,7 @@
 // queues ACKs and NAKs in the order they must go out (READs, atomics,
 // duplicates and the transmit itself: responder_replies.cc).
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 
 #include "transport/engine_state.h"
@@ -375,10 +376,13 @@ bool EngineState::on_write(QueuePair& qp, const wire::RocePacket& packet, bool p
     queue_nak(qp, psn, wire::AckType::rnr_nak, qp.attr.min_rnr_timer);
     return false;
   }
+  bool atomic_write = wire::opcode::is_atomic_write(packet.op->value);
   if (is_first_or_only(position)) {
     const wire::RethRepr& reth = *packet.headers.reth;
     bool length_ok = position == wire::Position::only ? packet.payload.size() == reth.dma_length
                                                       : reth.dma_length > packet.payload.size();
+    // An atomic write is 8 bytes at an 8-byte boundary (IBTA 1.5), as atomics are.
+    if (atomic_write) length_ok = length_ok && reth.dma_length == 8 && reth.va % 8 == 0;
     if (!length_ok) {
       fail_responder(qp, psn, wire::NakCode::invalid_request);
       return false;
@@ -417,7 +421,13 @@ bool EngineState::on_write(QueuePair& qp, const wire::RocePacket& packet, bool p
     fail_responder(qp, psn, wire::NakCode::remote_access_error);
     return false;
   }
-  if (length > 0 && config.carry_payload && !placed) std::memcpy(*target, packet.payload.data(), length);
+  if (atomic_write && config.carry_payload && reinterpret_cast<std::uintptr_t>(*target) % 8 == 0) {
+    std::uint64_t value;  // in one store: a reader never sees half of it
+    std::memcpy(&value, packet.payload.data(), sizeof value);
+    std::atomic_ref<std::uint64_t>(*reinterpret_cast<std::uint64_t*>(*target)).store(value, std::memory_order_release);
+  } else if (length > 0 && config.carry_payload && !placed) {
+    std::memcpy(*target, packet.payload.data(), length);
+  }
   qp.write_va += length;
   qp.write_remaining -= length;
   if (last) {

@@ -1,5 +1,6 @@
 // The opcode table (IBTA Vol. 1 section 9.2, XRC in Annex A14, RoCEv2 Annex
-// A17 for the CNP).
+// A17 for the CNP, RDMA ATOMIC WRITE from release 1.5: an 8-byte WRITE ONLY
+// that the responder places in one store).
 #include "wire/opcode.h"
 
 #include <array>
@@ -45,6 +46,7 @@ constexpr std::array kRcOps = {
     RcOp{0x14, "FETCH_ADD", fetch_add, only, kExtAtomicEth, false, false},
     RcOp{0x16, "SEND_LAST_WITH_INVALIDATE", send, last, kExtIeth, true, false},
     RcOp{0x17, "SEND_ONLY_WITH_INVALIDATE", send, only, kExtIeth, true, false},
+    RcOp{0x1D, "RDMA_ATOMIC_WRITE", rdma_write, only, kExtReth, true, false},
 };
 
 constexpr std::array<std::optional<OpcodeInfo>, 256> build_table() {

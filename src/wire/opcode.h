@@ -80,8 +80,13 @@ inline constexpr std::uint8_t kRcCompareSwap = 0x13;
 inline constexpr std::uint8_t kRcFetchAdd = 0x14;
 inline constexpr std::uint8_t kRcSendLastWithInvalidate = 0x16;
 inline constexpr std::uint8_t kRcSendOnlyWithInvalidate = 0x17;
+inline constexpr std::uint8_t kRcAtomicWrite = 0x1D;  // IBTA 1.5: 8 bytes, RETH, placed in one store
 inline constexpr std::uint8_t kUcBase = 0x20;  // UC opcode = kUcBase + RC send/write opcode
 inline constexpr std::uint8_t kXrcBase = 0xA0;  // XRC opcode = kXrcBase + RC opcode (every one)
+// RC's or XRC's RDMA ATOMIC WRITE.
+inline constexpr bool is_atomic_write(std::uint8_t value) {
+  return value == kRcAtomicWrite || value == kXrcBase + kRcAtomicWrite;
+}
 inline constexpr std::uint8_t kUdSendOnly = 0x64;
 inline constexpr std::uint8_t kUdSendOnlyWithImmediate = 0x65;
 inline constexpr std::uint8_t kCnp = 0x81;

@@ -198,6 +198,58 @@ TEST_F(RcAtomics, FetchAddAndCompareSwapReturnTheOriginal) {
   EXPECT_EQ(final_value, 77u);
 }
 
+// IBTA 1.5's RDMA ATOMIC WRITE: 8 bytes placed at an aligned address under
+// remote write access, the data inline (its 8 bytes ride in the WQE) or from
+// an SGE; one packet with a RETH; a misaligned address or a length other than
+// 8 is refused at the responder (invalid request) or at posting.
+TEST_F(RcAtomics, AtomicWritePlacesEightAlignedBytes) {
+  Buffer remote = make_buffer(b_, 64, 0, kAccessLocalWrite | kAccessRemoteWrite);
+  Buffer local = make_buffer(a_, 16, 0);
+  std::uint64_t value = 0x1122334455667788ull;
+  std::memcpy(local.bytes.data(), &value, 8);
+  Sge from_sge = local.sge(0, 8);
+  SendWr wr;
+  wr.wr_id = 1;
+  wr.opcode = WrOpcode::atomic_write;
+  wr.send_flags = kSendSignaled;
+  wr.sg_list = {&from_sge, 1};
+  wr.rdma = {remote.addr(16), remote.keys.rkey};
+  std::uint64_t inline_value = 0x0102030405060708ull;
+  Sge inline_sge{reinterpret_cast<std::uintptr_t>(&inline_value), 8, 0};
+  SendWr inlined = wr;
+  inlined.wr_id = 2;
+  inlined.send_flags = kSendSignaled | kSendInline;
+  inlined.sg_list = {&inline_sge, 1};
+  inlined.rdma = {remote.addr(24), remote.keys.rkey};
+  ASSERT_EQ(engine_a_->post_send(a_.qpn, wr), std::errc{});
+  ASSERT_EQ(engine_a_->post_send(a_.qpn, inlined), std::errc{});
+  auto [done, none] = wait_for(2, 0);
+  ASSERT_EQ(done.size(), 2u);
+  for (const WorkCompletion& completion : done) {
+    EXPECT_EQ(completion.status, WcStatus::success);
+    EXPECT_EQ(completion.opcode, WcOpcode::atomic_write);
+  }
+  std::uint64_t landed[2];
+  std::memcpy(landed, remote.bytes.data() + 16, 16);
+  EXPECT_EQ(landed[0], value);
+  EXPECT_EQ(landed[1], inline_value);
+  EXPECT_EQ(remote.bytes[15], static_cast<std::uint8_t>(15 * 7));  // nothing around them touched
+  EXPECT_EQ(remote.bytes[32], static_cast<std::uint8_t>(32 * 7));
+
+  Sge seven = local.sge(0, 7);
+  SendWr short_wr = wr;
+  short_wr.sg_list = {&seven, 1};
+  EXPECT_EQ(engine_a_->post_send(a_.qpn, short_wr), std::errc::invalid_argument);
+  SendWr misaligned = wr;
+  misaligned.wr_id = 3;
+  misaligned.rdma = {remote.addr(4), remote.keys.rkey};
+  ASSERT_EQ(engine_a_->post_send(a_.qpn, misaligned), std::errc{});
+  auto [refused, unused] = wait_for(1, 0);
+  ASSERT_EQ(refused.size(), 1u);
+  EXPECT_EQ(refused[0].status, WcStatus::rem_inv_req_err);
+  EXPECT_EQ(remote.bytes[4], static_cast<std::uint8_t>(4 * 7));
+}
+
 TEST_F(RcAtomics, SendWithInvalidateRevokesTheRemoteKey) {
   Buffer exposed = make_buffer(b_, 64, 1);
   Buffer target = make_buffer(b_, 64, 0);

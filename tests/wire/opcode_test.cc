@@ -60,7 +60,7 @@ TEST(Opcode, UcHasExactlyTheSendAndWriteFamilies) {
 // XRC (IBTA Annex A14) has every RC opcode at 0xA0 + the RC value; its
 // requests carry an XRCETH after the BTH, its responses do not.
 TEST(Opcode, XrcHasEveryRcOpcodeAndItsRequestsNameAnXrcSrq) {
-  for (std::uint8_t rc = 0; rc <= 0x17; ++rc) {
+  for (std::uint8_t rc = 0; rc <= 0x1F; ++rc) {
     const OpcodeInfo* rc_op = find_opcode(rc);
     const OpcodeInfo* xrc_op = find_opcode(static_cast<std::uint8_t>(opcode::kXrcBase + rc));
     ASSERT_EQ(xrc_op != nullptr, rc_op != nullptr) << int(rc);
@@ -77,13 +77,30 @@ TEST(Opcode, XrcHasEveryRcOpcodeAndItsRequestsNameAnXrcSrq) {
   EXPECT_EQ(find_opcode(0xB5), nullptr);
 }
 
+// IBTA 1.5's RDMA ATOMIC WRITE (0x1D; XRC 0xBD): a RETH and 8 bytes of
+// payload, a request that is not on UC. FLUSH (0x1C) is not served.
+TEST(Opcode, AtomicWriteIsAnRcAndXrcRequestWithAReth) {
+  const OpcodeInfo* op = find_opcode(opcode::kRcAtomicWrite);
+  ASSERT_NE(op, nullptr);
+  EXPECT_EQ(op->name, "RDMA_ATOMIC_WRITE");
+  EXPECT_EQ(op->transport, Transport::rc);
+  EXPECT_EQ(op->headers, kExtReth);
+  EXPECT_TRUE(op->carries_payload);
+  EXPECT_TRUE(op->ecn_capable());
+  EXPECT_EQ(find_opcode(0xBD)->headers, kExtReth | kExtXrceth);
+  EXPECT_EQ(find_opcode(0x3D), nullptr);  // no UC atomic write
+  EXPECT_EQ(find_opcode(0x1C), nullptr);
+  EXPECT_TRUE(opcode::is_atomic_write(0xBD));
+  EXPECT_FALSE(opcode::is_atomic_write(0x0A));
+}
+
 TEST(Opcode, ReservedAndOtherTransportsAreUnknown) {
-  for (int value : {0x15, 0x18, 0x1F, 0x2C, 0x40, 0x60, 0x63, 0x66, 0x80, 0x82, 0xB5, 0xB8, 0xC0, 0xFF}) {
+  for (int value : {0x15, 0x18, 0x1C, 0x1F, 0x2C, 0x40, 0x60, 0x63, 0x66, 0x80, 0x82, 0xB5, 0xB8, 0xC0, 0xFF}) {
     EXPECT_EQ(find_opcode(static_cast<std::uint8_t>(value)), nullptr) << value;
   }
   int known = 0;
   for (int value = 0; value < 256; ++value) known += find_opcode(static_cast<std::uint8_t>(value)) != nullptr;
-  EXPECT_EQ(known, 23 + 12 + 2 + 1 + 23);
+  EXPECT_EQ(known, 24 + 12 + 2 + 1 + 24);
 }
 
 }  // namespace

@@ -13,6 +13,10 @@ namespace uroce::sim {
 namespace {
 
 constexpr double kMtuBytes = 4096;
+// The most step entries (ranks x steps x channels) a candidate's schedules
+// may have to be predicted; a tree beyond it (tens of thousands of GPUs)
+// is not a candidate, and the ring runs.
+constexpr std::uint64_t kMostStepEntries = 1ull << 22;
 
 // A path's one-way latency (propagation and an MTU's serialization per
 // link) and its slowest link's rate.
@@ -98,28 +102,60 @@ double step_seconds(const std::vector<collective::Schedule>& channels, std::uint
   return latency + busiest;
 }
 
+// A ring's steps all move the same chunk to the same neighbour: one step,
+// built from the ring's order, stands for all of them (a whole ring
+// schedule is ranks^2 steps, too big to build while reading a scenario).
+collective::Schedule one_ring_step(const CollectiveSpec& spec, std::uint32_t ranks, const collective::RankLayout& layout) {
+  collective::Schedule step;
+  step.operation = spec.operation;
+  step.bytes = spec.bytes;
+  step.ranks.resize(ranks);
+  std::vector<std::uint32_t> order = collective::ring_order(ranks, layout);
+  for (std::uint32_t p = 0; p < ranks; ++p) {
+    collective::Step only;
+    only.sends.push_back({order[(p + 1) % ranks], 0, 0, spec.bytes / ranks});
+    step.ranks[order[p]].push_back(std::move(only));
+  }
+  return step;
+}
+
 double predicted_seconds(const CollectiveSpec& spec, collective::Algorithm algorithm, const Links& links,
                          bool& possible) {
   auto ranks = static_cast<std::uint32_t>(spec.hosts.size());
   std::uint32_t channels = std::max(spec.channels, 1u);
-  bool per_channel = links.gpus != 0 && channels > 1 &&
-                     (algorithm == collective::Algorithm::ring || algorithm == collective::Algorithm::double_binary_tree);
+  bool ring = algorithm == collective::Algorithm::ring;
+  bool per_channel =
+      links.gpus != 0 && channels > 1 && (ring || algorithm == collective::Algorithm::double_binary_tree);
   std::vector<collective::Schedule> schedules;
+  std::uint64_t steps = 0;
   for (std::uint32_t c = 0; c < channels; ++c) {
-    auto schedule = collective::make_schedule(spec.operation, algorithm, ranks, spec.bytes,
-                                              {links.gpus, per_channel ? c : 0});
-    possible = schedule.has_value();
+    collective::RankLayout layout{links.gpus, per_channel ? c : 0};
+    if (ring) {
+      schedules.push_back(one_ring_step(spec, ranks, layout));
+      bool reduces = spec.operation != collective::Operation::all_gather;
+      bool gathers = spec.operation != collective::Operation::reduce_scatter;
+      steps = (reduces && gathers ? 2 : 1) * std::uint64_t{ranks - 1};
+      continue;
+    }
+    auto schedule = collective::make_schedule(spec.operation, algorithm, ranks, spec.bytes, layout);
+    possible = schedule.has_value() && schedule->steps() * ranks * channels <= kMostStepEntries;
     if (!possible) return 0;
+    steps = schedule->steps();
     schedules.push_back(std::move(*schedule));
   }
+  possible = true;
   std::uint32_t slices = slices_over(spec.slices, channels);
   double per_channel_slices = static_cast<double>(slices) / channels;
   double slice_share = 1.0 / slices;
   double total = 0, slowest = 0;
-  for (std::uint32_t step = 0; step < schedules.front().steps(); ++step) {
-    double seconds = step_seconds(schedules, step, slice_share, links);
+  for (std::uint64_t step = 0; step < steps; ++step) {
+    double seconds = step_seconds(schedules, ring ? 0 : static_cast<std::uint32_t>(step), slice_share, links);
     total += seconds;
     slowest = std::max(slowest, seconds);
+    if (ring) {  // every step the same
+      total = seconds * static_cast<double>(steps);
+      break;
+    }
   }
   return total + (per_channel_slices - 1) * slowest;
 }
@@ -148,6 +184,7 @@ std::vector<PredictedTime> predict_algorithms(const CollectiveSpec& spec, const 
 }
 
 collective::Algorithm choose_algorithm(const CollectiveSpec& spec, const Topology& topology) {
+  if (spec.operation != collective::Operation::all_reduce) return collective::default_algorithm(spec.operation);
   std::vector<PredictedTime> predicted = predict_algorithms(spec, topology);
   if (predicted.empty()) return collective::default_algorithm(spec.operation);
   return std::min_element(predicted.begin(), predicted.end(),

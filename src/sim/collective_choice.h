@@ -13,7 +13,9 @@
 // NCCL's CollNet and NVLS need switch offload that the simulator does not
 // model); ring for all-gather and reduce-scatter;
 // direct for all-to-all (every peer at once, as NCCL's grouped sends and
-// receives).
+// receives). A ring's steps are all alike, so one stands for them; a tree
+// of more than 2^22 step entries (ranks x steps x channels: tens of
+// thousands of GPUs) is not predicted, and the ring runs.
 #pragma once
 
 #include <vector>

@@ -62,7 +62,7 @@ nlohmann::ordered_json collective_json(const CollectiveSpec& spec, const Topolog
     busbw.push_back(bandwidth.busbw_gb_per_s);
   }
   nlohmann::ordered_json predicted = nullptr;  // what the choice saw
-  if (spec.algorithm_chosen) {
+  if (spec.algorithm_chosen && spec.operation == collective::Operation::all_reduce) {
     predicted = nlohmann::ordered_json::object();
     for (const PredictedTime& p : predict_algorithms(spec, topology)) {
       predicted[collective::to_string(p.algorithm)] = p.seconds * 1e6;

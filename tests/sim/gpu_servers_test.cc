@@ -161,6 +161,19 @@ TEST(GpuServers, AChakraReplayOnServersRunsItsCollectivesAsNcclWould) {
   EXPECT_LT(on_servers.chakra[0].makespan, flat.chakra[0].makespan);
 }
 
+// Reading a scenario makes the choice, so it must not build what a run of
+// it would: 250 servers of 8 GPUs (a ring's schedule there is 2000 x 3998
+// steps per channel; the scenario fuzzer found reading it out of memory).
+TEST(GpuServers, TheChoiceOnTwoThousandGpusIsMadeWithoutBuildingTheRing) {
+  std::string text =
+      "[topology]\nkind = \"leaf_spine\"\nleaves = 500\n[servers]\ngpus = 8\n[[workloads]]\n"
+      "kind = \"collective\"\noperation = \"all_reduce\"\nbytes = 1048576\nslices = 16\n";
+  Scenario scenario = parse(text);
+  ASSERT_TRUE(scenario.collective);
+  EXPECT_EQ(scenario.collective->hosts.size(), 2000u);
+  EXPECT_EQ(scenario.collective->algorithm, collective::Algorithm::double_binary_tree);
+}
+
 // The README's example: the tree is chosen at 1 MiB and takes about the 55 us quoted.
 TEST(GpuServers, TheShippedExampleRunsAsTheReadmeSays) {
   auto scenario = load_scenario(std::string(UROCE_EXAMPLES_DIR) + "/nccl_gpu_servers.toml");

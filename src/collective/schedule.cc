@@ -199,6 +199,31 @@ std::uint64_t Schedule::bytes_sent_by(std::uint32_t rank) const {
   return sent;
 }
 
+std::uint64_t Schedule::largest_transfer() const {
+  std::uint64_t largest = 0;
+  for (const auto& steps : ranks) {
+    for (const Step& step : steps) {
+      for (const Transfer& transfer : step.sends) largest = std::max(largest, transfer.bytes);
+    }
+  }
+  return largest;
+}
+
+Expected<std::vector<Schedule>, std::string> make_channel_schedules(Operation operation, Algorithm algorithm,
+                                                                    std::uint32_t ranks, std::uint64_t bytes,
+                                                                    std::uint32_t gpus_per_server,
+                                                                    std::uint32_t channels) {
+  bool per_channel = gpus_per_server != 0 && channels > 1 &&
+                     (algorithm == Algorithm::ring || algorithm == Algorithm::double_binary_tree);
+  std::vector<Schedule> schedules;
+  for (std::uint32_t channel = 0; channel < (per_channel ? channels : 1); ++channel) {
+    auto schedule = make_schedule(operation, algorithm, ranks, bytes, RankLayout{gpus_per_server, channel});
+    if (!schedule) return unexpected(schedule.error());
+    schedules.push_back(std::move(*schedule));
+  }
+  return schedules;
+}
+
 Expected<Schedule, std::string> make_schedule(Operation operation, Algorithm algorithm, std::uint32_t ranks,
                                               std::uint64_t bytes, const RankLayout& layout) {
   std::string name = std::string(to_string(operation)) + " by " + to_string(algorithm);

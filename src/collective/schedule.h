@@ -72,6 +72,8 @@ struct Schedule {
   std::size_t steps() const { return ranks.empty() ? 0 : ranks.front().size(); }
   // Bytes a rank sends over the whole collective.
   std::uint64_t bytes_sent_by(std::uint32_t rank) const;
+  // The largest single transfer.
+  std::uint64_t largest_transfer() const;
 };
 
 // An error names what does not fit: fewer than 2 ranks, an algorithm that
@@ -80,6 +82,13 @@ struct Schedule {
 // ranks that are not whole servers of the layout.
 Expected<Schedule, std::string> make_schedule(Operation operation, Algorithm algorithm, std::uint32_t ranks,
                                               std::uint64_t bytes, const RankLayout& layout = {});
+// The schedules a collective's channels follow: on servers (gpus_per_server
+// not 0) a ring or tree per channel, each entering the servers elsewhere;
+// otherwise one that every channel follows.
+Expected<std::vector<Schedule>, std::string> make_channel_schedules(Operation operation, Algorithm algorithm,
+                                                                    std::uint32_t ranks, std::uint64_t bytes,
+                                                                    std::uint32_t gpus_per_server,
+                                                                    std::uint32_t channels);
 
 // nccl-tests' bus bandwidth factor (doc/PERFORMANCE.md): busbw = algbw x
 // factor, the share of the data each rank must move, so that busbw compares

@@ -115,29 +115,20 @@ void plan_collectives(const ChakraSpec& spec, const Topology& topology, ChakraPl
     collective::Algorithm algorithm = spec.choose_algorithm
                                           ? choose_algorithm(as_workload, topology)
                                           : spec.algorithm.value_or(collective::default_algorithm(as_workload.operation));
-    collective::RankLayout layout{topology.servers.whole_servers(as_workload.hosts), 0};
-    bool per_channel = layout.gpus_per_server != 0 && spec.channels > 1 &&
-                       (algorithm == collective::Algorithm::ring ||
-                        algorithm == collective::Algorithm::double_binary_tree);
-    for (std::uint32_t channel = 0; channel < (per_channel ? spec.channels : 1); ++channel) {
-      layout.channel = channel;
-      auto schedule = collective::make_schedule(as_workload.operation, algorithm, members, planned.bytes, layout);
-      if (!schedule) {
-        throw std::invalid_argument(fmt::format("{}: {}", where(spec, planned.ranks[0], planned.nodes[0]),
-                                                schedule.error()));
-      }
-      for (const auto& steps : schedule->ranks) {
-        for (const collective::Step& step : steps) {
-          for (const collective::Transfer& transfer : step.sends) {
-            if (transfer.bytes > kLargestTransfer) {
-              throw std::invalid_argument(where(spec, planned.ranks[0], planned.nodes[0]) +
-                                          ": a transfer of more than 1 GiB (one WRITE's limit here)");
-            }
-          }
-        }
-      }
-      planned.schedules.push_back(std::move(*schedule));
+    auto schedules = collective::make_channel_schedules(as_workload.operation, algorithm, members, planned.bytes,
+                                                        topology.servers.whole_servers(as_workload.hosts),
+                                                        spec.channels);
+    if (!schedules) {
+      throw std::invalid_argument(fmt::format("{}: {}", where(spec, planned.ranks[0], planned.nodes[0]),
+                                              schedules.error()));
     }
+    for (const collective::Schedule& schedule : *schedules) {
+      if (schedule.largest_transfer() > kLargestTransfer) {
+        throw std::invalid_argument(where(spec, planned.ranks[0], planned.nodes[0]) +
+                                    ": a transfer of more than 1 GiB (one WRITE's limit here)");
+      }
+    }
+    planned.schedules = std::move(*schedules);
   }
 }
 

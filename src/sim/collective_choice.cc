@@ -5,6 +5,7 @@
 #include <deque>
 #include <limits>
 #include <map>
+#include <optional>
 
 #include "sim/collective_progress.h"
 
@@ -76,9 +77,10 @@ Links links_of(const CollectiveSpec& spec, const Topology& topology) {
   return links;
 }
 
-// One step of every channel at once, each carrying a slice of its transfers.
-double step_seconds(const std::vector<collective::Schedule>& channels, std::uint32_t step, double slice_share,
-                    const Links& links) {
+// One step of every channel at once, each carrying a slice of its
+// transfers; each schedule stands for `copies` channels.
+double step_seconds(const std::vector<collective::Schedule>& channels, double copies, std::uint32_t step,
+                    double slice_share, const Links& links) {
   std::map<std::uint32_t, double> nic_bytes, nvlink_bytes;  // by NIC (rank or server), by rank
   double latency = 0;
   for (const collective::Schedule& schedule : channels) {
@@ -87,7 +89,7 @@ double step_seconds(const std::vector<collective::Schedule>& channels, std::uint
         bool within = links.gpus != 0 && rank / links.gpus == transfer.to / links.gpus;
         const PathCost& path = within ? links.within : links.between;
         latency = std::max(latency, 2 * path.latency_s);
-        double bytes = static_cast<double>(transfer.bytes) * slice_share;
+        double bytes = static_cast<double>(transfer.bytes) * slice_share * copies;
         if (within) {
           nvlink_bytes[rank] += bytes;
         } else {
@@ -119,45 +121,38 @@ collective::Schedule one_ring_step(const CollectiveSpec& spec, std::uint32_t ran
   return step;
 }
 
-double predicted_seconds(const CollectiveSpec& spec, collective::Algorithm algorithm, const Links& links,
-                         bool& possible) {
+// The candidate's time, or nothing when it cannot run this collective.
+std::optional<double> predicted_seconds(const CollectiveSpec& spec, collective::Algorithm algorithm,
+                                        const Links& links) {
   auto ranks = static_cast<std::uint32_t>(spec.hosts.size());
   std::uint32_t channels = std::max(spec.channels, 1u);
-  bool ring = algorithm == collective::Algorithm::ring;
-  bool per_channel =
-      links.gpus != 0 && channels > 1 && (ring || algorithm == collective::Algorithm::double_binary_tree);
   std::vector<collective::Schedule> schedules;
   std::uint64_t steps = 0;
-  for (std::uint32_t c = 0; c < channels; ++c) {
-    collective::RankLayout layout{links.gpus, per_channel ? c : 0};
-    if (ring) {
-      schedules.push_back(one_ring_step(spec, ranks, layout));
-      bool reduces = spec.operation != collective::Operation::all_gather;
-      bool gathers = spec.operation != collective::Operation::reduce_scatter;
-      steps = (reduces && gathers ? 2 : 1) * std::uint64_t{ranks - 1};
-      continue;
+  bool ring = algorithm == collective::Algorithm::ring;
+  if (ring) {
+    for (std::uint32_t c = 0; c < channels; ++c) {
+      schedules.push_back(one_ring_step(spec, ranks, {links.gpus, links.gpus != 0 ? c : 0}));
     }
-    auto schedule = collective::make_schedule(spec.operation, algorithm, ranks, spec.bytes, layout);
-    possible = schedule.has_value() && schedule->steps() * ranks * channels <= kMostStepEntries;
-    if (!possible) return 0;
-    steps = schedule->steps();
-    schedules.push_back(std::move(*schedule));
+    bool reduces = spec.operation != collective::Operation::all_gather;
+    bool gathers = spec.operation != collective::Operation::reduce_scatter;
+    steps = (reduces && gathers ? 2 : 1) * std::uint64_t{ranks - 1};
+  } else {
+    auto built = collective::make_channel_schedules(spec.operation, algorithm, ranks, spec.bytes, links.gpus, channels);
+    if (!built || built->front().steps() * ranks * channels > kMostStepEntries) return std::nullopt;
+    schedules = std::move(*built);
+    steps = schedules.front().steps();
   }
-  possible = true;
+  double copies = static_cast<double>(channels) / static_cast<double>(schedules.size());
   std::uint32_t slices = slices_over(spec.slices, channels);
-  double per_channel_slices = static_cast<double>(slices) / channels;
   double slice_share = 1.0 / slices;
   double total = 0, slowest = 0;
-  for (std::uint64_t step = 0; step < steps; ++step) {
-    double seconds = step_seconds(schedules, ring ? 0 : static_cast<std::uint32_t>(step), slice_share, links);
+  for (std::uint64_t step = 0; step < (ring ? 1 : steps); ++step) {
+    double seconds = step_seconds(schedules, copies, static_cast<std::uint32_t>(step), slice_share, links);
     total += seconds;
     slowest = std::max(slowest, seconds);
-    if (ring) {  // every step the same
-      total = seconds * static_cast<double>(steps);
-      break;
-    }
   }
-  return total + (per_channel_slices - 1) * slowest;
+  if (ring) total *= static_cast<double>(steps);  // every step the same
+  return total + (static_cast<double>(slices) / channels - 1) * slowest;
 }
 
 }  // namespace
@@ -176,9 +171,7 @@ std::vector<PredictedTime> predict_algorithms(const CollectiveSpec& spec, const 
   // NCCL builds its trees between servers: inside one, only the ring.
   if (links.gpus != 0 && links.gpus == spec.hosts.size()) candidates = {Algorithm::ring};
   for (Algorithm algorithm : candidates) {
-    bool possible = false;
-    double seconds = predicted_seconds(spec, algorithm, links, possible);
-    if (possible) predicted.push_back({algorithm, seconds});
+    if (auto seconds = predicted_seconds(spec, algorithm, links)) predicted.push_back({algorithm, *seconds});
   }
   return predicted;
 }

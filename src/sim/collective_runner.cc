@@ -30,15 +30,9 @@ std::uint32_t compute_tag(std::uint32_t slice, std::uint32_t member) { return sl
 // A schedule's steps and transfers must fit a wr_id's fields and a WRITE.
 void check_fits(const collective::Schedule& schedule) {
   if (schedule.steps() > kStepMask) throw std::invalid_argument("collective: more than 2^25 steps");
-  for (const auto& steps : schedule.ranks) {
-    for (const collective::Step& step : steps) {
-      for (const collective::Transfer& transfer : step.sends) {
-        if (transfer.bytes > kLargestTransfer) {
-          throw std::invalid_argument("collective: a transfer of " + std::to_string(transfer.bytes) +
-                                      " bytes is more than one WRITE carries here (1 GiB)");
-        }
-      }
-    }
+  if (std::uint64_t largest = schedule.largest_transfer(); largest > kLargestTransfer) {
+    throw std::invalid_argument("collective: a transfer of " + std::to_string(largest) +
+                                " bytes is more than one WRITE carries here (1 GiB)");
   }
 }
 
@@ -56,17 +50,11 @@ CollectiveRunner::CollectiveRunner(const CollectiveSpec& spec, const TransportSp
   }
   // On whole GPU servers, NCCL's rings and trees: one per channel.
   std::uint32_t channels = std::max<std::uint32_t>(spec.channels, 1);
-  collective::RankLayout layout{fabric.servers().whole_servers(spec.hosts), 0};
-  bool per_channel = layout.gpus_per_server != 0 && channels > 1 &&
-                     (spec.algorithm == collective::Algorithm::ring ||
-                      spec.algorithm == collective::Algorithm::double_binary_tree);
-  for (std::uint32_t channel = 0; channel < (per_channel ? channels : 1); ++channel) {
-    layout.channel = channel;
-    auto schedule = collective::make_schedule(spec.operation, spec.algorithm, n, spec.bytes, layout);
-    if (!schedule) throw std::invalid_argument("collective: " + schedule.error());
-    check_fits(*schedule);
-    schedules_.push_back(std::move(*schedule));
-  }
+  auto schedules = collective::make_channel_schedules(spec.operation, spec.algorithm, n, spec.bytes,
+                                                      fabric.topology().servers.whole_servers(spec.hosts), channels);
+  if (!schedules) throw std::invalid_argument("collective: " + schedules.error());
+  for (const collective::Schedule& schedule : *schedules) check_fits(schedule);
+  schedules_ = std::move(*schedules);
   // channels connections per pair that exchanges data on a channel, each used both ways.
   std::uint32_t depth = send_queue_depth(spec.slices, channels);
   for (std::uint32_t channel = 0; channel < channels; ++channel) {

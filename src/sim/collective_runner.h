@@ -35,8 +35,6 @@ class CollectiveRunner final : public EventHandler {
   bool failed() const { return failed_; }
   const std::vector<SimTime>& iteration_times() const { return iteration_times_; }
   SimTime finished_at() const { return finished_at_; }  // when the last finished iteration ended
-  // One schedule, or one per channel (NCCL's rings and trees on GPU servers).
-  const std::vector<collective::Schedule>& schedules() const { return schedules_; }
 
   // A completion whose wr_id has kCollectiveWork set.
   void completed(const WorkCompletion& completion, SimTime now);
@@ -54,7 +52,7 @@ class CollectiveRunner final : public EventHandler {
   void wake_senders();
 
   CollectiveSpec spec_;
-  std::vector<collective::Schedule> schedules_;
+  std::vector<collective::Schedule> schedules_;  // one, or one per channel (NCCL's rings and trees on GPU servers)
   SimWorld& world_;
   std::vector<Member> members_;
   std::map<std::tuple<std::uint32_t, std::uint32_t, std::uint32_t>, std::uint32_t> qpn_;  // (member, peer, channel)

@@ -29,7 +29,6 @@ class Fabric {
   HostNode& host(std::uint32_t index) { return *hosts_[index]; }
   SwitchNode& switch_at(std::uint32_t index) { return *switches_[index]; }
   const Topology& topology() const { return topology_; }
-  const ServerLayout& servers() const { return topology_.servers; }
   const SwitchNode& switch_at(std::uint32_t index) const { return *switches_[index]; }
   // What a switch's port is linked to.
   NodeRef neighbour(std::uint32_t switch_index, std::uint16_t port) const {

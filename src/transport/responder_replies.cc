@@ -4,6 +4,7 @@
 // NAK, CNP, READ response and atomic ACK in order.
 #include <algorithm>
 #include <cstring>
+#include <optional>
 
 #include "transport/engine_state.h"
 #include "transport/psn.h"
@@ -197,11 +198,14 @@ std::size_t EngineState::responder_transmit(QueuePair& qp, MutableByteSpan out, 
   // READ responses keep the QP's own port (one path: the requester places
   // them in order); ACKs and NAKs echo the EV of the request they answer.
   std::uint16_t port = next.source_port != 0 ? next.source_port : qp.udp_source_port;
-  AddressVector reply_to = qp.attr.ah_attr;
+  const AddressVector* reply_to = &qp.attr.ah_attr;
+  std::optional<AddressVector> in_ack_class;  // made only where ACKs take a class of their own
   if (config.ack_dscp && next.kind == ResponderOutput::Kind::ack) {
-    reply_to.traffic_class = static_cast<std::uint8_t>(*config.ack_dscp << 2);
+    in_ack_class = qp.attr.ah_attr;
+    in_ack_class->traffic_class = static_cast<std::uint8_t>(*config.ack_dscp << 2);
+    reply_to = &*in_ack_class;
   }
-  auto layout = begin_packet_to(reply_to, qp.attr.dest_qp_num, port, headers, payload_length, out,
+  auto layout = begin_packet_to(*reply_to, qp.attr.dest_qp_num, port, headers, payload_length, out,
                                 next.source_port != 0 ? transport::ev_flow_label(next.source_port) : 0);
   if (!layout) return 0;
   if (payload_length > 0 && config.carry_payload) {

@@ -16,6 +16,21 @@
 namespace uroce {
 namespace {
 
+// A signalled WRITE or READ between the whole of local and of remote, run
+// until the requester has its completion.
+void transfer_all(testing::TestNetwork& network, Engine& a, const testing::Endpoint& requester, WrOpcode opcode,
+                  std::vector<std::uint8_t>& local, std::uint32_t lkey, std::vector<std::uint8_t>& remote,
+                  std::uint32_t rkey) {
+  Sge sge{reinterpret_cast<std::uintptr_t>(local.data()), static_cast<std::uint32_t>(local.size()), lkey};
+  SendWr wr;
+  wr.opcode = opcode;
+  wr.send_flags = kSendSignaled;
+  wr.sg_list = {&sge, 1};
+  wr.rdma = {reinterpret_cast<std::uintptr_t>(remote.data()), rkey};
+  ASSERT_EQ(a.post_send(requester.qpn, wr), std::errc{});
+  ASSERT_TRUE(network.run_until([&] { return !testing::drain(requester).empty(); }, network.now() + 100'000'000));
+}
+
 TEST(Congestion, CeMarksBringCnpsThatSlowTheSenderAndDataStillArrives) {
   testing::ChannelFaults faults;
   faults.ecn_mark = 0.5;
@@ -94,14 +109,7 @@ TEST(Congestion, OnlyDataIsEcnCapableAndOnlyMarkedDataDrawsCnps) {
   MrKeys r = *b.reg_mr(responder.pd, remote.data(), remote.size(),
                        kAccessLocalWrite | kAccessRemoteWrite | kAccessRemoteRead);
   auto post = [&](WrOpcode opcode) {
-    Sge sge{reinterpret_cast<std::uintptr_t>(local.data()), static_cast<std::uint32_t>(local.size()), l.lkey};
-    SendWr wr;
-    wr.opcode = opcode;
-    wr.send_flags = kSendSignaled;
-    wr.sg_list = {&sge, 1};
-    wr.rdma = {reinterpret_cast<std::uintptr_t>(remote.data()), r.rkey};
-    ASSERT_EQ(a.post_send(requester.qpn, wr), std::errc{});
-    ASSERT_TRUE(network.run_until([&] { return !testing::drain(requester).empty(); }, network.now() + 100'000'000));
+    transfer_all(network, a, requester, opcode, local, l.lkey, remote, r.rkey);
   };
   post(WrOpcode::rdma_write);
   EXPECT_EQ(remote, local);
@@ -143,14 +151,7 @@ TEST(Congestion, AckDscpMovesAcksAndNothingElse) {
   MrKeys r = *b.reg_mr(responder.pd, remote.data(), remote.size(),
                        kAccessLocalWrite | kAccessRemoteWrite | kAccessRemoteRead);
   for (WrOpcode opcode : {WrOpcode::rdma_write, WrOpcode::rdma_read}) {
-    Sge sge{reinterpret_cast<std::uintptr_t>(local.data()), static_cast<std::uint32_t>(local.size()), l.lkey};
-    SendWr wr;
-    wr.opcode = opcode;
-    wr.send_flags = kSendSignaled;
-    wr.sg_list = {&sge, 1};
-    wr.rdma = {reinterpret_cast<std::uintptr_t>(remote.data()), r.rkey};
-    ASSERT_EQ(a.post_send(requester.qpn, wr), std::errc{});
-    ASSERT_TRUE(network.run_until([&] { return !testing::drain(requester).empty(); }, network.now() + 100'000'000));
+    transfer_all(network, a, requester, opcode, local, l.lkey, remote, r.rkey);
   }
   using namespace wire::opcode;
   EXPECT_EQ(dscp_by_opcode[kRcAcknowledge], std::set<unsigned>{56});

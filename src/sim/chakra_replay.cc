@@ -65,7 +65,11 @@ ChakraReplay::ChakraReplay(const ChakraSpec& spec, std::uint32_t job, const Tran
   std::uint32_t depth = send_queue_depth(spec.slices, channels);
   for (auto [a, b] : plan_.pairs) {
     for (std::uint32_t channel = 0; channel < channels; ++channel) {
-      auto [mine, theirs] = connect_rc_pair(*ranks_[a].host, *ranks_[b].host, transport, depth);
+      auto [mine, theirs] = connect_rc_pair(*ranks_[a].host, *ranks_[b].host, transport, depth, depth);
+      for (std::uint32_t r = 0; r < depth; ++r) {
+        post_arrival_receive(*ranks_[a].host, mine, kChakraWork | job_bits_);
+        post_arrival_receive(*ranks_[b].host, theirs, kChakraWork | job_bits_);
+      }
       qpn_[{a, b, channel}] = mine;
       qpn_[{b, a, channel}] = theirs;
     }
@@ -165,6 +169,7 @@ void ChakraReplay::start(std::uint32_t r, std::uint32_t node, Resource resource,
       write.message = true;
       write.rank = r;
       write.node = node;
+      write.to_rank = *traced.comm_dst;
       post_write(r, *traced.comm_dst, 0, 0, 0, std::max<std::uint64_t>(traced.comm_size, 1), write);
       return;
     }
@@ -253,6 +258,7 @@ void ChakraReplay::post_transfer(std::uint32_t c, const CollectiveProgress::Tran
   Write write;
   write.collective = c;
   write.transfer = id;
+  write.to_rank = planned.ranks[transfer.to];
   std::uint32_t channel = channel_of(id.slice, spec_.channels);
   post_write(planned.ranks[id.member], planned.ranks[transfer.to], channel, transfer.offset + offset,
              receive_buffer + transfer.remote_offset + offset, bytes, write);
@@ -273,6 +279,7 @@ void ChakraReplay::post_write(std::uint32_t from_rank, std::uint32_t to_rank, st
   std::uint64_t slot;
   if (free_writes_.empty()) {
     slot = writes_.size();
+    if (slot > UINT32_MAX) throw std::runtime_error("chakra replay: more than 2^32 WRITEs in flight");
     writes_.push_back(write);
   } else {
     slot = free_writes_.back();
@@ -282,7 +289,8 @@ void ChakraReplay::post_write(std::uint32_t from_rank, std::uint32_t to_rank, st
   Sge sge{HostNode::kRegionBase + offset, static_cast<std::uint32_t>(bytes), from.region().lkey};
   SendWr wr;
   wr.wr_id = kChakraWork | job_bits_ | slot;
-  wr.opcode = WrOpcode::rdma_write;
+  wr.opcode = WrOpcode::rdma_write_with_imm;
+  wr.imm_data = static_cast<std::uint32_t>(slot);
   wr.send_flags = kSendSignaled;
   wr.sg_list = {&sge, 1};
   wr.rdma = {HostNode::kRegionBase + remote_offset, to.region().rkey};
@@ -298,24 +306,53 @@ void ChakraReplay::post_write(std::uint32_t from_rank, std::uint32_t to_rank, st
 
 void ChakraReplay::completed(const WorkCompletion& completion, SimTime now) {
   now_ = now;
-  std::uint64_t slot = completion.wr_id & ((1ull << kChakraJobShift) - 1);
-  if (slot >= writes_.size() || failed_) return;
+  if (failed_) return;
   if (completion.status != WcStatus::success) {
     failed_ = true;
     return;
   }
-  Write write = writes_[slot];
-  free_writes_.push_back(slot);
+  if (completion.opcode == WcOpcode::recv_rdma_with_imm) {
+    arrived(completion.imm_data, completion.qp_num, now);
+  } else {
+    sent(completion.wr_id & ((1ull << kChakraJobShift) - 1), now);
+  }
+  drain(now);
+}
+
+// The sender's WRITE completed: a send's node ends, a collective's sender moves on.
+void ChakraReplay::sent(std::uint64_t slot, SimTime now) {
+  if (slot >= writes_.size() || writes_[slot].sent) return;
+  Write& write = writes_[slot];
+  write.sent = true;
   if (write.message) {
-    const chakra::TraceNode& traced = spec_.ranks[write.rank].nodes[write.node];
     finish(write.rank, write.node, now);
-    Channel channel{write.rank, *traced.comm_dst, traced.comm_tag};
+  } else {
+    running_[write.collective].progress->sent(write.transfer);
+  }
+  release_slot(slot);
+}
+
+// The WRITE landed (its receive is posted again): a receive may end, a
+// collective's receiver moves on.
+void ChakraReplay::arrived(std::uint64_t slot, std::uint32_t qpn, SimTime now) {
+  if (slot >= writes_.size() || writes_[slot].arrived) return;
+  Write& write = writes_[slot];
+  write.arrived = true;
+  post_arrival_receive(*ranks_[write.to_rank].host, qpn, kChakraWork | job_bits_);
+  if (write.message) {
+    Channel channel{write.rank, write.to_rank, spec_.ranks[write.rank].nodes[write.node].comm_tag};
     ++arrived_[channel];
     deliver(channel, now);
   } else {
-    running_[write.collective].progress->completed(write.transfer);
+    CollectiveProgress& progress = *running_[write.collective].progress;
+    progress.arrived(write.transfer.slice, progress.receiver_of(write.transfer), write.transfer.step);
   }
-  drain(now);
+  release_slot(slot);
+}
+
+void ChakraReplay::release_slot(std::uint64_t slot) {
+  if (!writes_[slot].sent || !writes_[slot].arrived) return;
+  free_writes_.push_back(slot);
 }
 
 // Receives waiting on a channel take the messages that have arrived, in order.

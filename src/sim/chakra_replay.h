@@ -5,10 +5,11 @@
 // the GPU's communication (collectives and sends, one at a time; receives
 // wait alongside). Among ready nodes, the earliest in the file goes first.
 // A collective is the schedule of collective/schedule.h, in the spec's
-// slices (sim/collective_progress.h), each transfer's slice an RDMA WRITE;
+// slices (sim/collective_progress.h), each transfer's slice an RDMA WRITE (with immediate);
 // a member starts it when its node starts and its node ends when its own
-// part is done. A send is one WRITE to its peer; the matching
-// receive ends when that WRITE has completed. Other nodes (metadata,
+// part is done. A send is one WRITE with immediate to its peer: it ends
+// when the WRITE completes, the matching receive when the WRITE lands (its
+// immediate names the WRITE). Other nodes (metadata,
 // memory, collectives uroce does not run) end at once and are counted.
 #pragma once
 
@@ -108,11 +109,13 @@ class ChakraReplay final : public EventHandler {
     std::uint32_t members_done = 0;
     SimTime start = kSimNever, end = kSimNever;
   };
-  struct Write {  // a WRITE in flight, by its wr_id's slot
+  struct Write {  // a WRITE in flight, by its wr_id's slot (and its immediate)
     bool message = false;
     std::uint32_t collective = 0;              // a collective's slice of a transfer
     CollectiveProgress::TransferId transfer;
     std::uint32_t rank = 0, node = 0;          // a send's
+    std::uint32_t to_rank = 0;
+    bool sent = false, arrived = false;        // the slot is free again after both
   };
   using Channel = std::tuple<std::uint32_t, std::uint32_t, std::uint32_t>;  // source, destination, tag
 
@@ -130,6 +133,9 @@ class ChakraReplay final : public EventHandler {
   void post_write(std::uint32_t from_rank, std::uint32_t to_rank, std::uint32_t channel, std::uint64_t offset,
                   std::uint64_t remote_offset, std::uint64_t bytes, const Write& write);
   void deliver(const Channel& channel, SimTime now);
+  void sent(std::uint64_t slot, SimTime now);
+  void arrived(std::uint64_t slot, std::uint32_t qpn, SimTime now);
+  void release_slot(std::uint64_t slot);
 
   const ChakraSpec& spec_;
   std::uint64_t job_bits_;

@@ -77,18 +77,18 @@ Links links_of(const CollectiveSpec& spec, const Topology& topology) {
   return links;
 }
 
-// One step of every channel at once, each carrying a slice of its
-// transfers; each schedule stands for `copies` channels.
-double step_seconds(const std::vector<collective::Schedule>& channels, double copies, std::uint32_t step,
-                    double slice_share, const Links& links) {
+// The slowest port's time to carry one step of every channel at once, each
+// carrying a slice of its transfers; each schedule stands for `copies`
+// channels. The step's longest path (one way) in latency_s.
+double step_serialization(const std::vector<collective::Schedule>& channels, double copies, std::uint32_t step,
+                          double slice_share, const Links& links, double& latency_s) {
   std::map<std::uint32_t, double> nic_bytes, nvlink_bytes;  // by NIC (rank or server), by rank
-  double latency = 0;
+  latency_s = 0;
   for (const collective::Schedule& schedule : channels) {
     for (std::uint32_t rank = 0; rank < schedule.rank_count(); ++rank) {
       for (const collective::Transfer& transfer : schedule.ranks[rank][step].sends) {
         bool within = links.gpus != 0 && rank / links.gpus == transfer.to / links.gpus;
-        const PathCost& path = within ? links.within : links.between;
-        latency = std::max(latency, 2 * path.latency_s);
+        latency_s = std::max(latency_s, (within ? links.within : links.between).latency_s);
         double bytes = static_cast<double>(transfer.bytes) * slice_share * copies;
         if (within) {
           nvlink_bytes[rank] += bytes;
@@ -101,7 +101,29 @@ double step_seconds(const std::vector<collective::Schedule>& channels, double co
   double busiest = 0;
   for (auto [nic, bytes] : nic_bytes) busiest = std::max(busiest, bytes * 8 / links.between.rate_bps);
   for (auto [rank, bytes] : nvlink_bytes) busiest = std::max(busiest, bytes * 8 / links.within.rate_bps);
-  return latency + busiest;
+  return busiest;
+}
+
+// When each rank of each channel may start its next step, after one more
+// step: a rank's step ends when its WRITEs were acknowledged (a round trip
+// after it started) and the WRITEs to it arrived (one way after their
+// senders started), as sim/collective_progress.h steps it; `seconds` is the
+// step's serialization.
+void advance_step(const std::vector<collective::Schedule>& channels, std::uint32_t step, double seconds,
+                  const Links& links, std::vector<std::vector<double>>& ready) {
+  for (std::size_t c = 0; c < channels.size(); ++c) {
+    const collective::Schedule& schedule = channels[c];
+    std::vector<double> next = ready[c];
+    for (std::uint32_t rank = 0; rank < schedule.rank_count(); ++rank) {
+      for (const collective::Transfer& transfer : schedule.ranks[rank][step].sends) {
+        bool within = links.gpus != 0 && rank / links.gpus == transfer.to / links.gpus;
+        double latency = (within ? links.within : links.between).latency_s;
+        next[rank] = std::max(next[rank], ready[c][rank] + 2 * latency + seconds);
+        next[transfer.to] = std::max(next[transfer.to], ready[c][rank] + latency + seconds);
+      }
+    }
+    ready[c] = std::move(next);
+  }
 }
 
 // A ring's steps all move the same chunk to the same neighbour: one step,
@@ -145,12 +167,18 @@ std::optional<double> predicted_seconds(const CollectiveSpec& spec, collective::
   double copies = static_cast<double>(channels) / static_cast<double>(schedules.size());
   std::uint32_t slices = slices_over(spec.slices, channels);
   double slice_share = 1.0 / slices;
-  double total = 0, slowest = 0;
+  // The first slice's way through the steps, then one slowest step per slice after it.
+  std::vector<std::vector<double>> ready(schedules.size(), std::vector<double>(ranks, 0.0));
+  double slowest = 0;
   for (std::uint64_t step = 0; step < (ring ? 1 : steps); ++step) {
-    double seconds = step_seconds(schedules, copies, static_cast<std::uint32_t>(step), slice_share, links);
-    total += seconds;
-    slowest = std::max(slowest, seconds);
+    double latency = 0;
+    double seconds = step_serialization(schedules, copies, static_cast<std::uint32_t>(step), slice_share, links,
+                                        latency);
+    advance_step(schedules, static_cast<std::uint32_t>(step), seconds, links, ready);
+    slowest = std::max(slowest, 2 * latency + seconds);
   }
+  double total = 0;
+  for (const std::vector<double>& channel : ready) total = std::max(total, *std::max_element(channel.begin(), channel.end()));
   if (ring) total *= static_cast<double>(steps);  // every step the same
   return total + (static_cast<double>(slices) / channels - 1) * slowest;
 }

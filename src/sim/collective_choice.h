@@ -3,10 +3,12 @@
 // from a latency and a bandwidth per algorithm, measured for each kind of
 // hardware; uroce predicts from the candidate's own schedules (one per
 // channel, collective/rank_layout.h) on the scenario's links, with no
-// contention in the fabric: a step costs the round trip of its slowest
-// transfer (data out, the WRITE's ACK back) plus the time its busiest port
-// takes to send the step's bytes of every channel, a GPU's NVLink port and
-// a NIC (the GPU's, or the server's shared one) counted apart; the slices
+// contention in the fabric: a rank's step ends a round trip (data out, the
+// WRITE's ACK back) after it started if it sends, and once what is sent
+// to it arrived (one way after its senders started), each plus the time
+// the step's busiest port takes to send the step's bytes of every channel,
+// a GPU's NVLink port and a NIC (the GPU's, or the server's shared one)
+// counted apart; the collective ends with its last rank's last step; the slices
 // of a channel follow each other through the steps, so the slowest step
 // counts once per further slice. Candidates: ring and double binary tree
 // for an all-reduce (the tree only between servers, where NCCL builds it;

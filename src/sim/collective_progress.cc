@@ -117,12 +117,14 @@ void CollectiveProgress::send(const TransferId& id) {
   post_(id, slice_offset(bytes, slices_, id.slice), slice_bytes(bytes, slices_, id.slice));
 }
 
-void CollectiveProgress::completed(const TransferId& id) {
-  std::uint32_t to = schedule_of(id.slice).ranks[id.member][id.step].sends[id.index].to;
+void CollectiveProgress::sent(const TransferId& id) {
   ++members_[id.member].slices[id.slice].sends_done[id.step];
-  ++members_[to].slices[id.slice].receives_done[id.step];
   advance(id.slice, id.member);
-  advance(id.slice, to);
+}
+
+void CollectiveProgress::arrived(std::uint32_t slice, std::uint32_t to, std::uint32_t step) {
+  ++members_[to].slices[slice].receives_done[step];
+  advance(slice, to);
 }
 
 }  // namespace uroce::sim

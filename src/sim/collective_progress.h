@@ -7,9 +7,15 @@
 // waits until its receiver has joined (as NCCL's sender waits for the
 // receiver's buffer). A collective without a schedule (a barrier, a group
 // of one) ends for every member when the last joins. Free of the fabric
-// and of time: the owner posts the WRITEs it is asked for and reports
-// their completions, and, given a gate, is asked before each step and
-// releases it when it may go (after the step's compute, say). Each channel
+// and of time: the owner posts the WRITEs it is asked for and reports,
+// for each, when the sender's WRITE completed (sent) and when the data
+// reached the receiver (arrived: a WRITE with immediate's receive
+// completion, as NCCL's receiver sees its flag land), and, given a gate,
+// is asked before each step and releases it when it may go (after the
+// step's compute, say). Each report changes that one member's state
+// only, and a member's callbacks are about that member: members in
+// different partitions of the fabric may report at once, from their
+// threads, once every member has joined. Each channel
 // may follow a schedule of its own (NCCL's rings enter each server at
 // another GPU per channel, collective/rank_layout.h): slice j follows
 // schedule j mod schedules.
@@ -65,7 +71,14 @@ class CollectiveProgress {
 
   std::uint32_t slices() const { return slices_; }
   void join(std::uint32_t member);
-  void completed(const TransferId& id);
+  // The sender's WRITE of that slice completed.
+  void sent(const TransferId& id);
+  // A slice of a transfer of `step` (the sender's and the receiver's) reached member `to`.
+  void arrived(std::uint32_t slice, std::uint32_t to, std::uint32_t step);
+  // Who receives that slice.
+  std::uint32_t receiver_of(const TransferId& id) const {
+    return schedule_of(id.slice).ranks[id.member][id.step].sends[id.index].to;
+  }
   void release(std::uint32_t slice, std::uint32_t member);
 
  private:

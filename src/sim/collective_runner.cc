@@ -1,4 +1,5 @@
-// A collective's steps as RDMA WRITEs, released by completions and compute.
+// A collective's steps as RDMA WRITEs with immediate, released by
+// completions and compute, member by member.
 #include "sim/collective_runner.h"
 
 #include <algorithm>
@@ -11,10 +12,10 @@ namespace uroce::sim {
 
 namespace {
 
-constexpr std::uint32_t kStartTag = UINT32_MAX;
 constexpr std::uint64_t kLargestTransfer = 1ull << 30;  // a WRITE's length is 32 bits; flows keep to 1 GiB too
 constexpr int kSliceShift = 32, kStepShift = 38;
 constexpr std::uint64_t kSliceMask = 0x3f, kStepMask = (1ull << 25) - 1;
+constexpr int kImmSliceShift = 25;  // a WRITE's immediate: the slice above the step
 
 // wr_id: the flag, the step, the slice, the transfer's index in its step
 // and the member; schedules have at most 65536 ranks, and a step at most
@@ -23,9 +24,6 @@ std::uint64_t work_id(const CollectiveProgress::TransferId& id) {
   return kCollectiveWork | (std::uint64_t{id.step} << kStepShift) | (std::uint64_t{id.slice} << kSliceShift) |
          (std::uint64_t{id.index} << 16) | id.member;
 }
-
-// An event's tag: which member's slice finished its compute.
-std::uint32_t compute_tag(std::uint32_t slice, std::uint32_t member) { return slice << 16 | member; }
 
 // A schedule's steps and transfers must fit a wr_id's fields and a WRITE.
 void check_fits(const collective::Schedule& schedule) {
@@ -39,14 +37,19 @@ void check_fits(const collective::Schedule& schedule) {
 }  // namespace
 
 CollectiveRunner::CollectiveRunner(const CollectiveSpec& spec, const TransportSpec& transport, Fabric& fabric,
-                                   SimWorld& world)
-    : spec_(spec), world_(world) {
+                                   SimWorld& global, SimTime barrier)
+    : spec_(spec), global_(global), barrier_(barrier) {
   auto n = static_cast<std::uint32_t>(spec.hosts.size());
-  members_.resize(n);
   for (std::uint32_t i = 0; i < n; ++i) {
-    members_[i].host = &fabric.host(spec.hosts[i]);
+    auto member = std::make_unique<Member>();
+    member->runner = this;
+    member->index = i;
+    member->host = &fabric.host(spec.hosts[i]);
+    member->set_event_group(spec.hosts[i]);
     bool straggler = spec.straggler && *spec.straggler == spec.hosts[i];
-    members_[i].delay = spec.step_compute + (straggler ? spec.straggler_delay : 0);
+    member->delay = spec.step_compute + (straggler ? spec.straggler_delay : 0);
+    member_of_host_[spec.hosts[i]] = i;
+    members_.push_back(std::move(member));
   }
   // On whole GPU servers, NCCL's rings and trees: one per channel.
   std::uint32_t channels = std::max<std::uint32_t>(spec.channels, 1);
@@ -55,7 +58,9 @@ CollectiveRunner::CollectiveRunner(const CollectiveSpec& spec, const TransportSp
   if (!schedules) throw std::invalid_argument("collective: " + schedules.error());
   for (const collective::Schedule& schedule : *schedules) check_fits(schedule);
   schedules_ = std::move(*schedules);
-  // channels connections per pair that exchanges data on a channel, each used both ways.
+  // channels connections per pair that exchanges data on a channel, each
+  // used both ways; a sender has at most a send queue of WRITEs in flight,
+  // so as many receives wait for them.
   std::uint32_t depth = send_queue_depth(spec.slices, channels);
   for (std::uint32_t channel = 0; channel < channels; ++channel) {
     const collective::Schedule& schedule = schedules_[channel % schedules_.size()];
@@ -63,19 +68,33 @@ CollectiveRunner::CollectiveRunner(const CollectiveSpec& spec, const TransportSp
       for (const collective::Step& step : schedule.ranks[i]) {
         for (const collective::Transfer& transfer : step.sends) {
           if (qpn_.count({i, transfer.to, channel}) != 0) continue;
-          auto [mine, theirs] = connect_rc_pair(*members_[i].host, *members_[transfer.to].host, transport, depth);
-          qpn_[{i, transfer.to, channel}] = mine;
-          qpn_[{transfer.to, i, channel}] = theirs;
+          HostNode& mine = *members_[i]->host;
+          HostNode& theirs = *members_[transfer.to]->host;
+          auto [my_qpn, their_qpn] = connect_rc_pair(mine, theirs, transport, depth, depth);
+          for (std::uint32_t r = 0; r < depth; ++r) {
+            post_arrival_receive(mine, my_qpn, kCollectiveWork);
+            post_arrival_receive(theirs, their_qpn, kCollectiveWork);
+          }
+          qpn_[{i, transfer.to, channel}] = my_qpn;
+          qpn_[{transfer.to, i, channel}] = their_qpn;
         }
       }
     }
   }
-  world_.events.schedule(spec.start, this, kStartTag);
+  global_.events.schedule(spec.start, this, 0);
 }
+
+bool CollectiveRunner::failed() const {
+  return std::any_of(members_.begin(), members_.end(), [](const auto& member) { return member->failed; });
+}
+
+// On the global world, between windows: every member joins at `now`, and
+// each asks for its first step's compute on its own partition's events.
+void CollectiveRunner::on_event(SimTime now, std::uint32_t) { start_iteration(now); }
 
 void CollectiveRunner::start_iteration(SimTime now) {
   iteration_start_ = now;
-  members_finished_ = 0;
+  for (auto& member : members_) member->now = now;
   std::vector<const collective::Schedule*> schedules;
   for (const collective::Schedule& schedule : schedules_) schedules.push_back(&schedule);
   progress_ = std::make_unique<CollectiveProgress>(
@@ -83,33 +102,35 @@ void CollectiveRunner::start_iteration(SimTime now) {
       [this](const CollectiveProgress::TransferId& id, std::uint64_t offset, std::uint64_t bytes) {
         post(id, offset, bytes);
       },
-      [this](std::uint32_t) { member_done(now_); },
-      [this](std::uint32_t slice, std::uint32_t member, std::uint32_t) {
-        world_.events.schedule(now_ + members_[member].delay, this, compute_tag(slice, member));
+      [this](std::uint32_t m) {
+        Member& member = *members_[m];
+        ++member.iterations_done;
+        member.done_at = member.now;
+      },
+      [this](std::uint32_t slice, std::uint32_t m, std::uint32_t) {
+        Member& member = *members_[m];
+        member.host->world().events.schedule(member.now + member.delay, &member, slice);
       });
   for (std::uint32_t i = 0; i < members_.size(); ++i) progress_->join(i);
 }
 
-void CollectiveRunner::on_event(SimTime now, std::uint32_t tag) {
-  now_ = now;
-  if (tag == kStartTag) {
-    start_iteration(now);
-    return;
-  }
-  progress_->release(tag >> 16, tag & 0xffff);
-  wake_senders();
+void CollectiveRunner::Member::on_event(SimTime at, std::uint32_t slice) {
+  now = at;
+  runner->progress_->release(slice, index);
+  runner->wake(*this);
 }
 
 void CollectiveRunner::post(const CollectiveProgress::TransferId& id, std::uint64_t offset, std::uint64_t bytes) {
   const collective::Transfer& transfer = progress_->schedule_of(id.slice).ranks[id.member][id.step].sends[id.index];
-  Member& from = members_[id.member];
-  HostNode& to = *members_[transfer.to].host;
+  Member& from = *members_[id.member];
+  const HostNode& to = *members_[transfer.to]->host;
   Sge sge{HostNode::kRegionBase + transfer.offset + offset, static_cast<std::uint32_t>(bytes), from.host->region().lkey};
   SendWr write;
   write.wr_id = work_id(id);
-  write.opcode = WrOpcode::rdma_write;
+  write.opcode = WrOpcode::rdma_write_with_imm;
   write.send_flags = kSendSignaled;
   write.sg_list = {&sge, 1};
+  write.imm_data = id.slice << kImmSliceShift | id.step;
   // All-to-all writes a receive buffer beside the send buffer.
   std::uint64_t receive_buffer = spec_.operation == collective::Operation::alltoall ? spec_.bytes : 0;
   write.rdma = {HostNode::kRegionBase + receive_buffer + transfer.remote_offset + offset, to.region().rkey};
@@ -117,51 +138,70 @@ void CollectiveRunner::post(const CollectiveProgress::TransferId& id, std::uint6
   if (from.host->engine().post_send(qpn_.at({id.member, transfer.to, channel}), write) != std::errc{}) {
     throw std::runtime_error("collective member " + std::to_string(id.member) + ": post_send refused");
   }
-  if (!from.waking) {
-    from.waking = true;
-    to_wake_.push_back(id.member);
-  }
+  from.posted = true;
 }
 
-// After the progress posted what it could: the senders start sending.
-void CollectiveRunner::wake_senders() {
-  for (std::uint32_t member : to_wake_) {
-    members_[member].host->wake(now_);
-    members_[member].waking = false;
-  }
-  to_wake_.clear();
+// After the progress posted what it could for a member: its host sends.
+void CollectiveRunner::wake(Member& member) {
+  if (!member.posted) return;
+  member.posted = false;
+  member.host->wake(member.now);
 }
 
-void CollectiveRunner::completed(const WorkCompletion& completion, SimTime now) {
-  now_ = now;
+void CollectiveRunner::completed(std::uint32_t host, const WorkCompletion& completion, SimTime now) {
+  auto found = member_of_host_.find(host);
+  if (found == member_of_host_.end() || !progress_) return;
+  Member& member = *members_[found->second];
+  if (member.failed) return;
+  if (completion.status != WcStatus::success) {
+    member.failed = true;
+    return;
+  }
+  member.now = now;
+  if (completion.opcode == WcOpcode::recv_rdma_with_imm) {
+    arrived(host, completion);
+  } else {
+    sent(host, completion);
+  }
+  wake(member);
+}
+
+void CollectiveRunner::sent(std::uint32_t host, const WorkCompletion& completion) {
   CollectiveProgress::TransferId id;
   id.member = static_cast<std::uint32_t>(completion.wr_id & 0xffff);
   id.index = static_cast<std::uint32_t>((completion.wr_id >> 16) & 0xffff);
   id.slice = static_cast<std::uint32_t>((completion.wr_id >> kSliceShift) & kSliceMask);
   id.step = static_cast<std::uint32_t>((completion.wr_id >> kStepShift) & kStepMask);
-  if (id.member >= members_.size() || failed_ || !progress_ || id.slice >= progress_->slices()) return;
+  if (id.member != member_of_host_.at(host) || id.slice >= progress_->slices()) return;
   const collective::Schedule& schedule = progress_->schedule_of(id.slice);
   if (id.step >= schedule.steps() || id.index >= schedule.ranks[id.member][id.step].sends.size()) return;
-  if (completion.status != WcStatus::success) {
-    failed_ = true;
-    return;
-  }
-  progress_->completed(id);
-  wake_senders();
+  progress_->sent(id);
 }
 
-// The last member's end is the iteration's: the next one starts at once,
-// or after the gap.
-void CollectiveRunner::member_done(SimTime now) {
-  if (++members_finished_ < members_.size()) return;
-  iteration_times_.push_back(now - iteration_start_);
-  finished_at_ = now;
-  if (iteration_times_.size() >= spec_.iterations) return;
-  if (spec_.iteration_gap == 0) {
-    start_iteration(now);
-  } else {
-    world_.events.schedule(now + spec_.iteration_gap, this, kStartTag);
+// A WRITE landed: the receive it consumed is posted again for the next.
+void CollectiveRunner::arrived(std::uint32_t host, const WorkCompletion& completion) {
+  Member& member = *members_[member_of_host_.at(host)];
+  post_arrival_receive(*member.host, completion.qp_num, kCollectiveWork);
+  std::uint32_t slice = completion.imm_data >> kImmSliceShift;
+  std::uint32_t step = completion.imm_data & kStepMask;
+  if (slice >= progress_->slices() || step >= progress_->schedule_of(slice).steps()) return;
+  progress_->arrived(slice, member.index, step);
+}
+
+// The last member's end is the iteration's; the members learn of it a
+// barrier later, and the next one starts then, or after the gap.
+void CollectiveRunner::between_windows() {
+  if (!running() || !progress_) return;
+  auto finished = static_cast<std::uint32_t>(iteration_times_.size() + 1);
+  SimTime last = 0;
+  for (const auto& member : members_) {
+    if (member->iterations_done < finished) return;
+    last = std::max(last, member->done_at);
   }
+  iteration_times_.push_back(last - iteration_start_);
+  finished_at_ = last;
+  progress_.reset();
+  if (iteration_times_.size() < spec_.iterations) global_.events.schedule(last + barrier_ + spec_.iteration_gap, this, 0);
 }
 
 }  // namespace uroce::sim

@@ -29,8 +29,10 @@ class PartitionedRun {
   PartitionedRun(std::vector<SimWorld*> parts, SimWorld& global, SimTime window, SimTime time_limit);
 
   // Runs until keep_going says no after a window or a global event, or no
-  // event is left at or before the time limit. Rethrows what a partition's
-  // event threw.
+  // event is left at or before the time limit. keep_going runs on one
+  // thread while the partitions wait: it may read every partition's state
+  // and schedule events on any world at or after the end of the window just
+  // run. Rethrows what a partition's event threw.
   void run(const std::function<bool()>& keep_going, const std::function<void(SimTime)>& progress = {});
 
   // The time of the latest event run anywhere, and how many ran.

@@ -8,12 +8,12 @@ namespace uroce::sim {
 namespace {
 
 std::uint32_t create_qp(HostNode& host, const HostNode& peer, const TransportSpec& transport,
-                        std::uint32_t send_queue_depth) {
+                        std::uint32_t send_queue_depth, std::uint32_t receive_queue_depth) {
   QpInitAttr init;
   init.qp_type = QpType::rc;
   init.pd = host.pd();
   init.send_cq = init.recv_cq = host.cq();
-  init.cap = QpCap{send_queue_depth, 16, 1, 1, 0};
+  init.cap = QpCap{send_queue_depth, receive_queue_depth, 1, 1, 0};
   init.recovery = transport.recovery;
   init.tail_timeout_ns = transport.tail_timeout_ns;
   init.tail_timeout_packets = transport.tail_timeout_packets;
@@ -59,12 +59,21 @@ void bring_up(HostNode& host, std::uint32_t qpn, HostNode& peer, std::uint32_t p
 }  // namespace
 
 std::pair<std::uint32_t, std::uint32_t> connect_rc_pair(HostNode& a, HostNode& b, const TransportSpec& transport,
-                                                        std::uint32_t send_queue_depth) {
-  std::uint32_t qpn_a = create_qp(a, b, transport, send_queue_depth);
-  std::uint32_t qpn_b = create_qp(b, a, transport, send_queue_depth);
+                                                        std::uint32_t send_queue_depth,
+                                                        std::uint32_t receive_queue_depth) {
+  std::uint32_t qpn_a = create_qp(a, b, transport, send_queue_depth, receive_queue_depth);
+  std::uint32_t qpn_b = create_qp(b, a, transport, send_queue_depth, receive_queue_depth);
   bring_up(a, qpn_a, b, qpn_b, transport);
   bring_up(b, qpn_b, a, qpn_a, transport);
   return {qpn_a, qpn_b};
+}
+
+void post_arrival_receive(HostNode& host, std::uint32_t qpn, std::uint64_t wr_id) {
+  RecvWr receive;
+  receive.wr_id = wr_id;
+  if (host.engine().post_recv(qpn, receive) != std::errc{}) {
+    throw std::runtime_error("simulated host " + std::to_string(host.id()) + ": post_recv refused");
+  }
 }
 
 }  // namespace uroce::sim

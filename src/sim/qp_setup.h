@@ -14,6 +14,12 @@ namespace uroce::sim {
 // other; returns (QPN on a, QPN on b). Throws std::runtime_error if an engine
 // refuses (its limits are exceeded).
 std::pair<std::uint32_t, std::uint32_t> connect_rc_pair(HostNode& a, HostNode& b, const TransportSpec& transport,
-                                                        std::uint32_t send_queue_depth);
+                                                        std::uint32_t send_queue_depth,
+                                                        std::uint32_t receive_queue_depth = 16);
+
+// Posts one receive without buffers, with this wr_id, that a WRITE with
+// immediate consumes (the workloads learn from it that a WRITE arrived).
+// Throws std::runtime_error if the engine refuses (the queue is full).
+void post_arrival_receive(HostNode& host, std::uint32_t qpn, std::uint64_t wr_id);
 
 }  // namespace uroce::sim

@@ -172,9 +172,8 @@ SimResult run_simulation(const Scenario& scenario, const std::function<void(doub
                          const std::string& capture_dir) {
   check(scenario);
   auto wall_start = std::chrono::steady_clock::now();
-  // A collective's schedule (or a replay's) is one object every rank's
-  // completions step: it runs in one partition.
-  bool one_partition = scenario.collective || !scenario.chakra.empty();
+  // A replay's ranks share their collectives' state: it runs in one partition.
+  bool one_partition = !scenario.chakra.empty();
   std::uint32_t wanted = one_partition ? 1 : std::max<std::uint32_t>(scenario.threads, 1);
   std::uint32_t first_handler = EventHandler::ids_made();
   Partitioning partitioning = partition_fabric(scenario.topology, wanted);
@@ -208,15 +207,17 @@ SimResult run_simulation(const Scenario& scenario, const std::function<void(doub
   FlowRunner flows(scenario, fabric);
   FailureRunner failures(scenario, fabric, global);
   std::optional<CollectiveRunner> collective;
-  if (scenario.collective) collective.emplace(*scenario.collective, scenario.transport, fabric, *parts[0]);
+  if (scenario.collective) {
+    collective.emplace(*scenario.collective, scenario.transport, fabric, global, partitioning.window);
+  }
   std::vector<std::unique_ptr<ChakraReplay>> jobs;
   for (std::uint32_t job = 0; job < scenario.chakra.size(); ++job) {
     jobs.push_back(std::make_unique<ChakraReplay>(scenario.chakra[job], job, scenario.transport, fabric, *parts[0]));
   }
   for (std::uint32_t h = 0; h < fabric.host_count(); ++h) {
-    fabric.host(h).on_completion([&](std::uint32_t, const WorkCompletion& completion, SimTime now) {
+    fabric.host(h).on_completion([&](std::uint32_t host, const WorkCompletion& completion, SimTime now) {
       if ((completion.wr_id & kCollectiveWork) != 0) {
-        if (collective) collective->completed(completion, now);
+        if (collective) collective->completed(host, completion, now);
       } else if ((completion.wr_id & kChakraWork) != 0) {
         std::uint32_t job = chakra_job_of(completion.wr_id);
         if (job < jobs.size()) jobs[job]->completed(completion, now);
@@ -234,6 +235,7 @@ SimResult run_simulation(const Scenario& scenario, const std::function<void(doub
 
   PartitionedRun run(parts, global, partitioning.window, scenario.time_limit);
   auto keep_going = [&] {
+    if (collective) collective->between_windows();
     bool replaying = std::any_of(jobs.begin(), jobs.end(), [](const auto& job) { return job->running(); });
     return (flows.unfinished() > 0 || (collective && collective->running()) || replaying) && !deadlocks.found();
   };

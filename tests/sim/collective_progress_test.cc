@@ -37,6 +37,12 @@ collective::Schedule ring(std::uint32_t ranks, std::uint64_t bytes) {
   return *schedule;
 }
 
+// A WRITE that was sent and arrived (the ring of two: member m sends to 1 - m).
+void completed(CollectiveProgress& progress, const CollectiveProgress::TransferId& id) {
+  progress.sent(id);
+  progress.arrived(id.slice, progress.receiver_of(id), id.step);
+}
+
 TEST(CollectiveProgress, EachSliceCarriesItsShareOfEveryTransfer) {
   collective::Schedule schedule = ring(2, 1000);  // 2 steps, one 500-byte transfer each way per step
   Recorder recorder;
@@ -66,23 +72,42 @@ TEST(CollectiveProgress, ASliceMovesOnWithoutWaitingForTheOthers) {
   progress.join(1);
   ASSERT_EQ(recorder.posted.size(), 4u);  // step 0, slices 0 and 1, both members
   // Slice 0 of step 0 completes both ways: slice 0's step 1 goes, slice 1 still waits.
-  progress.completed({0, 0, 0, 0});
-  progress.completed({0, 1, 0, 0});
+  completed(progress, {0, 0, 0, 0});
+  completed(progress, {0, 1, 0, 0});
   ASSERT_EQ(recorder.posted.size(), 6u);
   for (std::size_t i = 4; i < 6; ++i) {
     EXPECT_EQ(recorder.posted[i].id.slice, 0u);
     EXPECT_EQ(recorder.posted[i].id.step, 1u);
   }
   EXPECT_TRUE(recorder.done.empty());
-  progress.completed({0, 0, 1, 0});
-  progress.completed({0, 1, 1, 0});
+  completed(progress, {0, 0, 1, 0});
+  completed(progress, {0, 1, 1, 0});
   EXPECT_TRUE(recorder.done.empty());  // slice 1 is not done
-  progress.completed({1, 0, 0, 0});
-  progress.completed({1, 1, 0, 0});
-  progress.completed({1, 0, 1, 0});
-  progress.completed({1, 1, 1, 0});
+  completed(progress, {1, 0, 0, 0});
+  completed(progress, {1, 1, 0, 0});
+  completed(progress, {1, 0, 1, 0});
+  completed(progress, {1, 1, 1, 0});
   std::sort(recorder.done.begin(), recorder.done.end());
   EXPECT_EQ(recorder.done, (std::vector<std::uint32_t>{0, 1}));
+}
+
+TEST(CollectiveProgress, AStepEndsWhenItsSendsCompletedAndItsReceivesArrived) {
+  collective::Schedule schedule = ring(2, 1000);
+  Recorder recorder;
+  CollectiveProgress progress = recorder.make(&schedule, 2, 1);
+  progress.join(0);
+  progress.join(1);
+  ASSERT_EQ(recorder.posted.size(), 2u);
+  progress.arrived(0, 1, 0);  // member 0's step 0 reached member 1, member 1's WRITE not yet complete
+  EXPECT_EQ(recorder.posted.size(), 2u);
+  progress.sent({0, 1, 0, 0});  // member 1's step 0 is complete: its step 1 goes
+  ASSERT_EQ(recorder.posted.size(), 3u);
+  EXPECT_EQ(recorder.posted[2].id.member, 1u);
+  EXPECT_EQ(recorder.posted[2].id.step, 1u);
+  progress.sent({0, 0, 0, 0});  // member 0 still waits for member 1's step 0 to arrive
+  EXPECT_EQ(recorder.posted.size(), 3u);
+  progress.arrived(0, 0, 0);
+  EXPECT_EQ(recorder.posted.size(), 4u);
 }
 
 TEST(CollectiveProgress, ATransferWaitsForItsReceiverToJoin) {

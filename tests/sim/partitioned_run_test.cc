@@ -1,7 +1,8 @@
 // A fabric cut into partitions on several threads gives the results of one
-// thread bit for bit: every shipped example without a collective, run on
-// 1, 2 and 3 threads, writes the same summary.json (but its wall time),
-// flows.csv and time series. The partitioning keeps a fat-tree's pods
+// thread bit for bit: every shipped example but the Chakra replays (flows
+// and collectives), run on 1, 2 and 3 threads, writes the same
+// summary.json (but its wall time), flows.csv and time series, and so does
+// every kind of collective. The partitioning keeps a fat-tree's pods
 // together.
 #include <gtest/gtest.h>
 
@@ -31,7 +32,7 @@ class EveryExample : public testing::TestWithParam<std::string> {};
 
 TEST_P(EveryExample, GivesTheSameResultsOnOneTwoAndThreeThreads) {
   Scenario scenario = example(GetParam());
-  ASSERT_FALSE(scenario.collective.has_value());
+  ASSERT_TRUE(scenario.chakra.empty());
   SimResult one = run_simulation(scenario);
   EXPECT_EQ(one.partitions, 1u);
   std::vector<std::string> expected = outputs(scenario, one);
@@ -49,7 +50,11 @@ TEST_P(EveryExample, GivesTheSameResultsOnOneTwoAndThreeThreads) {
 INSTANTIATE_TEST_SUITE_P(PartitionedRun, EveryExample,
                          testing::Values("incast.toml", "incast_trimming.toml", "link_failure.toml",
                                          "lossy_recovery.toml", "parking_lot.toml", "permutation_spraying.toml",
-                                         "pfc_deadlock.toml", "victim_flow.toml", "web_search_load.toml"),
+                                         "pfc_deadlock.toml", "victim_flow.toml", "web_search_load.toml",
+                                         "collectives.toml", "allreduce_straggler.toml",
+                                         "allreduce_link_failure.toml", "allreduce_link_failure_mrc.toml",
+                                         "nccl_gpu_servers.toml", "allreduce_3_tier.toml",
+                                         "allreduce_8_planes.toml"),
                          [](const testing::TestParamInfo<std::string>& param) {
                            std::string name = param.param.substr(0, param.param.find('.'));
                            std::replace(name.begin(), name.end(), '-', '_');
@@ -75,13 +80,40 @@ TEST(PartitionedRun, AFatTreePermutationUnderPfcIsTheSameOnTwoThreads) {
   EXPECT_EQ(outputs(scenario, two), outputs(scenario, one));
 }
 
-TEST(PartitionedRun, ACollectiveRunsOnOneThread) {
-  Scenario scenario = example("collectives.toml");
+// Every operation and algorithm of a collective, its members spread over
+// three partitions, with slices, channels and compute between steps.
+TEST(PartitionedRun, EveryCollectiveIsTheSameOnThreeThreads) {
+  using collective::Algorithm;
+  using collective::Operation;
+  const std::vector<std::pair<Operation, Algorithm>> kinds = {
+      {Operation::all_reduce, Algorithm::ring},           {Operation::all_reduce, Algorithm::double_binary_tree},
+      {Operation::all_reduce, Algorithm::halving_doubling}, {Operation::all_gather, Algorithm::ring},
+      {Operation::reduce_scatter, Algorithm::ring},       {Operation::alltoall, Algorithm::direct},           {Operation::alltoall, Algorithm::pairwise}};
+  for (auto [operation, algorithm] : kinds) {
+    Scenario scenario = example("collectives.toml");
+    scenario.collective->operation = operation;
+    scenario.collective->algorithm = algorithm;
+    scenario.collective->bytes = 1 << 20;
+    scenario.collective->iterations = 2;
+    scenario.collective->slices = 4;
+    scenario.collective->channels = 2;
+    scenario.collective->step_compute = 2 * kPicosecondsPerUs;
+    SimResult one = run_simulation(scenario);
+    ASSERT_EQ(one.collective_iterations.size(), 2u) << collective::to_string(algorithm);
+    scenario.threads = 3;
+    SimResult three = run_simulation(scenario);
+    EXPECT_EQ(three.partitions, 3u);
+    EXPECT_EQ(outputs(scenario, three), outputs(scenario, one)) << collective::to_string(algorithm);
+  }
+}
+
+TEST(PartitionedRun, AChakraReplayRunsOnOneThread) {
+  Scenario scenario = example("chakra_data_parallel.toml");
   scenario.threads = 2;
-  scenario.collective->iterations = 1;
   SimResult result = run_simulation(scenario);
   EXPECT_EQ(result.partitions, 1u);
-  EXPECT_EQ(result.collective_iterations.size(), 1u);
+  ASSERT_EQ(result.chakra.size(), 1u);
+  EXPECT_EQ(result.chakra[0].ranks_finished, result.chakra[0].ranks.size());
 }
 
 TEST(Partitioning, AFatTreeSplitsAlongItsPods) {

@@ -76,7 +76,8 @@ EngineState::EngineState(const EngineConfig& engine_config)
 std::uint32_t EngineState::fresh_qpn() {
   while (true) {
     auto qpn = static_cast<std::uint32_t>(splitmix64(qpn_state) >> 40) & transport::kQpnMask;
-    if (qpn > 1 && !qps.contains(qpn)) return qpn;  // 0 and 1 are the special QPs
+    // 0 and 1 are the special QPs; 0xFFFFFF names a multicast group's members.
+    if (qpn > 1 && qpn != kMulticastQpn && !qps.contains(qpn)) return qpn;
   }
 }
 

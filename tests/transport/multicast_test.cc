@@ -37,6 +37,18 @@ struct Member {
   }
 };
 
+// 0xFFFFFF addresses a multicast group's members: no QP may have it. This
+// seed's first QPN draw is 0xFFFFFF (a 4,096-NIC simulated all-reduce drew
+// it once, and that QP's peer retried into silence).
+TEST(MulticastQpn, IsNeverAQpsNumber) {
+  EngineConfig config;
+  config.seed = 0xeffe31229c552792ull;
+  Engine engine(config);
+  Endpoint end = make_ud_qp(engine, kQkey);
+  EXPECT_NE(end.qpn, kMulticastQpn);
+  EXPECT_GT(end.qpn, 1u);
+}
+
 class Multicast : public ::testing::Test {
  protected:
   TestNetwork network_{7, ChannelFaults{}};  // first: the engines below live in it

@@ -8,7 +8,7 @@
 # recursive halving-doubling (2 log2 n steps, a QP per partner). Prints
 # NICs, switches, links, data packets, events, wall time and peak memory
 # per size: 512 and 4,096 NICs, and 32,768 with --large.
-# --threads N runs the permutation on N threads (an all-reduce runs on one).
+# --threads N runs either on N threads (partitions; the same results).
 # Usage: bench/sim_multi_plane.sh [--large] [--allreduce] [--threads N] [--build DIR]
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -1,6 +1,7 @@
 // A Chakra replay as it runs: ranks' ready nodes on their resources,
-// collectives stepped by their WRITEs' completions, sends matched to
-// receives, and the time each rank spent computing, communicating or idle.
+// collectives stepped by their WRITEs' completions and arrivals, sends
+// matched to receives, barriers released between windows, and the time
+// each rank spent computing, communicating or idle.
 #include "sim/chakra_replay.h"
 
 #include <fmt/format.h>
@@ -12,47 +13,52 @@
 
 namespace uroce::sim {
 
-namespace {
-
-constexpr std::uint32_t kStartTag = UINT32_MAX;
-
-}  // namespace
-
 ChakraReplay::ChakraReplay(const ChakraSpec& spec, std::uint32_t job, const TransportSpec& transport,
-                           Fabric& fabric, SimWorld& world)
+                           Fabric& fabric, SimTime barrier)
     : spec_(spec),
       job_bits_(std::uint64_t{job} << kChakraJobShift),
       plan_(plan_chakra(spec, fabric.topology())),
-      world_(world) {
-  ranks_.resize(spec.ranks.size());
-  for (std::uint32_t r = 0; r < ranks_.size(); ++r) {
-    Rank& rank = ranks_[r];
+      barrier_(barrier) {
+  for (std::uint32_t r = 0; r < spec.ranks.size(); ++r) {
+    auto rank = std::make_unique<Rank>();
     const auto& nodes = spec.ranks[r].nodes;
-    rank.host = &fabric.host(spec.hosts[r]);
-    rank.waiting.assign(nodes.size(), 0);
-    rank.dependents.resize(nodes.size());
-    rank.started.assign(nodes.size(), kSimNever);
-    rank.ended.assign(nodes.size(), kSimNever);
-    rank.left = nodes.size();
+    rank->replay = this;
+    rank->index = r;
+    rank->host = &fabric.host(spec.hosts[r]);
+    rank->set_event_group(spec.hosts[r]);
+    rank->waiting.assign(nodes.size(), 0);
+    rank->dependents.resize(nodes.size());
+    rank->started.assign(nodes.size(), kSimNever);
+    rank->ended.assign(nodes.size(), kSimNever);
+    rank->left = nodes.size();
     std::map<std::uint64_t, std::uint32_t> index_of;
     for (std::uint32_t i = 0; i < nodes.size(); ++i) index_of[nodes[i].id] = i;
     for (std::uint32_t i = 0; i < nodes.size(); ++i) {
       for (const std::vector<std::uint64_t>* deps : {&nodes[i].deps, &nodes[i].ctrl_deps}) {
         if (deps == &nodes[i].ctrl_deps && !spec.control_dependencies) continue;
         for (std::uint64_t dep : *deps) {  // parse_trace kept only those that are there
-          rank.dependents[index_of.at(dep)].push_back(i);
-          ++rank.waiting[i];
+          rank->dependents[index_of.at(dep)].push_back(i);
+          ++rank->waiting[i];
         }
       }
     }
+    rank_of_host_[spec.hosts[r]] = r;
+    ranks_.push_back(std::move(rank));
   }
-  ranks_left_ = ranks_.size();
   running_.resize(plan_.collectives.size());
+  barrier_arrivals_ = std::vector<std::atomic<std::uint32_t>>(plan_.collectives.size());
   for (std::uint32_t c = 0; c < plan_.collectives.size(); ++c) {
     const PlannedCollective& planned = plan_.collectives[c];
+    Running& running = running_[c];
+    running.joined.assign(planned.ranks.size(), kSimNever);
+    running.done.assign(planned.ranks.size(), kSimNever);
+    if (planned.schedules.empty() && planned.ranks.size() > 1) {
+      barriers_waiting_.push_back(c);  // a barrier: let go between windows
+      continue;
+    }
     std::vector<const collective::Schedule*> schedules;
     for (const collective::Schedule& schedule : planned.schedules) schedules.push_back(&schedule);
-    running_[c].progress = std::make_unique<CollectiveProgress>(
+    running.progress = std::make_unique<CollectiveProgress>(
         std::move(schedules), static_cast<std::uint32_t>(planned.ranks.size()),
         slices_over(spec.slices, spec.channels),
         [this, c](const CollectiveProgress::TransferId& id, std::uint64_t offset, std::uint64_t bytes) {
@@ -61,20 +67,37 @@ ChakraReplay::ChakraReplay(const ChakraSpec& spec, std::uint32_t job, const Tran
         [this, c](std::uint32_t member) { member_done(c, member); });
   }
   std::uint32_t channels = std::max<std::uint32_t>(spec.channels, 1);
-  // A rank's communication runs one collective or send at a time.
+  // A rank's communication runs one collective or send at a time; as many
+  // receives wait on each QP as WRITEs may be in flight on it.
   std::uint32_t depth = send_queue_depth(spec.slices, channels);
   for (auto [a, b] : plan_.pairs) {
     for (std::uint32_t channel = 0; channel < channels; ++channel) {
-      auto [mine, theirs] = connect_rc_pair(*ranks_[a].host, *ranks_[b].host, transport, depth, depth);
+      HostNode& host_a = *ranks_[a]->host;
+      HostNode& host_b = *ranks_[b]->host;
+      auto [mine, theirs] = connect_rc_pair(host_a, host_b, transport, depth, depth);
       for (std::uint32_t r = 0; r < depth; ++r) {
-        post_arrival_receive(*ranks_[a].host, mine, kChakraWork | job_bits_);
-        post_arrival_receive(*ranks_[b].host, theirs, kChakraWork | job_bits_);
+        post_arrival_receive(host_a, mine, kChakraWork | job_bits_);
+        post_arrival_receive(host_b, theirs, kChakraWork | job_bits_);
       }
       qpn_[{a, b, channel}] = mine;
       qpn_[{b, a, channel}] = theirs;
+      for (auto [from, to, qpn_at_to] : {std::tuple{a, b, theirs}, std::tuple{b, a, mine}}) {
+        in_flight_.push_back(std::make_unique<InFlight>());
+        sending_[{from, to, channel}] = in_flight_.back().get();
+        receiving_on_[std::uint64_t{spec.hosts[to]} << 32 | qpn_at_to] = in_flight_.back().get();
+      }
     }
   }
-  world_.events.schedule(spec.start, this, kStartTag);
+  for (auto& rank : ranks_) rank->host->world().events.schedule(spec.start, rank.get(), kStartTag);
+}
+
+bool ChakraReplay::running() const {
+  bool left = false;
+  for (const auto& rank : ranks_) {
+    if (rank->failed) return false;
+    left = left || rank->left > 0;
+  }
+  return left;
 }
 
 ChakraReplay::Resource ChakraReplay::resource_of(std::uint32_t rank, std::uint32_t node) const {
@@ -87,25 +110,23 @@ ChakraReplay::Resource ChakraReplay::resource_of(std::uint32_t rank, std::uint32
   }
 }
 
-void ChakraReplay::make_ready(std::uint32_t rank, std::uint32_t node) {
-  Resource resource = resource_of(rank, node);
+void ChakraReplay::make_ready(std::uint32_t r, std::uint32_t node) {
+  Resource resource = resource_of(r, node);
   if (resource == none) {
-    ranks_[rank].instant.push_back(node);
+    ranks_[r]->instant.push_back(node);
   } else {
-    ranks_[rank].ready[resource].insert(node);
+    ranks_[r]->ready[resource].insert(node);
   }
-  dirty_.insert(rank);
 }
 
-// Starts what rank can start now; finishing nodes can make more ready, here
-// or on other ranks (drain takes those).
-void ChakraReplay::pump(std::uint32_t r, SimTime now) {
-  Rank& rank = ranks_[r];
+// Starts what the rank can start now, as long as finishing nodes make more ready.
+void ChakraReplay::pump(std::uint32_t r) {
+  Rank& rank = *ranks_[r];
   for (;;) {
     if (!rank.instant.empty()) {
       std::uint32_t node = rank.instant.front();
       rank.instant.pop_front();
-      start(r, node, none, now);
+      start(r, node, none);
       continue;
     }
     bool started = false;
@@ -113,7 +134,7 @@ void ChakraReplay::pump(std::uint32_t r, SimTime now) {
       if (rank.running[resource] != UINT32_MAX || rank.ready[resource].empty()) continue;
       std::uint32_t node = *rank.ready[resource].begin();
       rank.ready[resource].erase(rank.ready[resource].begin());
-      start(r, node, resource, now);
+      start(r, node, resource);
       started = true;
       break;
     }
@@ -121,21 +142,13 @@ void ChakraReplay::pump(std::uint32_t r, SimTime now) {
   }
 }
 
-// Starts every rank's ready nodes, then lets the hosts given WRITEs send.
-void ChakraReplay::drain(SimTime now) {
-  if (draining_) return;  // the outer drain takes the ranks marked meanwhile
-  draining_ = true;
-  while (!dirty_.empty()) {
-    std::uint32_t rank = *dirty_.begin();
-    dirty_.erase(dirty_.begin());
-    pump(rank, now);
-  }
-  draining_ = false;
-  for (std::uint32_t rank : to_wake_) {
-    ranks_[rank].host->wake(now);
-    ranks_[rank].waking = false;
-  }
-  to_wake_.clear();
+// After anything happened to a rank: start what it can, then let its host
+// send the WRITEs it was given.
+void ChakraReplay::settle(Rank& rank) {
+  pump(rank.index);
+  if (!rank.posted) return;
+  rank.posted = false;
+  rank.host->wake(rank.now);
 }
 
 void ChakraReplay::account(Rank& rank, SimTime now) {
@@ -150,8 +163,9 @@ void ChakraReplay::account(Rank& rank, SimTime now) {
   rank.since = now;
 }
 
-void ChakraReplay::start(std::uint32_t r, std::uint32_t node, Resource resource, SimTime now) {
-  Rank& rank = ranks_[r];
+void ChakraReplay::start(std::uint32_t r, std::uint32_t node, Resource resource) {
+  Rank& rank = *ranks_[r];
+  SimTime now = rank.now;
   const chakra::TraceNode& traced = spec_.ranks[r].nodes[node];
   rank.started[node] = now;
   account(rank, now);
@@ -159,8 +173,8 @@ void ChakraReplay::start(std::uint32_t r, std::uint32_t node, Resource resource,
     case chakra::kCompNode:
       ++rank.computing;
       rank.running[resource] = node;
-      world_.events.schedule(now + static_cast<SimTime>(traced.duration_us) * kPicosecondsPerUs, this,
-                             r * 4 + resource);
+      rank.host->world().events.schedule(now + static_cast<SimTime>(traced.duration_us) * kPicosecondsPerUs, &rank,
+                                         resource);
       return;
     case chakra::kCommSendNode: {
       ++rank.communicating;
@@ -169,35 +183,36 @@ void ChakraReplay::start(std::uint32_t r, std::uint32_t node, Resource resource,
       write.message = true;
       write.rank = r;
       write.node = node;
-      write.to_rank = *traced.comm_dst;
       post_write(r, *traced.comm_dst, 0, 0, 0, std::max<std::uint64_t>(traced.comm_size, 1), write);
       return;
     }
     case chakra::kCommRecvNode: {
       ++rank.communicating;
       Channel channel{*traced.comm_src, r, traced.comm_tag};
-      receiving_[channel].push_back(node);
-      deliver(channel, now);
+      rank.receiving[channel].push_back(node);
+      deliver(rank, channel);
       return;
     }
     case chakra::kCommCollNode:
       if (resource == gpu_comm) {
         ++rank.communicating;
         rank.running[resource] = node;
-        join(plan_.collective_of[r][node], r, now);
+        join(plan_.collective_of[r][node], r);
         return;
       }
-      ++skipped_[std::string("comm_coll:") + (traced.comm_type ? chakra::comm_type_name(*traced.comm_type) : "untyped")];
+      ++rank.skipped[std::string("comm_coll:") +
+                     (traced.comm_type ? chakra::comm_type_name(*traced.comm_type) : "untyped")];
       break;
     default:
-      ++skipped_[chakra::node_type_name(traced.type)];
+      ++rank.skipped[chakra::node_type_name(traced.type)];
       break;
   }
-  finish(r, node, now);
+  finish(r, node);
 }
 
-void ChakraReplay::finish(std::uint32_t r, std::uint32_t node, SimTime now) {
-  Rank& rank = ranks_[r];
+void ChakraReplay::finish(std::uint32_t r, std::uint32_t node) {
+  Rank& rank = *ranks_[r];
+  SimTime now = rank.now;
   const chakra::TraceNode& traced = spec_.ranks[r].nodes[node];
   account(rank, now);
   Resource resource = resource_of(r, node);
@@ -208,45 +223,63 @@ void ChakraReplay::finish(std::uint32_t r, std::uint32_t node, SimTime now) {
     --rank.communicating;
   }
   if (resource != none) rank.running[resource] = UINT32_MAX;
-  if (ran) ++nodes_run_;
+  if (ran) ++rank.nodes_run;
   rank.ended[node] = now;
   for (std::uint32_t dependent : rank.dependents[node]) {
     if (--rank.waiting[dependent] == 0) make_ready(r, dependent);
   }
-  dirty_.insert(r);
-  if (--rank.left == 0) {
-    rank.finished = now;
-    --ranks_left_;
-  }
+  if (--rank.left == 0) rank.finished = now;
 }
 
-void ChakraReplay::on_event(SimTime now, std::uint32_t tag) {
-  now_ = now;
+void ChakraReplay::Rank::on_event(SimTime at, std::uint32_t tag) {
+  now = at;
   if (tag == kStartTag) {
-    for (std::uint32_t r = 0; r < ranks_.size(); ++r) {
-      ranks_[r].since = now;
-      if (ranks_[r].left == 0) {
-        ranks_[r].finished = now;
-        --ranks_left_;
-      }
-      for (std::uint32_t node = 0; node < ranks_[r].waiting.size(); ++node) {
-        if (ranks_[r].waiting[node] == 0) make_ready(r, node);
-      }
+    since = at;
+    if (left == 0) finished = at;
+    for (std::uint32_t node = 0; node < waiting.size(); ++node) {
+      if (waiting[node] == 0) replay->make_ready(index, node);
     }
+  } else if (tag >= kFirstBarrierTag) {  // a barrier this rank reached is over
+    std::uint32_t c = tag - kFirstBarrierTag;
+    std::uint32_t member = replay->member_of(c, index);
+    replay->running_[c].done[member] = at;
+    replay->finish(index, replay->plan_.collectives[c].nodes[member]);
   } else {
-    std::uint32_t r = tag / 4;
-    finish(r, ranks_[r].running[tag % 4], now);
+    replay->finish(index, running[tag]);
   }
-  drain(now);
+  replay->settle(*this);
 }
 
-void ChakraReplay::join(std::uint32_t c, std::uint32_t rank, SimTime now) {
-  const PlannedCollective& planned = plan_.collectives[c];
+std::uint32_t ChakraReplay::member_of(std::uint32_t c, std::uint32_t rank) const {
+  const std::vector<std::uint32_t>& members = plan_.collectives[c].ranks;
+  return static_cast<std::uint32_t>(std::find(members.begin(), members.end(), rank) - members.begin());
+}
+
+void ChakraReplay::join(std::uint32_t c, std::uint32_t rank) {
   Running& running = running_[c];
-  if (running.start == kSimNever) running.start = now;
-  std::uint32_t member = 0;
-  while (planned.ranks[member] != rank) ++member;
-  running.progress->join(member);
+  std::uint32_t member = member_of(c, rank);
+  running.joined[member] = ranks_[rank]->now;
+  if (running.progress) {
+    running.progress->join(member);
+  } else {
+    barrier_arrivals_[c].fetch_add(1, std::memory_order_relaxed);  // between_windows lets it go
+  }
+}
+
+// A barrier every member reached ends a barrier delay after the last
+// arrived, which is past the window that saw it arrive.
+void ChakraReplay::between_windows() {
+  std::erase_if(barriers_waiting_, [this](std::uint32_t c) {
+    Running& running = running_[c];
+    if (barrier_arrivals_[c].load(std::memory_order_relaxed) < running.joined.size()) return false;
+    SimTime last = *std::max_element(running.joined.begin(), running.joined.end());
+    const PlannedCollective& planned = plan_.collectives[c];
+    for (std::uint32_t rank : planned.ranks) {
+      Rank& member = *ranks_[rank];
+      member.host->world().events.schedule(last + barrier_, &member, kFirstBarrierTag + c);
+    }
+    return true;
+  });
 }
 
 void ChakraReplay::post_transfer(std::uint32_t c, const CollectiveProgress::TransferId& id, std::uint64_t offset,
@@ -258,112 +291,117 @@ void ChakraReplay::post_transfer(std::uint32_t c, const CollectiveProgress::Tran
   Write write;
   write.collective = c;
   write.transfer = id;
-  write.to_rank = planned.ranks[transfer.to];
   std::uint32_t channel = channel_of(id.slice, spec_.channels);
   post_write(planned.ranks[id.member], planned.ranks[transfer.to], channel, transfer.offset + offset,
              receive_buffer + transfer.remote_offset + offset, bytes, write);
 }
 
 void ChakraReplay::member_done(std::uint32_t c, std::uint32_t member) {
-  Running& running = running_[c];
-  if (++running.members_done == plan_.collectives[c].ranks.size()) running.end = now_;
-  finish(plan_.collectives[c].ranks[member], plan_.collectives[c].nodes[member], now_);
+  std::uint32_t r = plan_.collectives[c].ranks[member];
+  running_[c].done[member] = ranks_[r]->now;
+  finish(r, plan_.collectives[c].nodes[member]);
 }
 
-// Posts the WRITE; the host sends it when drain() wakes it.
+// Posts the WRITE and queues what it is for on its QP; the host sends it
+// when settle() wakes it.
 void ChakraReplay::post_write(std::uint32_t from_rank, std::uint32_t to_rank, std::uint32_t channel,
                               std::uint64_t offset, std::uint64_t remote_offset, std::uint64_t bytes,
                               const Write& write) {
-  HostNode& from = *ranks_[from_rank].host;
-  const HostNode& to = *ranks_[to_rank].host;
+  Rank& from = *ranks_[from_rank];
+  const HostNode& to = *ranks_[to_rank]->host;
   std::uint64_t slot;
-  if (free_writes_.empty()) {
-    slot = writes_.size();
-    if (slot > UINT32_MAX) throw std::runtime_error("chakra replay: more than 2^32 WRITEs in flight");
-    writes_.push_back(write);
+  if (from.free_writes.empty()) {
+    slot = from.writes.size();
+    if (slot >= (1ull << kChakraJobShift)) throw std::runtime_error("chakra replay: more than 2^40 WRITEs in flight");
+    from.writes.push_back(write);
   } else {
-    slot = free_writes_.back();
-    free_writes_.pop_back();
-    writes_[slot] = write;
+    slot = from.free_writes.back();
+    from.free_writes.pop_back();
+    from.writes[slot] = write;
   }
-  Sge sge{HostNode::kRegionBase + offset, static_cast<std::uint32_t>(bytes), from.region().lkey};
+  Sge sge{HostNode::kRegionBase + offset, static_cast<std::uint32_t>(bytes), from.host->region().lkey};
   SendWr wr;
   wr.wr_id = kChakraWork | job_bits_ | slot;
   wr.opcode = WrOpcode::rdma_write_with_imm;
-  wr.imm_data = static_cast<std::uint32_t>(slot);
   wr.send_flags = kSendSignaled;
   wr.sg_list = {&sge, 1};
   wr.rdma = {HostNode::kRegionBase + remote_offset, to.region().rkey};
-  if (std::errc refused = from.engine().post_send(qpn_.at({from_rank, to_rank, channel}), wr); refused != std::errc{}) {
+  if (std::errc refused = from.host->engine().post_send(qpn_.at({from_rank, to_rank, channel}), wr);
+      refused != std::errc{}) {
     throw std::runtime_error(fmt::format("chakra replay: rank {}: a WRITE of {} bytes to rank {} refused: {}",
                                          from_rank, bytes, to_rank, std::make_error_code(refused).message()));
   }
-  if (!ranks_[from_rank].waking) {
-    ranks_[from_rank].waking = true;
-    to_wake_.push_back(from_rank);
+  InFlight& queue = *sending_.at({from_rank, to_rank, channel});
+  {
+    std::lock_guard<std::mutex> hold(queue.lock);
+    queue.writes.push_back(write);
   }
+  from.posted = true;
 }
 
-void ChakraReplay::completed(const WorkCompletion& completion, SimTime now) {
-  now_ = now;
-  if (failed_) return;
+void ChakraReplay::completed(std::uint32_t host, const WorkCompletion& completion, SimTime now) {
+  auto found = rank_of_host_.find(host);
+  if (found == rank_of_host_.end()) return;
+  Rank& rank = *ranks_[found->second];
+  if (rank.failed) return;
   if (completion.status != WcStatus::success) {
-    failed_ = true;
+    rank.failed = true;
     return;
   }
+  rank.now = now;
   if (completion.opcode == WcOpcode::recv_rdma_with_imm) {
-    arrived(completion.imm_data, completion.qp_num, now);
+    arrived(rank, completion.qp_num);
   } else {
-    sent(completion.wr_id & ((1ull << kChakraJobShift) - 1), now);
+    sent(rank, completion.wr_id & ((1ull << kChakraJobShift) - 1));
   }
-  drain(now);
+  settle(rank);
 }
 
-// The sender's WRITE completed: a send's node ends, a collective's sender moves on.
-void ChakraReplay::sent(std::uint64_t slot, SimTime now) {
-  if (slot >= writes_.size() || writes_[slot].sent) return;
-  Write& write = writes_[slot];
-  write.sent = true;
+// The rank's WRITE completed: a send's node ends, a collective's sender moves on.
+void ChakraReplay::sent(Rank& rank, std::uint64_t slot) {
+  if (slot >= rank.writes.size()) return;
+  Write write = rank.writes[slot];
+  rank.free_writes.push_back(slot);
   if (write.message) {
-    finish(write.rank, write.node, now);
+    finish(write.rank, write.node);
   } else {
     running_[write.collective].progress->sent(write.transfer);
   }
-  release_slot(slot);
 }
 
-// The WRITE landed (its receive is posted again): a receive may end, a
-// collective's receiver moves on.
-void ChakraReplay::arrived(std::uint64_t slot, std::uint32_t qpn, SimTime now) {
-  if (slot >= writes_.size() || writes_[slot].arrived) return;
-  Write& write = writes_[slot];
-  write.arrived = true;
-  post_arrival_receive(*ranks_[write.to_rank].host, qpn, kChakraWork | job_bits_);
+// A WRITE landed in the rank (its receive is posted again): the oldest in
+// flight on that QP. A receive may end; a collective's receiver moves on.
+void ChakraReplay::arrived(Rank& rank, std::uint32_t qpn) {
+  post_arrival_receive(*rank.host, qpn, kChakraWork | job_bits_);
+  auto queue = receiving_on_.find(std::uint64_t{rank.host->id()} << 32 | qpn);
+  if (queue == receiving_on_.end()) return;
+  Write write;
+  {
+    std::lock_guard<std::mutex> hold(queue->second->lock);
+    if (queue->second->writes.empty()) return;
+    write = queue->second->writes.front();
+    queue->second->writes.pop_front();
+  }
   if (write.message) {
-    Channel channel{write.rank, write.to_rank, spec_.ranks[write.rank].nodes[write.node].comm_tag};
-    ++arrived_[channel];
-    deliver(channel, now);
+    Channel channel{write.rank, rank.index, spec_.ranks[write.rank].nodes[write.node].comm_tag};
+    ++rank.arrived[channel];
+    deliver(rank, channel);
   } else {
     CollectiveProgress& progress = *running_[write.collective].progress;
     progress.arrived(write.transfer.slice, progress.receiver_of(write.transfer), write.transfer.step);
   }
-  release_slot(slot);
 }
 
-void ChakraReplay::release_slot(std::uint64_t slot) {
-  if (!writes_[slot].sent || !writes_[slot].arrived) return;
-  free_writes_.push_back(slot);
-}
-
-// Receives waiting on a channel take the messages that have arrived, in order.
-void ChakraReplay::deliver(const Channel& channel, SimTime now) {
-  auto waiting = receiving_.find(channel);
-  auto arrived = arrived_.find(channel);
-  while (waiting != receiving_.end() && !waiting->second.empty() && arrived != arrived_.end() && arrived->second > 0) {
+// The rank's receives waiting on a channel take the messages that have arrived, in order.
+void ChakraReplay::deliver(Rank& rank, const Channel& channel) {
+  auto waiting = rank.receiving.find(channel);
+  auto arrived = rank.arrived.find(channel);
+  while (waiting != rank.receiving.end() && !waiting->second.empty() && arrived != rank.arrived.end() &&
+         arrived->second > 0) {
     std::uint32_t node = waiting->second.front();
     waiting->second.pop_front();
     --arrived->second;
-    finish(std::get<1>(channel), node, now);
+    finish(rank.index, node);
   }
 }
 
@@ -371,7 +409,7 @@ ChakraResult ChakraReplay::result(SimTime end) {
   ChakraResult out;
   SimTime last = spec_.start;
   for (std::uint32_t r = 0; r < ranks_.size(); ++r) {
-    Rank& rank = ranks_[r];
+    Rank& rank = *ranks_[r];
     if (rank.finished != kSimNever) {
       ++out.ranks_finished;
       last = std::max(last, rank.finished);
@@ -380,8 +418,11 @@ ChakraResult ChakraReplay::result(SimTime end) {
   if (out.ranks_finished < ranks_.size()) last = std::max(last, end);
   out.makespan = last - spec_.start;
   for (std::uint32_t r = 0; r < ranks_.size(); ++r) {
-    Rank& rank = ranks_[r];
+    Rank& rank = *ranks_[r];
     account(rank, last);
+    out.failed = out.failed || rank.failed;
+    out.nodes_run += rank.nodes_run;
+    for (const auto& [type, count] : rank.skipped) out.skipped[type] += count;
     out.ranks.push_back({spec_.hosts[r], rank.finished, rank.compute, rank.communication, rank.idle});
     for (std::uint32_t node = 0; node < rank.started.size(); ++node) {
       bool receive = spec_.ranks[r].nodes[node].type == chakra::kCommRecvNode;
@@ -399,13 +440,13 @@ ChakraResult ChakraReplay::result(SimTime end) {
     if (!planned.schedules.empty()) collective.algorithm = planned.schedules.front().algorithm;
     collective.bytes = planned.bytes;
     collective.ranks = static_cast<std::uint32_t>(planned.ranks.size());
-    collective.start = running_[c].start;
-    collective.end = running_[c].end;
+    // From its first member's start to its last member's end (kSimNever if one never ended).
+    const Running& running = running_[c];
+    collective.start = *std::min_element(running.joined.begin(), running.joined.end());
+    bool all_done = std::find(running.done.begin(), running.done.end(), kSimNever) == running.done.end();
+    collective.end = all_done ? *std::max_element(running.done.begin(), running.done.end()) : kSimNever;
     out.collectives.push_back(collective);
   }
-  out.failed = failed_;
-  out.nodes_run = nodes_run_;
-  out.skipped = skipped_;
   return out;
 }
 

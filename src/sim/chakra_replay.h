@@ -5,21 +5,34 @@
 // the GPU's communication (collectives and sends, one at a time; receives
 // wait alongside). Among ready nodes, the earliest in the file goes first.
 // A collective is the schedule of collective/schedule.h, in the spec's
-// slices (sim/collective_progress.h), each transfer's slice an RDMA WRITE (with immediate);
-// a member starts it when its node starts and its node ends when its own
-// part is done. A send is one WRITE with immediate to its peer: it ends
-// when the WRITE completes, the matching receive when the WRITE lands (its
-// immediate names the WRITE). Other nodes (metadata,
-// memory, collectives uroce does not run) end at once and are counted.
+// slices (sim/collective_progress.h), each transfer's slice an RDMA WRITE
+// with immediate; a member starts it when its node starts and its node
+// ends when its own part is done. A sender does not wait for its receiver
+// to join (NCCL's connections have buffers posted from the start): what
+// lands early counts once the receiver joins. A send is one WRITE with
+// immediate to its peer: it ends when the WRITE completes, the matching
+// receive when the WRITE lands. A barrier lets its members go a barrier
+// delay (the shortest link delay) after the last arrives. Other nodes
+// (metadata, memory, collectives uroce does not run) end at once and are
+// counted.
+//
+// Ranks may sit in different partitions (sim/partition.h): a rank's work
+// runs on its host's partition and touches only its own state; what a
+// WRITE was for reaches its receiver through its QP's queue of WRITEs in
+// flight, and barriers are released between windows, so the results are
+// bit for bit the same on any number of threads.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <deque>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <set>
 #include <string>
 #include <tuple>
+#include <unordered_map>
 #include <vector>
 
 #include "sim/chakra_plan.h"
@@ -74,22 +87,39 @@ struct ChakraResult {
   std::vector<ChakraSpan> spans;
 };
 
-class ChakraReplay final : public EventHandler {
+class ChakraReplay {
  public:
   // Throws std::invalid_argument for traces that cannot run together
-  // (plan_chakra). job: the job's index among the scenario's.
+  // (plan_chakra). job: the job's index among the scenario's. barrier: how
+  // long a barrier takes after its last member arrives (at least the
+  // partitions' window).
   ChakraReplay(const ChakraSpec& spec, std::uint32_t job, const TransportSpec& transport, Fabric& fabric,
-               SimWorld& world);
+               SimTime barrier);
 
-  bool running() const { return ranks_left_ > 0 && !failed_; }
-  // A completion whose wr_id has kChakraWork set.
-  void completed(const WorkCompletion& completion, SimTime now);
-  void on_event(SimTime now, std::uint32_t tag) override;
+  // Read between windows only.
+  bool running() const;
+  // A completion on `host` whose wr_id has kChakraWork set, in that host's partition.
+  void completed(std::uint32_t host, const WorkCompletion& completion, SimTime now);
+  // Between windows: releases the barriers every member reached.
+  void between_windows();
   ChakraResult result(SimTime end);
 
  private:
   enum Resource : std::uint8_t { cpu, gpu_compute, gpu_comm, none };
-  struct Rank {
+  static constexpr std::uint32_t kStartTag = 3;        // a rank's event tags: a resource's node ended (0..2),
+  static constexpr std::uint32_t kFirstBarrierTag = 4;  // the replay starts, or barrier c is over (4 + c)
+  struct Write {  // a WRITE in flight: by its wr_id's slot at the sender, in its QP's queue for the receiver
+    bool message = false;
+    std::uint32_t collective = 0;              // a collective's slice of a transfer
+    CollectiveProgress::TransferId transfer;
+    std::uint32_t rank = 0, node = 0;          // a send's
+  };
+  using Channel = std::tuple<std::uint32_t, std::uint32_t, std::uint32_t>;  // source, destination, tag
+  // A rank: its nodes' state, touched only on its host's partition, on
+  // events of its own.
+  struct Rank final : public EventHandler {
+    ChakraReplay* replay = nullptr;
+    std::uint32_t index = 0;
     HostNode* host = nullptr;
     std::vector<std::uint32_t> waiting;  // dependencies left, per node
     std::vector<std::vector<std::uint32_t>> dependents;
@@ -102,60 +132,61 @@ class ChakraReplay final : public EventHandler {
     std::uint32_t computing = 0, communicating = 0;
     SimTime since = 0;
     SimTime compute = 0, communication = 0, idle = 0;
-    bool waking = false;  // in to_wake_
+    SimTime now = 0;      // of the event or completion being handled for it
+    bool posted = false;  // WRITEs were posted since its host last woke
+    bool failed = false;  // a WRITE of its completed in error
+    std::uint64_t nodes_run = 0;
+    std::map<std::string, std::uint64_t> skipped;  // by node type
+    std::vector<Write> writes;  // in flight, by slot
+    std::vector<std::uint64_t> free_writes;
+    std::map<Channel, std::uint32_t> arrived;                // messages to it not yet received
+    std::map<Channel, std::deque<std::uint32_t>> receiving;  // its receive nodes waiting, per channel
+    void on_event(SimTime now, std::uint32_t tag) override;
   };
   struct Running {  // a collective as it runs
     std::unique_ptr<CollectiveProgress> progress;
-    std::uint32_t members_done = 0;
-    SimTime start = kSimNever, end = kSimNever;
+    std::vector<SimTime> joined, done;  // per member (kSimNever: not yet)
   };
-  struct Write {  // a WRITE in flight, by its wr_id's slot (and its immediate)
-    bool message = false;
-    std::uint32_t collective = 0;              // a collective's slice of a transfer
-    CollectiveProgress::TransferId transfer;
-    std::uint32_t rank = 0, node = 0;          // a send's
-    std::uint32_t to_rank = 0;
-    bool sent = false, arrived = false;        // the slot is free again after both
+  // The WRITEs on one QP in one direction, in the order they were posted
+  // (and, RC being in order, land): the sender appends, the receiver takes
+  // the oldest when a WRITE with immediate lands; a lock, as they may be
+  // in different partitions.
+  struct InFlight {
+    std::mutex lock;
+    std::deque<Write> writes;
   };
-  using Channel = std::tuple<std::uint32_t, std::uint32_t, std::uint32_t>;  // source, destination, tag
 
   Resource resource_of(std::uint32_t rank, std::uint32_t node) const;
   void make_ready(std::uint32_t rank, std::uint32_t node);
-  void pump(std::uint32_t rank, SimTime now);
-  void drain(SimTime now);
-  void start(std::uint32_t rank, std::uint32_t node, Resource resource, SimTime now);
-  void finish(std::uint32_t rank, std::uint32_t node, SimTime now);
+  void pump(std::uint32_t rank);
+  void settle(Rank& rank);
+  void start(std::uint32_t rank, std::uint32_t node, Resource resource);
+  void finish(std::uint32_t rank, std::uint32_t node);
   void account(Rank& rank, SimTime now);
-  void join(std::uint32_t collective, std::uint32_t rank, SimTime now);
+  void join(std::uint32_t collective, std::uint32_t rank);
+  std::uint32_t member_of(std::uint32_t collective, std::uint32_t rank) const;
   void post_transfer(std::uint32_t collective, const CollectiveProgress::TransferId& id, std::uint64_t offset,
                      std::uint64_t bytes);
   void member_done(std::uint32_t collective, std::uint32_t member);
   void post_write(std::uint32_t from_rank, std::uint32_t to_rank, std::uint32_t channel, std::uint64_t offset,
                   std::uint64_t remote_offset, std::uint64_t bytes, const Write& write);
-  void deliver(const Channel& channel, SimTime now);
-  void sent(std::uint64_t slot, SimTime now);
-  void arrived(std::uint64_t slot, std::uint32_t qpn, SimTime now);
-  void release_slot(std::uint64_t slot);
+  void deliver(Rank& rank, const Channel& channel);
+  void sent(Rank& rank, std::uint64_t slot);
+  void arrived(Rank& rank, std::uint32_t qpn);
 
   const ChakraSpec& spec_;
   std::uint64_t job_bits_;
   ChakraPlan plan_;
-  SimWorld& world_;
-  std::vector<Rank> ranks_;
+  SimTime barrier_;
+  std::vector<std::unique_ptr<Rank>> ranks_;
+  std::unordered_map<std::uint32_t, std::uint32_t> rank_of_host_;
   std::vector<Running> running_;  // by plan_.collectives' index
+  std::vector<std::atomic<std::uint32_t>> barrier_arrivals_;  // by collective; barriers only
+  std::vector<std::uint32_t> barriers_waiting_;               // not yet released
   std::map<std::tuple<std::uint32_t, std::uint32_t, std::uint32_t>, std::uint32_t> qpn_;  // (rank, peer, channel) -> QPN
-  std::vector<Write> writes_;
-  std::vector<std::uint64_t> free_writes_;
-  std::map<Channel, std::uint32_t> arrived_;                    // messages not yet received
-  std::map<Channel, std::deque<std::uint32_t>> receiving_;      // receive nodes waiting, per channel
-  std::set<std::uint32_t> dirty_;  // ranks with ready nodes to start
-  std::vector<std::uint32_t> to_wake_;  // ranks whose hosts were given WRITEs since the last drain, in that order
-  SimTime now_ = 0;                // of the event being handled (progress callbacks have none)
-  bool draining_ = false;
-  std::size_t ranks_left_ = 0;
-  bool failed_ = false;
-  std::uint64_t nodes_run_ = 0;
-  std::map<std::string, std::uint64_t> skipped_;
+  std::map<std::tuple<std::uint32_t, std::uint32_t, std::uint32_t>, InFlight*> sending_;  // (rank, peer, channel)
+  std::unordered_map<std::uint64_t, InFlight*> receiving_on_;  // host << 32 | QPN -> its arrivals
+  std::vector<std::unique_ptr<InFlight>> in_flight_;
 };
 
 }  // namespace uroce::sim

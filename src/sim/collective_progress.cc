@@ -50,14 +50,11 @@ void CollectiveProgress::join(std::uint32_t member) {
   Member& joining = members_[member];
   if (joining.joined) return;
   joining.joined = true;
-  ++joined_;
   if (schedules_.empty()) {
-    if (joined_ < members_.size()) return;
+    if (++joined_ < members_.size()) return;
     for (std::uint32_t m = 0; m < members_.size(); ++m) done_(m);
     return;
   }
-  std::vector<Held> held = std::move(joining.held);
-  for (const Held& transfer : held) send(transfer.id);
   for (std::uint32_t slice = 0; slice < slices_; ++slice) advance(slice, member);
 }
 
@@ -91,15 +88,7 @@ void CollectiveProgress::advance(std::uint32_t slice, std::uint32_t member) {
       return;
     }
     const collective::Step& planned = schedule_of(slice).ranks[member][step];
-    for (std::uint32_t i = 0; i < planned.sends.size(); ++i) {
-      TransferId id{slice, member, step, i};
-      Member& receiver = members_[planned.sends[i].to];
-      if (receiver.joined) {
-        send(id);
-      } else {
-        receiver.held.push_back({id});
-      }
-    }
+    for (std::uint32_t i = 0; i < planned.sends.size(); ++i) send({slice, member, step, i});
     ++pipeline.posted;
     pipeline.asked = false;
   }

@@ -3,19 +3,20 @@
 // share of every transfer, as NCCL cuts a step's data into slices so that
 // a step's first slice moves on while its last is still on the wire. A
 // member posts slice j of step s once its slice j of step s - 1 is
-// complete (its sends done and the transfers to it arrived); a transfer
-// waits until its receiver has joined (as NCCL's sender waits for the
-// receiver's buffer). A collective without a schedule (a barrier, a group
-// of one) ends for every member when the last joins. Free of the fabric
+// complete (its sends done and the transfers to it arrived). A sender
+// does not wait for its receiver to join (NCCL's connections have their
+// buffers from the start): a transfer that arrives first counts once the
+// receiver joins. A collective without a schedule (a barrier, a group of
+// one) ends for every member when the last joins. Free of the fabric
 // and of time: the owner posts the WRITEs it is asked for and reports,
 // for each, when the sender's WRITE completed (sent) and when the data
 // reached the receiver (arrived: a WRITE with immediate's receive
 // completion, as NCCL's receiver sees its flag land), and, given a gate,
 // is asked before each step and releases it when it may go (after the
-// step's compute, say). Each report changes that one member's state
-// only, and a member's callbacks are about that member: members in
-// different partitions of the fabric may report at once, from their
-// threads, once every member has joined. Each channel
+// step's compute, say). With a schedule, each call (join included)
+// changes that one member's state only, and a member's callbacks are
+// about that member: members in different partitions of the fabric may
+// call at once, from their threads. Each channel
 // may follow a schedule of its own (NCCL's rings enter each server at
 // another GPU per channel, collective/rank_layout.h): slice j follows
 // schedule j mod schedules.
@@ -82,9 +83,6 @@ class CollectiveProgress {
   void release(std::uint32_t slice, std::uint32_t member);
 
  private:
-  struct Held {  // a slice of a transfer to a member that has not joined
-    TransferId id;
-  };
   struct Pipeline {  // one member's progress in one slice
     std::uint32_t posted = 0;  // steps posted
     std::uint32_t released = 0;  // steps the gate let go
@@ -96,7 +94,6 @@ class CollectiveProgress {
     bool joined = false;
     std::vector<Pipeline> slices;
     std::uint32_t slices_done = 0;
-    std::vector<Held> held;
   };
 
   bool step_complete(std::uint32_t slice, std::uint32_t member, std::uint32_t step) const;
@@ -109,7 +106,7 @@ class CollectiveProgress {
   Done done_;
   Gate gate_;
   std::vector<Member> members_;
-  std::uint32_t joined_ = 0;
+  std::uint32_t joined_ = 0;  // without a schedule
 };
 
 }  // namespace uroce::sim

@@ -172,9 +172,7 @@ SimResult run_simulation(const Scenario& scenario, const std::function<void(doub
                          const std::string& capture_dir) {
   check(scenario);
   auto wall_start = std::chrono::steady_clock::now();
-  // A replay's ranks share their collectives' state: it runs in one partition.
-  bool one_partition = !scenario.chakra.empty();
-  std::uint32_t wanted = one_partition ? 1 : std::max<std::uint32_t>(scenario.threads, 1);
+  std::uint32_t wanted = std::max<std::uint32_t>(scenario.threads, 1);
   std::uint32_t first_handler = EventHandler::ids_made();
   Partitioning partitioning = partition_fabric(scenario.topology, wanted);
   std::vector<std::unique_ptr<SimWorld>> part_worlds;
@@ -212,7 +210,8 @@ SimResult run_simulation(const Scenario& scenario, const std::function<void(doub
   }
   std::vector<std::unique_ptr<ChakraReplay>> jobs;
   for (std::uint32_t job = 0; job < scenario.chakra.size(); ++job) {
-    jobs.push_back(std::make_unique<ChakraReplay>(scenario.chakra[job], job, scenario.transport, fabric, *parts[0]));
+    jobs.push_back(
+        std::make_unique<ChakraReplay>(scenario.chakra[job], job, scenario.transport, fabric, partitioning.window));
   }
   for (std::uint32_t h = 0; h < fabric.host_count(); ++h) {
     fabric.host(h).on_completion([&](std::uint32_t host, const WorkCompletion& completion, SimTime now) {
@@ -220,7 +219,7 @@ SimResult run_simulation(const Scenario& scenario, const std::function<void(doub
         if (collective) collective->completed(host, completion, now);
       } else if ((completion.wr_id & kChakraWork) != 0) {
         std::uint32_t job = chakra_job_of(completion.wr_id);
-        if (job < jobs.size()) jobs[job]->completed(completion, now);
+        if (job < jobs.size()) jobs[job]->completed(host, completion, now);
       } else {
         flows.completed(completion, now);
       }
@@ -236,6 +235,7 @@ SimResult run_simulation(const Scenario& scenario, const std::function<void(doub
   PartitionedRun run(parts, global, partitioning.window, scenario.time_limit);
   auto keep_going = [&] {
     if (collective) collective->between_windows();
+    for (auto& job : jobs) job->between_windows();
     bool replaying = std::any_of(jobs.begin(), jobs.end(), [](const auto& job) { return job->running(); });
     return (flows.unfinished() > 0 || (collective && collective->running()) || replaying) && !deadlocks.found();
   };

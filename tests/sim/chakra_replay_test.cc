@@ -2,7 +2,7 @@
 // ASTRA-sim's single-collective traces take exactly what the same
 // collective workload takes and stay within the bandwidth bound; compute
 // chains add up; a GPU runs one kernel at a time beside the CPU; a message
-// takes its serialization time; a barrier releases everyone at the last
+// takes its serialization time; a barrier releases everyone a link delay after the last
 // arrival; groups run apart; unknown nodes are skipped and counted; traces
 // that disagree are refused with the file and node named; and traces that
 // wait on each other end at the time limit, not in a hang.
@@ -329,16 +329,24 @@ TEST(ChakraReplay, EachLinksLoadIsCountedBesideACaptureOfIt) {
   EXPECT_GT(static_cast<std::uint64_t>(capture.tellg()), 1u << 20);
 }
 
+// The barrier takes the shortest link delay after the last rank arrives
+// (the others learn of it), on any number of threads.
 TEST(ChakraReplay, ABarrierReleasesEveryRankWhenTheLastArrives) {
   std::vector<std::vector<chakra::TraceNode>> ranks;
   for (std::uint64_t r = 0; r < 4; ++r) {
     ranks.push_back({compute(1, 100 * r + 1), collective(2, chakra::CommType::barrier, 0, {1}), compute(3, 10, {2})});
   }
-  const ChakraResult result = chakra_of(run_simulation(replay(ranks)));
-  for (const ChakraRankResult& rank : result.ranks) EXPECT_EQ(rank.finished, 311 * kUs);
-  EXPECT_EQ(result.ranks[0].communication, 300 * kUs);  // rank 0 waited at the barrier
-  ASSERT_EQ(result.collectives.size(), 1u);
-  EXPECT_EQ(result.collectives[0].end, 301 * kUs);
+  Scenario scenario = replay(ranks);
+  SimTime barrier = scenario.topology.edges.front().link.propagation;
+  ASSERT_GT(barrier, 0);
+  for (std::uint32_t threads : {1u, 2u}) {
+    scenario.threads = threads;
+    const ChakraResult result = chakra_of(run_simulation(scenario));
+    for (const ChakraRankResult& rank : result.ranks) EXPECT_EQ(rank.finished, 311 * kUs + barrier);
+    EXPECT_EQ(result.ranks[0].communication, 300 * kUs + barrier);  // rank 0 waited at the barrier
+    ASSERT_EQ(result.collectives.size(), 1u);
+    EXPECT_EQ(result.collectives[0].end, 301 * kUs + barrier);
+  }
 }
 
 TEST(ChakraReplay, ProcessGroupsRunTheirOwnCollectives) {

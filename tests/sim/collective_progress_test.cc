@@ -110,15 +110,21 @@ TEST(CollectiveProgress, AStepEndsWhenItsSendsCompletedAndItsReceivesArrived) {
   EXPECT_EQ(recorder.posted.size(), 4u);
 }
 
-TEST(CollectiveProgress, ATransferWaitsForItsReceiverToJoin) {
+TEST(CollectiveProgress, ATransferGoesBeforeItsReceiverJoinsAndCountsWhenItDoes) {
   collective::Schedule schedule = ring(2, 1000);
   Recorder recorder;
   CollectiveProgress progress = recorder.make(&schedule, 2, 1);
   progress.join(0);
-  EXPECT_TRUE(recorder.posted.empty());  // member 0's step 0 goes to member 1, not there yet
-  progress.join(1);
+  ASSERT_EQ(recorder.posted.size(), 1u);  // member 0's step 0, to member 1, which has not joined
+  progress.sent({0, 0, 0, 0});
+  progress.arrived(0, 1, 0);  // it lands before member 1 joins
+  EXPECT_EQ(recorder.posted.size(), 1u);
+  progress.join(1);  // member 1's step 0 goes; its receive is already counted
   ASSERT_EQ(recorder.posted.size(), 2u);
-  EXPECT_EQ(recorder.posted[0].id.member, 0u);  // the held one first
+  progress.sent({0, 1, 0, 0});
+  ASSERT_EQ(recorder.posted.size(), 3u);  // so its step 1 follows as soon as its own send is done
+  EXPECT_EQ(recorder.posted[2].id.member, 1u);
+  EXPECT_EQ(recorder.posted[2].id.step, 1u);
 }
 
 TEST(CollectiveProgress, SlicesAreCutSoEachCarriesAByte) {

@@ -1,15 +1,15 @@
 // A fabric cut into partitions on several threads gives the results of one
-// thread bit for bit: every shipped example but the Chakra replays (flows
-// and collectives), run on 1, 2 and 3 threads, writes the same
-// summary.json (but its wall time), flows.csv and time series, and so does
-// every kind of collective. The partitioning keeps a fat-tree's pods
-// together.
+// thread bit for bit: every shipped example (flows, collectives, Chakra
+// replays), run on 1, 2 and 3 threads, writes the same summary.json (but
+// its wall time), flows.csv, time series and timeline, and so does every
+// kind of collective. The partitioning keeps a fat-tree's pods together.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <set>
 #include <string>
 
+#include "sim/chakra_report.h"
 #include "sim/partition.h"
 #include "sim/series_report.h"
 #include "sim/sim_report.h"
@@ -25,6 +25,7 @@ std::vector<std::string> outputs(const Scenario& scenario, const SimResult& resu
   summary.erase("wall_s");
   std::vector<std::string> out{summary.dump(1), flows_csv(result)};
   for (const OutputFile& file : series_files(scenario, result)) out.push_back(file.name + "\n" + file.content);
+  if (!scenario.chakra.empty()) out.push_back(chakra_timeline(scenario, result));
   return out;
 }
 
@@ -32,7 +33,6 @@ class EveryExample : public testing::TestWithParam<std::string> {};
 
 TEST_P(EveryExample, GivesTheSameResultsOnOneTwoAndThreeThreads) {
   Scenario scenario = example(GetParam());
-  ASSERT_TRUE(scenario.chakra.empty());
   SimResult one = run_simulation(scenario);
   EXPECT_EQ(one.partitions, 1u);
   std::vector<std::string> expected = outputs(scenario, one);
@@ -54,7 +54,8 @@ INSTANTIATE_TEST_SUITE_P(PartitionedRun, EveryExample,
                                          "collectives.toml", "allreduce_straggler.toml",
                                          "allreduce_link_failure.toml", "allreduce_link_failure_mrc.toml",
                                          "nccl_gpu_servers.toml", "allreduce_3_tier.toml",
-                                         "allreduce_8_planes.toml"),
+                                         "allreduce_8_planes.toml", "chakra_data_parallel.toml",
+                                         "chakra_mixture_of_experts.toml", "chakra_two_jobs.toml"),
                          [](const testing::TestParamInfo<std::string>& param) {
                            std::string name = param.param.substr(0, param.param.find('.'));
                            std::replace(name.begin(), name.end(), '-', '_');
@@ -105,15 +106,6 @@ TEST(PartitionedRun, EveryCollectiveIsTheSameOnThreeThreads) {
     EXPECT_EQ(three.partitions, 3u);
     EXPECT_EQ(outputs(scenario, three), outputs(scenario, one)) << collective::to_string(algorithm);
   }
-}
-
-TEST(PartitionedRun, AChakraReplayRunsOnOneThread) {
-  Scenario scenario = example("chakra_data_parallel.toml");
-  scenario.threads = 2;
-  SimResult result = run_simulation(scenario);
-  EXPECT_EQ(result.partitions, 1u);
-  ASSERT_EQ(result.chakra.size(), 1u);
-  EXPECT_EQ(result.chakra[0].ranks_finished, result.chakra[0].ranks.size());
 }
 
 TEST(Partitioning, AFatTreeSplitsAlongItsPods) {

@@ -103,7 +103,7 @@ void add_sim_command(CLI::App& app, int& exit_status) {
   run->add_flag("--quiet", options->quiet, "No progress bar");
   run->add_option("--threads", options->threads,
                   "Threads to run the fabric's partitions on; the results are the same for any number "
-                  "(a Chakra replay runs on one)")
+                  "(flows, collectives and Chakra replays alike)")
       ->check(CLI::Range(1, 64));
   run->callback([options, &exit_status] { exit_status = run_sim(*options); });
 }

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "transport/psn.h"
 #include "wire/udp.h"
 
 namespace uroce::transport {
@@ -47,9 +48,42 @@ std::size_t EntropyPaths::usable() const {
       std::count_if(evs_.begin(), evs_.end(), [](const Ev& ev) { return ev.health != Health::retired; }));
 }
 
+EntropyPaths::Sent& EntropyPaths::slot_for(std::uint32_t psn) {
+  if (!recorded_any_ || psn_diff(psn, highest_recorded_) > 0) highest_recorded_ = psn;
+  recorded_any_ = true;
+  for (;;) {
+    Sent& slot = record(psn);
+    bool kept = slot.psn != psn && holds(slot, slot.psn);
+    if (!kept || sent_.size() >= window_) return slot;
+    grow();
+  }
+}
+
+// Doubles the ring (up to the window), keeping the records a ring of the
+// whole window would keep; doubles again while two of them share a slot.
+void EntropyPaths::grow() {
+  std::vector<Sent> old = std::move(sent_);
+  std::size_t size = old.size();
+  bool clash = true;
+  while (clash) {
+    size = std::min<std::size_t>(size * 2, window_);
+    sent_.assign(size, Sent{});
+    clash = false;
+    for (const Sent& kept : old) {
+      if (!holds(kept, kept.psn)) continue;
+      Sent& slot = sent_[kept.psn % size];
+      if (slot.valid) {
+        clash = size < window_;
+        if (clash) break;
+      }
+      slot = kept;
+    }
+  }
+}
+
 std::uint16_t EntropyPaths::send(std::uint32_t psn, TimeNs now, bool track, bool may_probe) {
-  Sent& sent = record(psn);
-  bool again = sent.valid && sent.psn == psn;
+  Sent& sent = slot_for(psn);
+  bool again = holds(sent, psn);
   may_probe = may_probe && !again;
   // Round robin from where the last packet left off. A retired EV whose probe
   // time has come is taken once, as a probe; an avoided one is passed over.
@@ -98,7 +132,7 @@ std::uint16_t EntropyPaths::send(std::uint32_t psn, TimeNs now, bool track, bool
 
 void EntropyPaths::delivered(std::uint32_t psn, TimeNs now) {
   Sent& sent = record(psn);
-  if (!sent.valid || sent.psn != psn) return;
+  if (!holds(sent, psn)) return;
   if (sent.order + 1 > latest_delivered_order_) {
     latest_delivered_order_ = sent.order + 1;
     rtt_ = now - sent.at;
@@ -135,7 +169,7 @@ bool EntropyPaths::lost_now(Sent& sent, TimeNs now) {
 
 void EntropyPaths::timed_out(std::uint32_t psn, TimeNs now) {
   Sent& sent = record(psn);
-  if (!sent.valid || sent.psn != psn || sent.done) return;
+  if (!holds(sent, psn) || sent.done) return;
   lost_now(sent, now);
 }
 
@@ -154,6 +188,7 @@ void EntropyPaths::retire(std::size_t index, TimeNs now) {
 
 void EntropyPaths::clear() {
   for (Sent& sent : sent_) sent.valid = 0;
+  recorded_any_ = false;
   resent_.clear();
   latest_delivered_order_ = 0;
   loss_check_at_ = kNever;

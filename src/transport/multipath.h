@@ -90,12 +90,26 @@ class EntropyPaths {
     std::uint16_t ev = 0;
   };
   static_assert(sizeof(Ev) == 24 && sizeof(Sent) == 24);
-  // The send record of psn's slot; the ring is allocated at first use, so a
-  // QP that never sends (one side of most collective pairs) costs none.
+  // The send record in psn's slot (another PSN's, or none, where psn's is
+  // not kept). The ring is allocated at first use, so a QP that never sends
+  // (one side of most collective pairs) costs none, and it starts small and
+  // doubles up to the window as more PSNs are in flight at once: it keeps
+  // exactly the records a ring of the whole window would keep (those of the
+  // window's PSNs up to the highest recorded), at a fraction of the memory
+  // for QPs with short messages.
   Sent& record(std::uint32_t psn) {
-    if (sent_.empty()) sent_.resize(window_);
+    if (sent_.empty()) sent_.resize(std::min<std::size_t>(window_, kFirstRecords));
     return sent_[psn % sent_.size()];
   }
+  // psn's slot, to write psn's record into: the ring grows first while the
+  // slot holds a record that a ring of the whole window would still keep.
+  Sent& slot_for(std::uint32_t psn);
+  // Whether sent is psn's record, one a ring of the whole window would keep.
+  bool holds(const Sent& sent, std::uint32_t psn) const {
+    return sent.valid && sent.psn == psn && psn_diff(highest_recorded_, psn) < static_cast<std::int32_t>(window_);
+  }
+  void grow();
+  static constexpr std::size_t kFirstRecords = 16;
   void retire(std::size_t ev, TimeNs now);
   bool lost_now(Sent& sent, TimeNs now);
   // Whether sent is lost now (true), cannot be yet (false; the time it can
@@ -108,7 +122,9 @@ class EntropyPaths {
   std::vector<Ev> evs_;
   std::size_t next_ = 0;
   std::uint32_t window_ = 1;
-  std::vector<Sent> sent_;  // window_ slots, from the first record()
+  std::vector<Sent> sent_;  // up to window_ slots, from the first record()
+  std::uint32_t highest_recorded_ = 0;  // the highest PSN given a record (valid once one was)
+  bool recorded_any_ = false;
   std::uint64_t sent_count_ = 0;
   std::uint64_t latest_delivered_order_ = 0;  // send order of the newest packet known delivered, + 1
   TimeNs rtt_ = 0;                            // that packet's round trip
@@ -130,7 +146,7 @@ void EntropyPaths::find_lost(std::uint32_t first_unacked, std::uint32_t highest_
   // the PSN: the scan stops at the first one it cannot judge yet.
   while (!psn_before(highest_sent, scan_psn_)) {
     Sent& sent = record(scan_psn_);
-    if (sent.valid && sent.psn == scan_psn_ && !sent.done && !sent.resent) {
+    if (holds(sent, scan_psn_) && !sent.done && !sent.resent) {
       if (has(scan_psn_)) {
         sent.done = 1;
       } else if (judge(sent, now)) {
@@ -143,7 +159,7 @@ void EntropyPaths::find_lost(std::uint32_t first_unacked, std::uint32_t highest_
   }
   for (std::size_t i = 0; i < resent_.size();) {
     Sent& sent = record(resent_[i]);
-    bool judged = !sent.valid || sent.psn != resent_[i] || sent.done || has(resent_[i]);
+    bool judged = !holds(sent, resent_[i]) || sent.done || has(resent_[i]);
     if (!judged && judge(sent, now)) {
       if (lost_now(sent, now)) lost.push_back(resent_[i]);
       judged = true;

@@ -15,7 +15,18 @@ ReorderBuffer::ReorderBuffer(std::uint32_t window) : window_(std::max<std::uint3
 bool ReorderBuffer::hold(std::uint32_t psn, std::uint32_t expected, ByteSpan packet, std::size_t keep) {
   std::int32_t ahead = psn_diff(psn, expected);
   if (ahead <= 0 || ahead >= static_cast<std::int32_t>(window_)) return false;
-  if (slots_.empty()) slots_.resize(window_);
+  if (slots_.empty()) slots_.resize(std::min<std::size_t>(window_, kFirstSlots));
+  while (slots_.size() < window_) {
+    Slot& taken = slots_[psn % slots_.size()];
+    if (!taken.used || taken.psn == psn) break;
+    std::int32_t taken_ahead = psn_diff(taken.psn, expected);
+    if (taken_ahead <= 0 || taken_ahead >= static_cast<std::int32_t>(window_)) {  // out of the window: free
+      taken.used = false;
+      --held_;
+      break;
+    }
+    grow(expected);
+  }
   Slot& slot = slots_[psn % slots_.size()];
   if (slot.used && slot.psn == psn) return false;
   if (!slot.used) ++held_;
@@ -24,6 +35,33 @@ bool ReorderBuffer::hold(std::uint32_t psn, std::uint32_t expected, ByteSpan pac
   slot.length = static_cast<std::uint32_t>(packet.size());
   slot.bytes.assign(packet.begin(), packet.begin() + static_cast<std::ptrdiff_t>(std::min(keep, packet.size())));
   return true;
+}
+
+void ReorderBuffer::grow(std::uint32_t expected) {
+  std::vector<Slot> old = std::move(slots_);
+  std::size_t size = old.size();
+  bool clash = true;
+  while (clash) {
+    size = std::min<std::size_t>(size * 2, window_);
+    slots_.clear();
+    slots_.resize(size);
+    held_ = 0;
+    clash = false;
+    for (Slot& kept : old) {
+      std::int32_t ahead = psn_diff(kept.psn, expected);
+      if (!kept.used || ahead <= 0 || ahead >= static_cast<std::int32_t>(window_)) continue;
+      Slot& slot = slots_[kept.psn % size];
+      if (slot.used && size < window_) {
+        clash = true;
+        break;
+      }
+      if (!slot.used) ++held_;
+      slot.used = true;
+      slot.psn = kept.psn;
+      slot.length = kept.length;
+      slot.bytes = kept.bytes;
+    }
+  }
 }
 
 std::uint32_t ReorderBuffer::held_length(std::uint32_t psn) const {

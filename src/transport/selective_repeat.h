@@ -44,8 +44,14 @@ class ReorderBuffer {
     std::uint32_t length = 0;         // the packet's, of which bytes may be the start
     std::vector<std::uint8_t> bytes;  // keeps its capacity for the next packet
   };
+  // Doubles the slots (up to the window), keeping the packets within the
+  // window after expected; doubles again while two share a slot.
+  void grow(std::uint32_t expected);
+  static constexpr std::size_t kFirstSlots = 16;
   std::uint32_t window_;
-  std::vector<Slot> slots_;  // window_ of them, from the first hold()
+  // From the first hold(): 16 slots, doubled up to window_ while more
+  // packets are held at once (most QPs never hold many).
+  std::vector<Slot> slots_;
   std::size_t held_ = 0;
 };
 

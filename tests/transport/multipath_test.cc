@@ -101,6 +101,35 @@ TEST(EntropyPaths, ReorderingWithinTheWindowIsNotLossButBeyondItIs) {
   EXPECT_EQ(paths.usable(), 3u);
 }
 
+// The send records start small and grow with what is in flight: with a
+// whole window in flight (far more than the first ring holds), the lost
+// one is still found among them, and a record a window old is gone, as a
+// ring of the whole window would have it.
+TEST(EntropyPaths, AWholeWindowInFlightKeepsEveryRecord) {
+  EngineCounters counters;
+  EntropyPaths paths(paths_config(8), 0x55, 256, counters);
+  for (std::uint32_t psn = 0; psn < 256; ++psn) paths.send(psn, psn * kUs);
+  for (std::uint32_t psn = 0; psn < 256; ++psn) {
+    if (psn != 37) paths.delivered(psn, (psn + 5) * kUs);
+  }
+  std::vector<std::uint32_t> lost;
+  auto has = [](std::uint32_t psn) { return psn != 37; };
+  paths.find_lost(0, 255, 400 * kUs, has, lost);
+  EXPECT_EQ(lost, std::vector<std::uint32_t>{37});
+  EXPECT_EQ(counters.paths_lost, 1u);
+
+  // PSN 256 + 40 takes the slot PSN 40 had in a ring of 256: 40 is gone, 41 is not.
+  EngineCounters others;
+  EntropyPaths fresh(paths_config(8), 0x56, 256, others);
+  for (std::uint32_t psn = 0; psn <= 296; ++psn) fresh.send(psn, psn * kUs);
+  fresh.timed_out(40, kMs);
+  EXPECT_EQ(others.paths_lost, 0u);
+  fresh.timed_out(41, kMs);
+  EXPECT_EQ(others.paths_lost, 1u);
+  fresh.timed_out(296, kMs);
+  EXPECT_EQ(others.paths_lost, 2u);
+}
+
 TEST(EntropyPaths, ACongestedEvIsPassedOverForAWhile) {
   EngineCounters counters;
   EntropyPaths paths(paths_config(4), 0x44, 64, counters);

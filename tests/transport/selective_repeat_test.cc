@@ -50,6 +50,29 @@ TEST(ReorderBuffer, WorksAcrossThePsnWrap) {
   EXPECT_EQ(buffer.held(), 0u);
 }
 
+// The slots start few and grow: a whole window held out of order keeps
+// every packet, and releasing them frees them all.
+TEST(ReorderBuffer, HoldsAWholeWindowOutOfOrder) {
+  ReorderBuffer buffer(256);
+  std::vector<std::uint8_t> packet(100);
+  for (std::uint32_t psn = 255; psn >= 1; --psn) {
+    packet[0] = static_cast<std::uint8_t>(psn);
+    ASSERT_TRUE(buffer.hold(psn, 0, packet, 10)) << psn;
+  }
+  EXPECT_EQ(buffer.held(), 255u);
+  EXPECT_FALSE(buffer.hold(256, 0, packet));  // beyond the window
+  for (std::uint32_t psn = 1; psn < 256; ++psn) {
+    auto held = buffer.find(psn);
+    ASSERT_TRUE(held) << psn;
+    EXPECT_EQ(held->size(), 10u);
+    EXPECT_EQ((*held)[0], static_cast<std::uint8_t>(psn));
+    EXPECT_EQ(buffer.held_length(psn), 100u);
+  }
+  buffer.release(0, 256);
+  EXPECT_EQ(buffer.held(), 0u);
+  EXPECT_FALSE(buffer.find(17));
+}
+
 TEST(SackScoreboard, MarksExactPsnsAndForgetsAcknowledgedOnes) {
   SackScoreboard sacks(4);
   sacks.reset(10);

@@ -28,7 +28,7 @@ EntropyPaths::EntropyPaths(const MultipathConfig& config, std::uint32_t qpn, std
                            EngineCounters& counters)
     : config_(config),
       base_(start_for(qpn)),
-      evs_(std::clamp<std::size_t>(config.entropy_values, 1, kPortSpan)),
+      ev_count_(std::clamp<std::size_t>(config.entropy_values, 1, kPortSpan)),
       window_(std::max<std::uint32_t>(window, 1)),
       counters_(&counters) {}
 
@@ -39,11 +39,12 @@ std::uint16_t EntropyPaths::port(std::size_t ev) const {
 std::optional<std::size_t> EntropyPaths::ev_of_port(std::uint16_t port) const {
   if (port < kPortBase) return std::nullopt;
   std::size_t ev = (port - kPortBase + kPortSpan - base_) % kPortSpan;
-  if (ev >= evs_.size()) return std::nullopt;
+  if (ev >= ev_count_) return std::nullopt;
   return ev;
 }
 
 std::size_t EntropyPaths::usable() const {
+  if (evs_.empty()) return ev_count_;
   return static_cast<std::size_t>(
       std::count_if(evs_.begin(), evs_.end(), [](const Ev& ev) { return ev.health != Health::retired; }));
 }
@@ -89,32 +90,36 @@ std::uint16_t EntropyPaths::send(std::uint32_t psn, TimeNs now, bool track, bool
   // time has come is taken once, as a probe; an avoided one is passed over.
   // When every EV is retired or avoided, the one due soonest serves anyway:
   // a connection never stops for want of a path.
-  std::size_t chosen = evs_.size();
-  std::size_t fallback = next_ % evs_.size();
-  for (std::size_t step = 0; step < evs_.size(); ++step) {
-    std::size_t i = (next_ + step) % evs_.size();
-    Ev& ev = evs_[i];
-    if (ev.health == Health::retired) {
-      if (may_probe && ev.probe_at <= now) {
-        ev.health = Health::probing;
-        ++counters_->paths_probes;
-        chosen = i;
-        break;
+  std::size_t chosen = ev_count_;
+  if (evs_.empty()) {
+    chosen = next_ % ev_count_;  // every EV good and never avoided
+  } else {
+    std::size_t fallback = next_ % ev_count_;
+    for (std::size_t step = 0; step < ev_count_; ++step) {
+      std::size_t i = (next_ + step) % ev_count_;
+      Ev& ev = evs_[i];
+      if (ev.health == Health::retired) {
+        if (may_probe && ev.probe_at <= now) {
+          ev.health = Health::probing;
+          ++counters_->paths_probes;
+          chosen = i;
+          break;
+        }
+        if (evs_[fallback].health != Health::retired || ev.probe_at < evs_[fallback].probe_at) continue;
+        fallback = i;
+        continue;
       }
-      if (evs_[fallback].health != Health::retired || ev.probe_at < evs_[fallback].probe_at) continue;
-      fallback = i;
-      continue;
+      if (ev.health == Health::probing) continue;  // one packet until it is heard of
+      if (ev.avoid_until > now) {
+        if (evs_[fallback].health == Health::retired || ev.avoid_until < evs_[fallback].avoid_until) fallback = i;
+        continue;
+      }
+      chosen = i;
+      break;
     }
-    if (ev.health == Health::probing) continue;  // one packet until it is heard of
-    if (ev.avoid_until > now) {
-      if (evs_[fallback].health == Health::retired || ev.avoid_until < evs_[fallback].avoid_until) fallback = i;
-      continue;
-    }
-    chosen = i;
-    break;
+    if (chosen == ev_count_) chosen = fallback;
   }
-  if (chosen == evs_.size()) chosen = fallback;
-  next_ = (chosen + 1) % evs_.size();
+  next_ = (chosen + 1) % ev_count_;
   if (!track) {
     sent.valid = 0;
   } else {
@@ -139,6 +144,7 @@ void EntropyPaths::delivered(std::uint32_t psn, TimeNs now) {
   }
   if (sent.done) return;
   sent.done = 1;
+  if (evs_.empty()) return;  // every EV is good
   Ev& ev = evs_[sent.ev];
   if (ev.health == Health::probing) ++counters_->paths_restored;
   ev.health = Health::good;
@@ -149,7 +155,7 @@ void EntropyPaths::congested(std::uint16_t port, TimeNs now) {
   auto ev = ev_of_port(port);
   if (!ev) return;
   ++counters_->paths_congested;
-  evs_[*ev].avoid_until = now + config_.avoid_ns;
+  ev_state(*ev).avoid_until = now + config_.avoid_ns;
 }
 
 bool EntropyPaths::judge(const Sent& sent, TimeNs now) {
@@ -176,7 +182,7 @@ void EntropyPaths::timed_out(std::uint32_t psn, TimeNs now) {
 // Packets sent on an EV before it was retired are lost with it and change
 // nothing; a lost probe doubles the wait for the next.
 void EntropyPaths::retire(std::size_t index, TimeNs now) {
-  Ev& ev = evs_[index];
+  Ev& ev = ev_state(index);
   if (ev.health == Health::retired) return;
   ++counters_->paths_retired;
   ev.health = Health::retired;

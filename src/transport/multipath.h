@@ -38,7 +38,7 @@ class EntropyPaths {
   // counters: the engine's, whose paths_* fields it counts in.
   EntropyPaths(const MultipathConfig& config, std::uint32_t qpn, std::uint32_t window, EngineCounters& counters);
 
-  std::size_t size() const { return evs_.size(); }
+  std::size_t size() const { return ev_count_; }
   std::uint16_t port(std::size_t ev) const;
   // The EV whose port this is, if it is one of ours.
   std::optional<std::size_t> ev_of_port(std::uint16_t port) const;
@@ -119,6 +119,14 @@ class EntropyPaths {
 
   MultipathConfig config_;
   std::uint16_t base_ = 0;
+  // Every EV's state, allocated when the first leaves the default (good,
+  // never avoided): until then round robin needs none, and most QPs of a
+  // healthy fabric never get there.
+  Ev& ev_state(std::size_t ev) {
+    if (evs_.empty()) evs_.resize(ev_count_);
+    return evs_[ev];
+  }
+  std::size_t ev_count_ = 1;
   std::vector<Ev> evs_;
   std::size_t next_ = 0;
   std::uint32_t window_ = 1;

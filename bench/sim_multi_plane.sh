@@ -7,9 +7,10 @@
 # EVs and PFC; or, with --allreduce, one whole all-reduce of 256 KiB by
 # recursive halving-doubling (2 log2 n steps, a QP per partner). Prints
 # NICs, switches, links, data packets, events, wall time and peak memory
-# per size: 512 and 4,096 NICs, and 32,768 with --large.
+# per size: 512 and 4,096 NICs, 32,768 with --large, and 131,072 with
+# --huge (the all-reduce needs about 18 GiB there).
 # --threads N runs either on N threads (partitions; the same results).
-# Usage: bench/sim_multi_plane.sh [--large] [--allreduce] [--threads N] [--build DIR]
+# Usage: bench/sim_multi_plane.sh [--large] [--huge] [--allreduce] [--threads N] [--build DIR]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -20,10 +21,11 @@ allreduce=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --large) leaves+=(256); shift ;;
+    --huge) leaves+=(1024); shift ;;
     --allreduce) allreduce=1; shift ;;
     --threads) threads="$2"; shift 2 ;;
     --build) build="$2"; shift 2 ;;
-    *) echo "usage: $0 [--large] [--allreduce] [--threads N] [--build DIR]" >&2; exit 2 ;;
+    *) echo "usage: $0 [--large] [--huge] [--allreduce] [--threads N] [--build DIR]" >&2; exit 2 ;;
   esac
 done
 uroce="$build/tools/uroce"

@@ -3,12 +3,31 @@
 
 #include <algorithm>
 #include <bit>
+#include <string>
 
 namespace uroce::collective {
 
 namespace {
 
-constexpr std::uint32_t kMostRanks = 1u << 16;
+constexpr std::uint32_t kMostRanks = 1u << 20;
+// A schedule keeps every rank's every transfer: at about 40 bytes each,
+// 2^26 of them are a few GiB. Rings and exchanges grow with ranks squared,
+// halving-doubling and the trees with ranks times their logarithm.
+constexpr std::uint64_t kMostTransfers = 1ull << 26;
+
+// At least as many transfers as the schedule will hold.
+std::uint64_t transfers_bound(Algorithm algorithm, std::uint32_t ranks) {
+  std::uint64_t n = ranks;
+  std::uint64_t log2 = std::bit_width(n - 1);
+  switch (algorithm) {
+    case Algorithm::ring: return n * 2 * (n - 1);
+    case Algorithm::halving_doubling: return n * 2 * log2;
+    case Algorithm::double_binary_tree: return n * 8 * (log2 + kTreeChunks);
+    case Algorithm::direct:
+    case Algorithm::pairwise: return n * (n - 1);
+  }
+  return n * n;
+}
 
 // Chunk k of n is [boundary(k), boundary(k + 1)): sizes differ by at most a byte.
 struct Chunks {
@@ -227,7 +246,11 @@ Expected<std::vector<Schedule>, std::string> make_channel_schedules(Operation op
 Expected<Schedule, std::string> make_schedule(Operation operation, Algorithm algorithm, std::uint32_t ranks,
                                               std::uint64_t bytes, const RankLayout& layout) {
   std::string name = std::string(to_string(operation)) + " by " + to_string(algorithm);
-  if (ranks < 2 || ranks > kMostRanks) return unexpected(name + ": needs 2 to 65536 ranks");
+  if (ranks < 2 || ranks > kMostRanks) return unexpected(name + ": needs 2 to 1048576 ranks");
+  if (std::uint64_t transfers = transfers_bound(algorithm, ranks); transfers > kMostTransfers) {
+    return unexpected(name + ": " + std::to_string(ranks) + " ranks make up to " + std::to_string(transfers) +
+                      " transfers, more than 2^26 (halving_doubling takes the most ranks)");
+  }
   if (bytes < ranks) return unexpected(name + ": needs at least a byte per rank");
   bool exchange = algorithm == Algorithm::direct || algorithm == Algorithm::pairwise;
   if ((operation == Operation::alltoall) != exchange) {

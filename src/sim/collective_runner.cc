@@ -17,12 +17,12 @@ constexpr int kSliceShift = 32, kStepShift = 38;
 constexpr std::uint64_t kSliceMask = 0x3f, kStepMask = (1ull << 25) - 1;
 constexpr int kImmSliceShift = 25;  // a WRITE's immediate: the slice above the step
 
-// wr_id: the flag, the step, the slice, the transfer's index in its step
-// and the member; schedules have at most 65536 ranks, and a step at most
-// one transfer per other rank.
+// wr_id: the flag, the step, the slice and the transfer's index in its
+// step (a step has at most one transfer per other rank); the member is the
+// host's whose completion it is.
 std::uint64_t work_id(const CollectiveProgress::TransferId& id) {
   return kCollectiveWork | (std::uint64_t{id.step} << kStepShift) | (std::uint64_t{id.slice} << kSliceShift) |
-         (std::uint64_t{id.index} << 16) | id.member;
+         id.index;
 }
 
 // A schedule's steps and transfers must fit a wr_id's fields and a WRITE.
@@ -168,11 +168,11 @@ void CollectiveRunner::completed(std::uint32_t host, const WorkCompletion& compl
 
 void CollectiveRunner::sent(std::uint32_t host, const WorkCompletion& completion) {
   CollectiveProgress::TransferId id;
-  id.member = static_cast<std::uint32_t>(completion.wr_id & 0xffff);
-  id.index = static_cast<std::uint32_t>((completion.wr_id >> 16) & 0xffff);
+  id.member = member_of_host_.at(host);
+  id.index = static_cast<std::uint32_t>(completion.wr_id);
   id.slice = static_cast<std::uint32_t>((completion.wr_id >> kSliceShift) & kSliceMask);
   id.step = static_cast<std::uint32_t>((completion.wr_id >> kStepShift) & kStepMask);
-  if (id.member != member_of_host_.at(host) || id.slice >= progress_->slices()) return;
+  if (id.slice >= progress_->slices()) return;
   const collective::Schedule& schedule = progress_->schedule_of(id.slice);
   if (id.step >= schedule.steps() || id.index >= schedule.ranks[id.member][id.step].sends.size()) return;
   progress_->sent(id);

@@ -33,8 +33,8 @@
 namespace uroce::sim {
 
 // Work requests of the collective carry this bit in their wr_id, then the
-// step (bits 38..62), the slice (32..37), the transfer's index in its step
-// (16..31) and the member (0..15); its receives carry the bit alone.
+// step (bits 38..62), the slice (32..37) and the transfer's index in its
+// step (0..31); its receives carry the bit alone.
 inline constexpr std::uint64_t kCollectiveWork = 1ull << 63;
 
 class CollectiveRunner final : public EventHandler {

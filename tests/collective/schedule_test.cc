@@ -259,7 +259,14 @@ TEST(OnServers, RingsAndTreesStayRightAndCrossTheNetworkAsLittleAsNcclsDo) {
 TEST(Schedules, WhatCannotBeBuiltIsRefusedWithAReason) {
   auto one = make_schedule(Operation::all_reduce, Algorithm::ring, 1, 100);
   ASSERT_FALSE(one);
-  EXPECT_NE(one.error().find("2 to 65536 ranks"), std::string::npos) << one.error();
+  EXPECT_NE(one.error().find("2 to 1048576 ranks"), std::string::npos) << one.error();
+  // A ring of 10,000 ranks would hold 200 million transfers; halving-doubling
+  // over 131,072 ranks holds 4.5 million.
+  auto huge_ring = make_schedule(Operation::all_reduce, Algorithm::ring, 10'000, 1 << 20);
+  ASSERT_FALSE(huge_ring);
+  EXPECT_NE(huge_ring.error().find("more than 2^26"), std::string::npos) << huge_ring.error();
+  EXPECT_FALSE(make_schedule(Operation::alltoall, Algorithm::direct, 10'000, 1 << 30));
+  EXPECT_TRUE(make_schedule(Operation::all_reduce, Algorithm::halving_doubling, 1 << 17, 1 << 18));
   auto odd = make_schedule(Operation::all_reduce, Algorithm::halving_doubling, 6, 6000);
   ASSERT_FALSE(odd);
   EXPECT_NE(odd.error().find("power of two"), std::string::npos) << odd.error();

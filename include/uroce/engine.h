@@ -231,7 +231,9 @@ struct QpInitAttr {
   TimeNs tail_timeout_ns = 0;
   std::uint32_t tail_timeout_packets = 3;
   // Loss probes, after TCP's tail loss probe (transport/loss_probe.cc), RC
-  // and XRC senders without multipath: when nothing was acknowledged for
+  // and XRC senders (a multipath QP's probe takes the next EV, so an ACK
+  // lost on one EV's way back is asked for again on another's): when
+  // nothing was acknowledged for
   // loss_probe_ns while PSNs are in flight, the newest packet sent goes
   // again with AckReq set. If packets before it were lost, the responder
   // answers with a sequence NAK and the requester resends from the gap at

@@ -17,6 +17,7 @@ std::uint32_t create_qp(HostNode& host, const HostNode& peer, const TransportSpe
   init.recovery = transport.recovery;
   init.tail_timeout_ns = transport.tail_timeout_ns;
   init.tail_timeout_packets = transport.tail_timeout_packets;
+  init.loss_probe_ns = transport.loss_probe_ns;
   init.multipath = transport.multipath;
   init.congestion_controlled = !host.same_server(peer.id());  // NVLink has flow control of its own
   auto qpn = host.engine().create_qp(init);

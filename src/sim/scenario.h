@@ -74,6 +74,7 @@ struct TransportSpec {
   std::uint8_t retry_cnt = 7;
   TimeNs tail_timeout_ns = 0;  // QpInitAttr::tail_timeout_ns (IRN's RTO_low); 0: off
   std::uint32_t tail_timeout_packets = 3;
+  TimeNs loss_probe_ns = 0;  // QpInitAttr::loss_probe_ns (a tail loss probe); 0: off
   std::uint8_t data_dscp = 26;  // priority 3 (DSCP >> 3); CNPs use CongestionConfig::cnp_dscp
   MultipathConfig multipath;    // QpInitAttr::multipath: MRC-style spraying; off by default
 };

@@ -213,7 +213,7 @@ void transport_from(const toml::table& table, Scenario& scenario) {
   const char* where = "transport";
   only_keys(table, where,
             {"mtu", "recovery", "timeout", "retry_cnt", "data_dscp", "window_packets", "tail_timeout_us",
-             "tail_timeout_packets", "ack_every_packet", "multipath_evs", "multipath_reorder_window_us",
+             "tail_timeout_packets", "loss_probe_us", "ack_every_packet", "multipath_evs", "multipath_reorder_window_us",
              "multipath_avoid_us", "multipath_probe_us", "multipath_direct_placement", "ack_dscp"});
   TransportSpec& transport = scenario.transport;
   auto mtu = number<std::uint32_t>(table, where, "mtu", 4096, 256, 4096);
@@ -237,6 +237,9 @@ void transport_from(const toml::table& table, Scenario& scenario) {
   }
   transport.tail_timeout_packets =
       number<std::uint32_t>(table, where, "tail_timeout_packets", transport.tail_timeout_packets, 1, 1 << 20);
+  if (table.contains("loss_probe_us")) {
+    transport.loss_probe_ns = static_cast<TimeNs>(number<double>(table, where, "loss_probe_us", 0, 0, 1e6) * 1000);
+  }
   transport.data_dscp = number<std::uint8_t>(table, where, "data_dscp", transport.data_dscp, 0, 63);
   if (table.contains("ack_dscp")) scenario.engine.ack_dscp = number<std::uint8_t>(table, where, "ack_dscp", 0, 0, 63);
   // Multipath (MRC-style): each QP sprays over this many EVs.

@@ -89,7 +89,7 @@ Expected<std::uint32_t, std::errc> Engine::create_qp(const QpInitAttr& init) {
   qp.recovery = init.recovery;
   qp.tail_timeout_ns = init.tail_timeout_ns;
   qp.tail_timeout_packets = init.tail_timeout_packets;
-  bool probes = (init.qp_type == QpType::rc || init.qp_type == QpType::xrc_send) && init.multipath.entropy_values == 0;
+  bool probes = init.qp_type == QpType::rc || init.qp_type == QpType::xrc_send;
   qp.loss_probe_ns = probes ? init.loss_probe_ns : 0;
   qp.multipath = init.multipath;
   qp.pd = init.pd;

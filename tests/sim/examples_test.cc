@@ -441,17 +441,19 @@ TEST(Examples, MultipathRoutesAroundAFailedLinkWithinMicroseconds) {
             10 * (hit.collective_iterations[1] - even.collective_iterations[1]));
 
   // A dead link loses the ACKs of the packets whose way back crosses it:
-  // at a message's tail no later ACK covers them, and without a tail
-  // timeout each such loss costs the 1 ms ACK timeout. The EV whose ACKs
-  // died looks dead to its sender too; its probe finds it alive (so paths
-  // are restored although the link never comes back).
+  // at a message's tail no later ACK covers them, and without a loss
+  // probe each such loss costs the 1 ms ACK timeout. The probe goes out on
+  // another EV, and its ACK comes back another way. (An EV whose reports
+  // die on the way back can still look dead to its sender, and a probe
+  // later finds its way out alive: paths may be restored here although
+  // the link never comes back.)
   Scenario never = scenario;
   never.reconverge = 1'000'000 * kPicosecondsPerUs;
-  never.transport.tail_timeout_ns = 20'000;
-  never.transport.tail_timeout_packets = 8;
+  never.transport.loss_probe_ns = 50'000;
   SimResult around = run_simulation(never);
   ASSERT_EQ(around.collective_iterations.size(), 5u);
   EXPECT_FALSE(around.collective_failed);
+  EXPECT_EQ(around.timeouts, 0u);
   for (std::size_t i = 0; i < 5; ++i) {
     EXPECT_LT(around.collective_iterations[i], even.collective_iterations[i] * 11 / 10) << i;
   }

@@ -165,13 +165,15 @@ bool is_request(std::span<const std::uint8_t> datagram) { return to_b(datagram) 
 
 class Multipath : public ::testing::Test {
  protected:
-  void connect(ChannelFaults faults, LossRecovery recovery, std::uint16_t evs, CongestionConfig congestion = {}) {
+  void connect(ChannelFaults faults, LossRecovery recovery, std::uint16_t evs, CongestionConfig congestion = {},
+               TimeNs loss_probe_ns = 0) {
     network_ = std::make_unique<TestNetwork>(7, std::move(faults));
     Engine& a = network_->add_engine(congestion);
     Engine& b = network_->add_engine(congestion);
     RcOptions options;
     options.recovery = recovery;
     options.timeout = 18;  // ~1 s: a timeout here would show in the clock and the counter
+    options.loss_probe_ns = loss_probe_ns;
     if (evs != 0) {
       options.multipath = paths_config(evs);
       options.multipath.reorder_window_ns = 50 * kUs;
@@ -308,6 +310,25 @@ TEST_F(Multipath, AFailedPathIsRetiredAndRoutedAroundWithoutATimeout) {
   write(64, 8 * 1024, 64 * 8 * 1024);
   EXPECT_EQ(counters.paths_restored, 4u);
   expect_written(128 * 8 * 1024);
+}
+
+// A failed link on the way back: a quarter of the EVs lose every ACK the
+// responder sends on them. A WRITE whose last packet went on one of them
+// hears nothing more, and only the ACK timeout (about 1 s here) would end
+// it; the loss probe resends that packet on the next EV, whose ACK gets
+// through, so each such tail costs a probe interval.
+TEST_F(Multipath, AProbeOnAnotherEvAnswersAnAckLostOnTheWayBack) {
+  ChannelFaults faults;
+  faults.path_down = [](std::span<const std::uint8_t> datagram) {
+    return !to_b(datagram) && source_port(datagram) % 4 == 0;
+  };
+  connect(faults, LossRecovery::selective_repeat, 16, {}, 100 * kUs);
+  TimeNs took = write(64, 8 * 1024);
+  expect_written(64 * 8 * 1024);
+  const EngineCounters& counters = a_.engine->counters();
+  EXPECT_EQ(counters.timeouts, 0u);
+  EXPECT_GT(counters.loss_probes, 0u);
+  EXPECT_LT(took, 100 * kMs);
 }
 
 TEST_F(Multipath, ACnpNamesTheMarkedPacketsEv) {

@@ -67,24 +67,16 @@ ChakraReplay::ChakraReplay(const ChakraSpec& spec, std::uint32_t job, const Tran
         [this, c](std::uint32_t member) { member_done(c, member); });
   }
   std::uint32_t channels = std::max<std::uint32_t>(spec.channels, 1);
-  // A rank's communication runs one collective or send at a time; as many
-  // receives wait on each QP as WRITEs may be in flight on it.
+  // A rank's communication runs one collective or send at a time.
   std::uint32_t depth = send_queue_depth(spec.slices, channels);
   for (auto [a, b] : plan_.pairs) {
     for (std::uint32_t channel = 0; channel < channels; ++channel) {
-      HostNode& host_a = *ranks_[a]->host;
-      HostNode& host_b = *ranks_[b]->host;
-      auto [mine, theirs] = connect_rc_pair(host_a, host_b, transport, depth, depth);
-      for (std::uint32_t r = 0; r < depth; ++r) {
-        post_arrival_receive(host_a, mine, kChakraWork | job_bits_);
-        post_arrival_receive(host_b, theirs, kChakraWork | job_bits_);
-      }
-      qpn_[{a, b, channel}] = mine;
-      qpn_[{b, a, channel}] = theirs;
-      for (auto [from, to, qpn_at_to] : {std::tuple{a, b, theirs}, std::tuple{b, a, mine}}) {
+      auto [qpn_a, qpn_b] =
+          connect_arrival_pair(*ranks_[a]->host, *ranks_[b]->host, transport, depth, kChakraWork | job_bits_);
+      for (auto [from, to, qpn_from, qpn_to] : {std::tuple{a, b, qpn_a, qpn_b}, std::tuple{b, a, qpn_b, qpn_a}}) {
         in_flight_.push_back(std::make_unique<InFlight>());
-        sending_[{from, to, channel}] = in_flight_.back().get();
-        receiving_on_[std::uint64_t{spec.hosts[to]} << 32 | qpn_at_to] = in_flight_.back().get();
+        sending_[{from, to, channel}] = {qpn_from, in_flight_.back().get()};
+        receiving_on_[std::uint64_t{spec.hosts[to]} << 32 | qpn_to] = in_flight_.back().get();
       }
     }
   }
@@ -326,12 +318,12 @@ void ChakraReplay::post_write(std::uint32_t from_rank, std::uint32_t to_rank, st
   wr.send_flags = kSendSignaled;
   wr.sg_list = {&sge, 1};
   wr.rdma = {HostNode::kRegionBase + remote_offset, to.region().rkey};
-  if (std::errc refused = from.host->engine().post_send(qpn_.at({from_rank, to_rank, channel}), wr);
-      refused != std::errc{}) {
+  const Connection& connection = sending_.at({from_rank, to_rank, channel});
+  if (std::errc refused = from.host->engine().post_send(connection.qpn, wr); refused != std::errc{}) {
     throw std::runtime_error(fmt::format("chakra replay: rank {}: a WRITE of {} bytes to rank {} refused: {}",
                                          from_rank, bytes, to_rank, std::make_error_code(refused).message()));
   }
-  InFlight& queue = *sending_.at({from_rank, to_rank, channel});
+  InFlight& queue = *connection.in_flight;
   {
     std::lock_guard<std::mutex> hold(queue.lock);
     queue.writes.push_back(write);

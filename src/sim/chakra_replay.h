@@ -183,9 +183,12 @@ class ChakraReplay {
   std::vector<Running> running_;  // by plan_.collectives' index
   std::vector<std::atomic<std::uint32_t>> barrier_arrivals_;  // by collective; barriers only
   std::vector<std::uint32_t> barriers_waiting_;               // not yet released
-  std::map<std::tuple<std::uint32_t, std::uint32_t, std::uint32_t>, std::uint32_t> qpn_;  // (rank, peer, channel) -> QPN
-  std::map<std::tuple<std::uint32_t, std::uint32_t, std::uint32_t>, InFlight*> sending_;  // (rank, peer, channel)
-  std::unordered_map<std::uint64_t, InFlight*> receiving_on_;  // host << 32 | QPN -> its arrivals
+  struct Connection {  // one direction of a pair's QPs
+    std::uint32_t qpn = 0;  // the sender's
+    InFlight* in_flight = nullptr;
+  };
+  std::map<std::tuple<std::uint32_t, std::uint32_t, std::uint32_t>, Connection> sending_;  // (rank, peer, channel)
+  std::unordered_map<std::uint64_t, InFlight*> receiving_on_;  // host << 32 | the receiver's QPN -> its arrivals
   std::vector<std::unique_ptr<InFlight>> in_flight_;
 };
 

@@ -77,13 +77,17 @@ Links links_of(const CollectiveSpec& spec, const Topology& topology) {
   return links;
 }
 
-// The slowest port's time to carry one step of every channel at once, each
-// carrying a slice of its transfers; each schedule stands for `copies`
-// channels. The step's longest path (one way) in latency_s.
-double step_serialization(const std::vector<collective::Schedule>& channels, double copies, std::uint32_t step,
-                          double slice_share, const Links& links, double& latency_s) {
+// One step of every channel at once, each carrying a slice of its
+// transfers (each schedule stands for `copies` channels): the slowest
+// port's time to carry it, and its longest path one way.
+struct StepCost {
+  double busiest_s = 0;
+  double latency_s = 0;
+};
+StepCost step_cost(const std::vector<collective::Schedule>& channels, double copies, std::uint32_t step,
+                   double slice_share, const Links& links) {
   std::map<std::uint32_t, double> nic_bytes, nvlink_bytes;  // by NIC (rank or server), by rank
-  latency_s = 0;
+  double latency_s = 0;
   for (const collective::Schedule& schedule : channels) {
     for (std::uint32_t rank = 0; rank < schedule.rank_count(); ++rank) {
       for (const collective::Transfer& transfer : schedule.ranks[rank][step].sends) {
@@ -101,7 +105,7 @@ double step_serialization(const std::vector<collective::Schedule>& channels, dou
   double busiest = 0;
   for (auto [nic, bytes] : nic_bytes) busiest = std::max(busiest, bytes * 8 / links.between.rate_bps);
   for (auto [rank, bytes] : nvlink_bytes) busiest = std::max(busiest, bytes * 8 / links.within.rate_bps);
-  return busiest;
+  return {busiest, latency_s};
 }
 
 // When each rank of each channel may start its next step, after one more
@@ -171,11 +175,9 @@ std::optional<double> predicted_seconds(const CollectiveSpec& spec, collective::
   std::vector<std::vector<double>> ready(schedules.size(), std::vector<double>(ranks, 0.0));
   double slowest = 0;
   for (std::uint64_t step = 0; step < (ring ? 1 : steps); ++step) {
-    double latency = 0;
-    double seconds = step_serialization(schedules, copies, static_cast<std::uint32_t>(step), slice_share, links,
-                                        latency);
-    advance_step(schedules, static_cast<std::uint32_t>(step), seconds, links, ready);
-    slowest = std::max(slowest, 2 * latency + seconds);
+    StepCost cost = step_cost(schedules, copies, static_cast<std::uint32_t>(step), slice_share, links);
+    advance_step(schedules, static_cast<std::uint32_t>(step), cost.busiest_s, links, ready);
+    slowest = std::max(slowest, 2 * cost.latency_s + cost.busiest_s);
   }
   double total = 0;
   for (const std::vector<double>& channel : ready) total = std::max(total, *std::max_element(channel.begin(), channel.end()));

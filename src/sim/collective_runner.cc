@@ -58,9 +58,7 @@ CollectiveRunner::CollectiveRunner(const CollectiveSpec& spec, const TransportSp
   if (!schedules) throw std::invalid_argument("collective: " + schedules.error());
   for (const collective::Schedule& schedule : *schedules) check_fits(schedule);
   schedules_ = std::move(*schedules);
-  // channels connections per pair that exchanges data on a channel, each
-  // used both ways; a sender has at most a send queue of WRITEs in flight,
-  // so as many receives wait for them.
+  // channels connections per pair that exchanges data on a channel, each used both ways.
   std::uint32_t depth = send_queue_depth(spec.slices, channels);
   for (std::uint32_t channel = 0; channel < channels; ++channel) {
     const collective::Schedule& schedule = schedules_[channel % schedules_.size()];
@@ -68,13 +66,8 @@ CollectiveRunner::CollectiveRunner(const CollectiveSpec& spec, const TransportSp
       for (const collective::Step& step : schedule.ranks[i]) {
         for (const collective::Transfer& transfer : step.sends) {
           if (qpn_.count({i, transfer.to, channel}) != 0) continue;
-          HostNode& mine = *members_[i]->host;
-          HostNode& theirs = *members_[transfer.to]->host;
-          auto [my_qpn, their_qpn] = connect_rc_pair(mine, theirs, transport, depth, depth);
-          for (std::uint32_t r = 0; r < depth; ++r) {
-            post_arrival_receive(mine, my_qpn, kCollectiveWork);
-            post_arrival_receive(theirs, their_qpn, kCollectiveWork);
-          }
+          auto [my_qpn, their_qpn] = connect_arrival_pair(*members_[i]->host, *members_[transfer.to]->host,
+                                                          transport, depth, kCollectiveWork);
           qpn_[{i, transfer.to, channel}] = my_qpn;
           qpn_[{transfer.to, i, channel}] = their_qpn;
         }
@@ -159,16 +152,16 @@ void CollectiveRunner::completed(std::uint32_t host, const WorkCompletion& compl
   }
   member.now = now;
   if (completion.opcode == WcOpcode::recv_rdma_with_imm) {
-    arrived(host, completion);
+    arrived(member, completion);
   } else {
-    sent(host, completion);
+    sent(member, completion);
   }
   wake(member);
 }
 
-void CollectiveRunner::sent(std::uint32_t host, const WorkCompletion& completion) {
+void CollectiveRunner::sent(Member& member, const WorkCompletion& completion) {
   CollectiveProgress::TransferId id;
-  id.member = member_of_host_.at(host);
+  id.member = member.index;
   id.index = static_cast<std::uint32_t>(completion.wr_id);
   id.slice = static_cast<std::uint32_t>((completion.wr_id >> kSliceShift) & kSliceMask);
   id.step = static_cast<std::uint32_t>((completion.wr_id >> kStepShift) & kStepMask);
@@ -179,8 +172,7 @@ void CollectiveRunner::sent(std::uint32_t host, const WorkCompletion& completion
 }
 
 // A WRITE landed: the receive it consumed is posted again for the next.
-void CollectiveRunner::arrived(std::uint32_t host, const WorkCompletion& completion) {
-  Member& member = *members_[member_of_host_.at(host)];
+void CollectiveRunner::arrived(Member& member, const WorkCompletion& completion) {
   post_arrival_receive(*member.host, completion.qp_num, kCollectiveWork);
   std::uint32_t slice = completion.imm_data >> kImmSliceShift;
   std::uint32_t step = completion.imm_data & kStepMask;

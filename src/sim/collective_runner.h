@@ -75,8 +75,8 @@ class CollectiveRunner final : public EventHandler {
   };
   void start_iteration(SimTime now);
   void post(const CollectiveProgress::TransferId& id, std::uint64_t offset, std::uint64_t bytes);
-  void sent(std::uint32_t host, const WorkCompletion& completion);
-  void arrived(std::uint32_t host, const WorkCompletion& completion);
+  void sent(Member& member, const WorkCompletion& completion);
+  void arrived(Member& member, const WorkCompletion& completion);
   void wake(Member& member);
 
   CollectiveSpec spec_;

@@ -77,4 +77,14 @@ void post_arrival_receive(HostNode& host, std::uint32_t qpn, std::uint64_t wr_id
   }
 }
 
+std::pair<std::uint32_t, std::uint32_t> connect_arrival_pair(HostNode& a, HostNode& b, const TransportSpec& transport,
+                                                             std::uint32_t send_queue_depth, std::uint64_t wr_id) {
+  auto qpns = connect_rc_pair(a, b, transport, send_queue_depth, send_queue_depth);
+  for (std::uint32_t r = 0; r < send_queue_depth; ++r) {
+    post_arrival_receive(a, qpns.first, wr_id);
+    post_arrival_receive(b, qpns.second, wr_id);
+  }
+  return qpns;
+}
+
 }  // namespace uroce::sim

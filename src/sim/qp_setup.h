@@ -22,4 +22,11 @@ std::pair<std::uint32_t, std::uint32_t> connect_rc_pair(HostNode& a, HostNode& b
 // Throws std::runtime_error if the engine refuses (the queue is full).
 void post_arrival_receive(HostNode& host, std::uint32_t qpn, std::uint64_t wr_id);
 
+// connect_rc_pair for WRITEs with immediate counted where they land: a
+// sender has at most a send queue of WRITEs in flight, so each end has as
+// many arrival receives waiting (the workload posts one again for each it
+// takes).
+std::pair<std::uint32_t, std::uint32_t> connect_arrival_pair(HostNode& a, HostNode& b, const TransportSpec& transport,
+                                                             std::uint32_t send_queue_depth, std::uint64_t wr_id);
+
 }  // namespace uroce::sim

@@ -50,6 +50,7 @@ data_dscp = 24
 window_packets = 128
 tail_timeout_us = 120.5
 tail_timeout_packets = 4
+loss_probe_us = 50
 
 [dcqcn]
 enabled = true
@@ -93,6 +94,7 @@ TEST(ScenarioFile, EveryTableLoads) {
   EXPECT_EQ(scenario->transport.timeout, 8);
   EXPECT_EQ(scenario->transport.tail_timeout_ns, 120'500);
   EXPECT_EQ(scenario->transport.tail_timeout_packets, 4u);
+  EXPECT_EQ(scenario->transport.loss_probe_ns, 50'000);
   EXPECT_EQ(scenario->engine.max_inflight_packets, 128u);
   EXPECT_TRUE(scenario->engine.congestion.reaction_point);
   EXPECT_EQ(scenario->engine.congestion.dcqcn.variant, DcqcnVariant::paper);
@@ -252,6 +254,7 @@ TEST(ScenarioFile, MistakesAreNamed) {
        "bytes = 4000\n",
        "unknown key 'operation'"},
       {"[topology]\nkind = \"star\"\nhosts = 3\n[transport]\ntail_timeout_us = -5\n", "transport.tail_timeout_us"},
+      {"[topology]\nkind = \"star\"\nhosts = 3\n[transport]\nloss_probe_us = -5\n", "transport.loss_probe_us"},
       {"[topology]\nkind = \"star\"\nhosts = 3\n[[failures]]\nlink = \"s0\"\nat_us = 5\n",
        "failures[0].link: expected the two ends of a link"},
       {"[topology]\nkind = \"star\"\nhosts = 3\n[[failures]]\nlink = \"h0-h1\"\nat_us = 5\n",

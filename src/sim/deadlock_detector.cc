@@ -1,6 +1,8 @@
 // The wait-for graph of paused queues and its cycle search.
 #include "sim/deadlock_detector.h"
 
+#include <algorithm>
+#include <cstring>
 #include <map>
 
 namespace uroce::sim {
@@ -14,6 +16,13 @@ struct QueueKey {
   auto operator<=>(const QueueKey&) const = default;
 };
 
+// Stuck queue `from` waits on stuck queue `to` (their places in the sorted list).
+struct WaitsOn {
+  std::uint32_t from;
+  std::uint32_t to;
+  auto operator<=>(const WaitsOn&) const = default;
+};
+
 // A switch egress queue that is stuck: paused long enough, packets waiting,
 // and sending to another switch (hosts never forward, so never close a cycle).
 bool stuck(const Fabric& fabric, const QueueKey& key, SimTime paused_before) {
@@ -23,24 +32,41 @@ bool stuck(const Fabric& fabric, const QueueKey& key, SimTime paused_before) {
          node.egress_bytes(key.port, key.priority) > 0 && !fabric.neighbour(key.switch_index, key.port).is_host;
 }
 
+// Every rank's items, in the order of their values (each rank finds those
+// of the switches it runs; the others' copies hold nothing on it).
+template <typename Item>
+std::vector<Item> gather_sorted(RankGroup& ranks, const std::vector<Item>& mine) {
+  Bytes bytes(mine.size() * sizeof(Item));
+  if (!mine.empty()) std::memcpy(bytes.data(), mine.data(), bytes.size());
+  std::vector<Item> all;
+  for (const Bytes& theirs : ranks.gather_all(bytes)) {
+    std::size_t at = all.size();
+    all.resize(at + theirs.size() / sizeof(Item));
+    if (!theirs.empty()) std::memcpy(all.data() + at, theirs.data(), theirs.size() / sizeof(Item) * sizeof(Item));
+  }
+  std::sort(all.begin(), all.end());
+  return all;
+}
+
 }  // namespace
 
-std::optional<std::vector<PausedHop>> find_paused_cycle(const Fabric& fabric, SimTime paused_before) {
-  std::vector<QueueKey> nodes;
-  std::map<QueueKey, std::uint32_t> index;
+std::optional<std::vector<PausedHop>> find_paused_cycle(const Fabric& fabric, SimTime paused_before,
+                                                        RankGroup& ranks) {
+  std::vector<QueueKey> stuck_here;
   for (std::uint32_t s = 0; s < fabric.switch_count(); ++s) {
     const SwitchNode& node = fabric.switch_at(s);
     for (std::uint16_t port = 0; port < node.port_count(); ++port) {
       for (std::uint8_t priority = 0; priority < kPriorities; ++priority) {
         QueueKey key{s, port, priority};
-        if (!stuck(fabric, key, paused_before)) continue;
-        index.emplace(key, static_cast<std::uint32_t>(nodes.size()));
-        nodes.push_back(key);
+        if (stuck(fabric, key, paused_before)) stuck_here.push_back(key);
       }
     }
   }
+  std::vector<QueueKey> nodes = gather_sorted(ranks, stuck_here);
+  std::map<QueueKey, std::uint32_t> index;
+  for (std::uint32_t i = 0; i < nodes.size(); ++i) index.emplace(nodes[i], i);
   // A stuck queue waits on the stuck queues downstream that hold packets it sent.
-  std::vector<std::vector<std::uint32_t>> waits_on(nodes.size());
+  std::vector<WaitsOn> edges_here;
   for (std::uint32_t i = 0; i < nodes.size(); ++i) {
     const QueueKey& key = nodes[i];
     std::uint32_t downstream = fabric.neighbour(key.switch_index, key.port).index;
@@ -48,9 +74,11 @@ std::optional<std::vector<PausedHop>> find_paused_cycle(const Fabric& fabric, Si
     const SwitchNode& next = fabric.switch_at(downstream);
     for (std::uint16_t port = 0; port < next.port_count(); ++port) {
       auto found = index.find(QueueKey{downstream, port, key.priority});
-      if (found != index.end() && next.holds_from(port, key.priority, ingress)) waits_on[i].push_back(found->second);
+      if (found != index.end() && next.holds_from(port, key.priority, ingress)) edges_here.push_back({i, found->second});
     }
   }
+  std::vector<std::vector<std::uint32_t>> waits_on(nodes.size());
+  for (const auto& [from, to] : gather_sorted(ranks, edges_here)) waits_on[from].push_back(to);
   // Depth-first search; a grey node met again closes a cycle along the stack.
   enum Colour : std::uint8_t { white, grey, black };
   std::vector<Colour> colour(nodes.size(), white);
@@ -87,7 +115,7 @@ std::optional<std::vector<PausedHop>> find_paused_cycle(const Fabric& fabric, Si
 
 void DeadlockDetector::on_event(SimTime now, std::uint32_t) {
   if (found_) return;
-  if (auto cycle = find_paused_cycle(fabric_, now - interval_)) {
+  if (auto cycle = find_paused_cycle(fabric_, now - interval_, ranks_)) {
     found_ = Deadlock{now, std::move(*cycle)};
     return;
   }

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "sim/fabric.h"
+#include "sim/rank_group.h"
 
 namespace uroce::sim {
 
@@ -28,14 +29,16 @@ struct Deadlock {
 };
 
 // The cycle of paused queues at `now`, if there is one: only queues paused
-// since `paused_before` or earlier, with packets waiting, take part.
-std::optional<std::vector<PausedHop>> find_paused_cycle(const Fabric& fabric, SimTime paused_before);
+// since `paused_before` or earlier, with packets waiting, take part. Over
+// ranks, collective: the graph is gathered from every rank's switches.
+std::optional<std::vector<PausedHop>> find_paused_cycle(const Fabric& fabric, SimTime paused_before,
+                                                        RankGroup& ranks);
 
 class DeadlockDetector final : public EventHandler {
  public:
   // Checks every interval of simulated time, from the first check on.
-  DeadlockDetector(SimWorld& world, const Fabric& fabric, SimTime interval)
-      : world_(world), fabric_(fabric), interval_(interval) {}
+  DeadlockDetector(SimWorld& world, const Fabric& fabric, SimTime interval, RankGroup& ranks)
+      : world_(world), fabric_(fabric), interval_(interval), ranks_(ranks) {}
 
   void start(SimTime now) { world_.events.schedule(now + interval_, this, 0); }
   const std::optional<Deadlock>& found() const { return found_; }
@@ -46,6 +49,7 @@ class DeadlockDetector final : public EventHandler {
   SimWorld& world_;
   const Fabric& fabric_;
   SimTime interval_;
+  RankGroup& ranks_;
   std::optional<Deadlock> found_;
 };
 

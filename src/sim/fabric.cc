@@ -58,6 +58,10 @@ Fabric::Fabric(const std::vector<SimWorld*>& worlds, const Partitioning& partiti
     };
     auto [a_side, a_port] = port_of(edge.a, edge.b);
     auto [b_side, b_port] = port_of(edge.b, edge.a);
+    for (Transmitter* side : {a_side, b_side}) {
+      side->set_link_id(static_cast<std::uint32_t>(links_.size()));
+      links_.push_back(side);
+    }
     Node& a_node = edge.a.is_host ? static_cast<Node&>(*hosts_[edge.a.index]) : *switches_[edge.a.index];
     Node& b_node = edge.b.is_host ? static_cast<Node&>(*hosts_[edge.b.index]) : *switches_[edge.b.index];
     std::uint32_t a_part = part_of(edge.a);

@@ -37,6 +37,9 @@ class Fabric {
   // The transmitter that sends from one node to a neighbour, or nullptr when
   // they are not linked (the first of parallel links).
   Transmitter* transmitter_between(NodeRef from, NodeRef to);
+  // Every link direction by its link_id: an edge's a-to-b side, then its b-to-a.
+  std::uint32_t link_count() const { return static_cast<std::uint32_t>(links_.size()); }
+  Transmitter& link(std::uint32_t id) { return *links_[id]; }
   // Ends every pause still in force in the counters (the end of a run).
   void close_pauses(SimTime now);
 
@@ -66,6 +69,7 @@ class Fabric {
   };
   std::vector<std::vector<Neighbour>> switch_ports_;  // per switch, by port index
   std::vector<std::vector<std::uint32_t>> host_ports_;  // per host, by port: the switch it leads to
+  std::vector<Transmitter*> links_;
 };
 
 }  // namespace uroce::sim

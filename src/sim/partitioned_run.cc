@@ -52,24 +52,36 @@ class WindowBarrier {
 }  // namespace
 
 PartitionedRun::PartitionedRun(std::vector<SimWorld*> parts, SimWorld& global, SimTime window, SimTime time_limit)
-    : parts_(std::move(parts)), global_(global), window_(window), time_limit_(time_limit), errors_(parts_.size()) {}
+    : parts_(std::move(parts)), ranks_(solo_), global_(global), window_(window), time_limit_(time_limit),
+      errors_(parts_.size()) {
+  for (std::uint32_t part = 0; part < parts_.size(); ++part) owned_.push_back(part);
+}
+
+PartitionedRun::PartitionedRun(std::vector<SimWorld*> parts, std::vector<std::uint32_t> owned, RankGroup& ranks,
+                               RankFrames& frames, SimWorld& global, SimTime window, SimTime time_limit)
+    : parts_(std::move(parts)), owned_(std::move(owned)), ranks_(ranks), frames_(&frames), global_(global),
+      window_(window), time_limit_(time_limit), errors_(parts_.size()) {}
 
 void PartitionedRun::run(const std::function<bool()>& keep_going, const std::function<void(SimTime)>& progress) {
   keep_going_ = &keep_going;
   progress_ = progress ? &progress : nullptr;
   done_ = false;
   plan_next_window();
-  auto parts = static_cast<std::uint32_t>(parts_.size());
-  if (parts == 1) {
+  auto locals = static_cast<std::uint32_t>(owned_.size());
+  if (locals <= 1) {  // a rank may run no partition: it still takes part in the planning
     while (!done_) {
-      run_partition(0);
+      if (locals == 1) {
+        std::uint32_t part = owned_[0];
+        take_crossing_frames(part, 1 - parts_[part]->window_parity);
+        run_partition(part);
+      }
       plan_next_window();
     }
   } else {
     // One meeting per window: a partition lands the frames sent to it in
     // the window before (each world sends into the other half of its
     // outboxes meanwhile), runs its events, and waits for the plan.
-    WindowBarrier planned(parts);
+    WindowBarrier planned(locals);
     auto work = [&](std::uint32_t part) {
       while (!done_) {
         take_crossing_frames(part, 1 - parts_[part]->window_parity);
@@ -78,8 +90,8 @@ void PartitionedRun::run(const std::function<bool()>& keep_going, const std::fun
       }
     };
     std::vector<std::jthread> threads;
-    for (std::uint32_t part = 1; part < parts; ++part) threads.emplace_back(work, part);
-    work(0);
+    for (std::uint32_t local = 1; local < locals; ++local) threads.emplace_back(work, owned_[local]);
+    work(owned_[0]);
   }
   if (planning_error_) std::rethrow_exception(planning_error_);
   for (const std::exception_ptr& error : errors_) {
@@ -103,6 +115,10 @@ void PartitionedRun::take_crossing_frames(std::uint32_t part, std::uint32_t pari
     box.frames.clear();
     box.earliest = kSimNever;
   }
+  Outbox& inbox = parts_[part]->from_other_ranks;
+  for (const CrossingFrame& frame : inbox.frames) frame.link->land(frame.packet);
+  inbox.frames.clear();
+  inbox.earliest = kSimNever;
 }
 
 bool PartitionedRun::failed() const {
@@ -119,22 +135,30 @@ void PartitionedRun::plan_next_window() {
 }
 
 void PartitionedRun::plan() {
-  auto parts = static_cast<std::uint32_t>(parts_.size());
   for (;;) {
-    if (failed() || !(*keep_going_)()) {
+    // A rank whose partition failed stops here; over ranks, the caller
+    // ends the others (they wait in the next collective call).
+    if (failed()) {
+      done_ = true;
+      return;
+    }
+    if (frames_ != nullptr) frames_->exchange(parts_[owned_.empty() ? 0 : owned_[0]]->window_parity);
+    if (!(*keep_going_)()) {
       done_ = true;
       return;
     }
     // The frames of the window just run count as the events they will be.
     SimTime first = kSimNever;
-    for (SimWorld* part : parts_) {
-      first = std::min(first, part->events.next_time());
-      for (const Outbox& box : part->outboxes[part->window_parity]) first = std::min(first, box.earliest);
+    for (std::uint32_t owned : owned_) {
+      SimWorld& part = *parts_[owned];
+      first = std::min({first, part.events.next_time(), part.from_other_ranks.earliest});
+      for (const Outbox& box : part.outboxes[part.window_parity]) first = std::min(first, box.earliest);
     }
+    ranks_.min(std::span(&first, 1));
     SimTime global = global_.events.next_time();
     if (global != kSimNever && global <= first && global <= time_limit_) {
       // Global events may take a link down with what is on its wire.
-      for (std::uint32_t part = 0; part < parts; ++part) take_crossing_frames(part, parts_[part]->window_parity);
+      for (std::uint32_t owned : owned_) take_crossing_frames(owned, parts_[owned]->window_parity);
       global_.counters = counters();
       global_.events.run_until(global);
       continue;
@@ -152,20 +176,43 @@ void PartitionedRun::plan() {
 
 SimTime PartitionedRun::now() const {
   SimTime latest = global_.events.now();
-  for (const SimWorld* part : parts_) latest = std::max(latest, part->events.now());
-  return latest;
+  for (std::uint32_t owned : owned_) latest = std::max(latest, parts_[owned]->events.now());
+  auto everywhere = static_cast<std::uint64_t>(latest);
+  ranks_.max(std::span(&everywhere, 1));
+  return static_cast<SimTime>(everywhere);
 }
 
-std::uint64_t PartitionedRun::events_run() const {
+std::uint64_t PartitionedRun::events_run_here() const {
   std::uint64_t events = global_.events.events_run();
-  for (const SimWorld* part : parts_) events += part->events.events_run();
+  for (std::uint32_t owned : owned_) events += parts_[owned]->events.events_run();
   return events;
 }
 
-FabricCounters PartitionedRun::counters() const {
+std::uint64_t PartitionedRun::events_run() const {
+  // Every rank ran the global events: count them once.
+  std::uint64_t partitions = events_run_here() - global_.events.events_run();
+  ranks_.sum(std::span(&partitions, 1));
+  return partitions + global_.events.events_run();
+}
+
+FabricCounters PartitionedRun::counters_here() const {
+  // Every world: a global event on this rank may count into a partition
+  // another rank runs (a failed link empties its copy of a wire here).
   FabricCounters sum;
   for (const SimWorld* part : parts_) sum += part->counters;
   return sum;
+}
+
+FabricCounters PartitionedRun::counters() const {
+  FabricCounters here = counters_here();
+  std::uint64_t values[] = {here.data_packets,   here.pause_frames,
+                            here.resume_frames,  static_cast<std::uint64_t>(here.pause_time_total),
+                            here.ecn_marked,     here.drops,
+                            here.lossless_violations, here.link_losses,
+                            here.failure_losses, here.trimmed};
+  ranks_.sum(values);
+  return FabricCounters{values[0], values[1], values[2], static_cast<SimTime>(values[3]), values[4],
+                        values[5], values[6], values[7], values[8], values[9]};
 }
 
 }  // namespace uroce::sim

@@ -11,6 +11,11 @@
 // A window starts at the earliest pending event and ends at the next
 // multiple of the window (the shortest link delay), at the next global
 // event, or past the time limit, whichever comes first.
+//
+// Over several ranks (processes), each runs the partitions it owns, and the
+// planning is collective: frames for other ranks' partitions go out at each
+// window's end (RankFrames), the earliest event is the least over the
+// ranks, and every rank runs the same global events in the same order.
 #pragma once
 
 #include <cstdint>
@@ -18,6 +23,8 @@
 #include <functional>
 #include <vector>
 
+#include "sim/rank_frames.h"
+#include "sim/rank_group.h"
 #include "sim/world.h"
 
 namespace uroce::sim {
@@ -27,6 +34,10 @@ class PartitionedRun {
   // global: its events plan the windows; its counters are the partitions'
   // sum whenever one of its events runs.
   PartitionedRun(std::vector<SimWorld*> parts, SimWorld& global, SimTime window, SimTime time_limit);
+  // Over ranks: this rank runs the partitions `owned` names, and frames
+  // reaches the others'. keep_going must then give every rank one answer.
+  PartitionedRun(std::vector<SimWorld*> parts, std::vector<std::uint32_t> owned, RankGroup& ranks,
+                 RankFrames& frames, SimWorld& global, SimTime window, SimTime time_limit);
 
   // Runs until keep_going says no after a window or a global event, or no
   // event is left at or before the time limit. keep_going runs on one
@@ -35,10 +46,13 @@ class PartitionedRun {
   // run. Rethrows what a partition's event threw.
   void run(const std::function<bool()>& keep_going, const std::function<void(SimTime)>& progress = {});
 
-  // The time of the latest event run anywhere, and how many ran.
+  // The time of the latest event run anywhere, how many ran, and the
+  // counters: over every rank (each must call them, in the same order).
   SimTime now() const;
   std::uint64_t events_run() const;
   FabricCounters counters() const;
+  // How many events this rank ran (the global ones included).
+  std::uint64_t events_run_here() const;
 
  private:
   void run_partition(std::uint32_t part);
@@ -50,7 +64,13 @@ class PartitionedRun {
   void plan();
   bool failed() const;
 
+  FabricCounters counters_here() const;
+
   std::vector<SimWorld*> parts_;
+  std::vector<std::uint32_t> owned_;  // the partitions this rank runs
+  SoloRank solo_;
+  RankGroup& ranks_;
+  RankFrames* frames_ = nullptr;  // over several ranks
   SimWorld& global_;
   SimTime window_;
   SimTime time_limit_;

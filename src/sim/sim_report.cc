@@ -98,6 +98,7 @@ nlohmann::ordered_json summary_json(const Scenario& scenario, const SimResult& r
           {"switches", result.switches},
           {"sim_time_us", microseconds(result.sim_time)},
           {"wall_s", result.wall_s},
+          {"ranks", result.ranks},
           {"events", result.events},
           {"seed", result.seed},
           {"flows_finished", fct.size()},
@@ -153,8 +154,9 @@ std::string human_summary(const Scenario& scenario, const SimResult& result) {
   const FabricCounters& c = result.fabric;
   double wall = std::max(result.wall_s, 1e-9);
   std::string out = fmt::format("{}: {}\n", scenario.name, scenario.topology.description);
-  out += fmt::format("simulated {:.1f} us in {:.2f} s wall ({} events, {:.2f} M events/s, {:.0f} data packets/s)\n",
-                     microseconds(result.sim_time), result.wall_s, result.events,
+  out += fmt::format("simulated {:.1f} us in {:.2f} s wall{} ({} events, {:.2f} M events/s, {:.0f} data packets/s)\n",
+                     microseconds(result.sim_time), result.wall_s,
+                     result.ranks > 1 ? fmt::format(" on {} ranks", result.ranks) : std::string(), result.events,
                      static_cast<double>(result.events) / wall / 1e6, static_cast<double>(c.data_packets) / wall);
   if (!result.flows.empty()) {  // a collective alone has none
     out += fmt::format("flows: {} of {} finished; FCT p50 {:.1f} us, p99 {:.1f} us, max {:.1f} us\n", fct.size(),

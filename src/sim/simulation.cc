@@ -20,6 +20,7 @@
 #include "sim/link_capture.h"
 #include "sim/partitioned_run.h"
 #include "sim/qp_setup.h"
+#include "sim/rank_frames.h"
 
 namespace uroce::sim {
 
@@ -96,16 +97,30 @@ class FlowRunner final : public EventHandler {
   }
 
   std::uint32_t unfinished() const { return unfinished_.load(std::memory_order_relaxed); }
+  // Over ranks: every rank's finished flows (each counts its senders').
+  std::uint32_t unfinished_everywhere(RankGroup& ranks) const {
+    std::uint64_t finished = flows_.size() - unfinished();
+    ranks.sum(std::span(&finished, 1));
+    return static_cast<std::uint32_t>(flows_.size() - finished);
+  }
   std::vector<FlowProbe> probes(std::uint32_t mtu_bytes) const {
     std::vector<FlowProbe> out;
     for (const Flow& flow : flows_) out.push_back({flow.result.spec.dst, flow.dst_qpn, mtu_bytes, flow.result.spec.bytes});
     return out;
   }
   std::uint32_t failed() const { return failed_.load(std::memory_order_relaxed); }
-  std::vector<FlowResult> results() const {
+  // Over ranks: a flow's finish is its sender's rank's.
+  std::vector<FlowResult> results(RankGroup& ranks) const {
+    std::vector<std::int64_t> finish;
+    finish.reserve(flows_.size());
+    for (const Flow& flow : flows_) finish.push_back(flow.result.finish);
+    ranks.min(finish);
     std::vector<FlowResult> out;
     out.reserve(flows_.size());
-    for (const Flow& flow : flows_) out.push_back(flow.result);
+    for (const Flow& flow : flows_) {
+      out.push_back(flow.result);
+      out.back().finish = finish[out.size() - 1];
+    }
     return out;
   }
 
@@ -169,18 +184,32 @@ std::string capture_file_name(NodeRef from, NodeRef to) {
 }
 
 SimResult run_simulation(const Scenario& scenario, const std::function<void(double)>& progress,
-                         const std::string& capture_dir) {
+                         const std::string& capture_dir, RankGroup* rank_group) {
   check(scenario);
+  SoloRank solo;
+  RankGroup& ranks = rank_group != nullptr ? *rank_group : solo;
+  if (ranks.size() > 1 && (scenario.collective || !scenario.chakra.empty())) {
+    throw std::invalid_argument(
+        "collectives and Chakra replays run in one process for now (--threads N runs them on partitions); "
+        "over MPI ranks, only flows");
+  }
   auto wall_start = std::chrono::steady_clock::now();
-  std::uint32_t wanted = std::max<std::uint32_t>(scenario.threads, 1);
+  std::uint32_t wanted = std::max<std::uint32_t>(scenario.threads, 1) * ranks.size();
   std::uint32_t first_handler = EventHandler::ids_made();
   Partitioning partitioning = partition_fabric(scenario.topology, wanted);
   std::vector<std::unique_ptr<SimWorld>> part_worlds;
   std::vector<SimWorld*> parts;
+  std::vector<std::uint32_t> part_rank, owned;
   for (std::uint32_t p = 0; p < partitioning.parts; ++p) {
     part_worlds.push_back(std::make_unique<SimWorld>());
     parts.push_back(part_worlds.back().get());
+    part_rank.push_back(rank_of_part(p, partitioning.parts, ranks.size()));
+    if (part_rank.back() == ranks.rank()) owned.push_back(p);
   }
+  auto runs_here = [&](NodeRef node) {
+    return part_rank[node.is_host ? partitioning.host_part[node.index] : partitioning.switch_part[node.index]] ==
+           ranks.rank();
+  };
   SimWorld global;  // samplers, deadlock checks and failures: they see every partition
   global.events.set_order_basis(scenario.seed, first_handler);
   for (SimWorld* part : parts) part->events.set_order_basis(scenario.seed, first_handler);
@@ -191,7 +220,7 @@ SimResult run_simulation(const Scenario& scenario, const std::function<void(doub
     if (transmitter == nullptr) {
       throw std::invalid_argument("capture: " + capture_file_name(from, to) + " names a link that does not exist");
     }
-    if (capture_dir.empty()) continue;
+    if (capture_dir.empty() || !runs_here(from)) continue;  // the rank that sends on it writes it
     auto capture = LinkCapture::create(capture_dir + "/" + capture_file_name(from, to), from, to,
                                        scenario.capture_frames);
     if (!capture) throw std::runtime_error("capture: " + capture.error());
@@ -225,25 +254,33 @@ SimResult run_simulation(const Scenario& scenario, const std::function<void(doub
       }
     });
   }
-  DeadlockDetector deadlocks(global, fabric, scenario.deadlock_check);
+  DeadlockDetector deadlocks(global, fabric, scenario.deadlock_check, ranks);
   if (scenario.switches.pfc && scenario.deadlock_check > 0) deadlocks.start(0);
   bool sample_flows = scenario.flows.size() <= scenario.series_flow_limit;
   TimeSeries series(global, fabric, scenario.sample_interval,
                     sample_flows ? flows.probes(mtu_bytes(scenario.transport.mtu)) : std::vector<FlowProbe>{});
   if (scenario.sample_interval > 0) series.start(0);
 
-  PartitionedRun run(parts, global, partitioning.window, scenario.time_limit);
+  RankFrames frames(ranks, fabric, parts, part_rank);
+  std::optional<PartitionedRun> distributed;
+  if (ranks.size() > 1) {
+    distributed.emplace(parts, owned, ranks, frames, global, partitioning.window, scenario.time_limit);
+  } else {
+    distributed.emplace(parts, global, partitioning.window, scenario.time_limit);
+  }
+  PartitionedRun& run = *distributed;
   auto keep_going = [&] {
     if (collective) collective->between_windows();
     for (auto& job : jobs) job->between_windows();
     bool replaying = std::any_of(jobs.begin(), jobs.end(), [](const auto& job) { return job->running(); });
-    return (flows.unfinished() > 0 || (collective && collective->running()) || replaying) && !deadlocks.found();
+    bool flowing = ranks.size() > 1 ? flows.unfinished_everywhere(ranks) > 0 : flows.unfinished() > 0;
+    return (flowing || (collective && collective->running()) || replaying) && !deadlocks.found();
   };
   std::size_t total_flows = std::max<std::size_t>(scenario.flows.size(), 1);
   std::uint64_t next_report = kEventsPerProgressReport;
   auto report = [&](SimTime now) {
-    if (run.events_run() < next_report) return;
-    next_report = run.events_run() + kEventsPerProgressReport;
+    if (run.events_run_here() < next_report) return;
+    next_report = run.events_run_here() + kEventsPerProgressReport;
     double by_time = static_cast<double>(now) / static_cast<double>(scenario.time_limit);
     double by_flows = 1.0 - static_cast<double>(flows.unfinished()) / static_cast<double>(total_flows);
     progress(std::max(by_time, by_flows));
@@ -255,11 +292,15 @@ SimResult run_simulation(const Scenario& scenario, const std::function<void(doub
   result.sim_time = run.now();
   result.events = run.events_run();
   result.partitions = partitioning.parts;
+  result.ranks = ranks.size();
   result.seed = scenario.seed;
-  result.flows = flows.results();
-  result.failed_flows = flows.failed();
+  result.flows = flows.results(ranks);
+  std::uint64_t failed_flows = flows.failed();
+  ranks.sum(std::span(&failed_flows, 1));
+  result.failed_flows = static_cast<std::uint32_t>(failed_flows);
   result.deadlock = deadlocks.found();
   if (scenario.sample_interval > 0) {
+    series.gather(ranks);
     result.sample_interval = scenario.sample_interval;
     result.samples = series.samples();
     if (sample_flows) result.flow_delivered = series.delivered();
@@ -269,12 +310,17 @@ SimResult run_simulation(const Scenario& scenario, const std::function<void(doub
     result.collective_failed = collective->failed();
     result.collective_finished_at = collective->finished_at();
   }
-  for (auto& job : jobs) result.chakra.push_back(job->result(run.now()));
+  for (auto& job : jobs) result.chakra.push_back(job->result(result.sim_time));
   if (link_load) result.link_load = link_load->series();
-  fabric.close_pauses(run.now());
+  fabric.close_pauses(result.sim_time);
   result.fabric = run.counters();
   result.hosts = fabric.host_count();
   result.switches = fabric.switch_count();
+  // A host another rank runs kept its initial counters here: sums over
+  // every rank's copies are the one-process sums.
+  std::uint64_t* engine_sums[] = {&result.retransmitted_packets, &result.paths_lost,   &result.paths_retired,
+                                  &result.paths_probes,          &result.paths_restored, &result.placed_out_of_order,
+                                  &result.cnps,                  &result.timeouts};
   for (std::uint32_t h = 0; h < fabric.host_count(); ++h) {
     const EngineCounters& counters = fabric.host(h).engine().counters();
     result.retransmitted_packets += counters.retransmitted_packets;
@@ -286,9 +332,14 @@ SimResult run_simulation(const Scenario& scenario, const std::function<void(doub
     result.cnps += counters.cnps_sent;
     result.timeouts += counters.timeouts;
   }
+  std::uint64_t engine[std::size(engine_sums)];
+  for (std::size_t i = 0; i < std::size(engine_sums); ++i) engine[i] = *engine_sums[i];
+  ranks.sum(engine);
+  for (std::size_t i = 0; i < std::size(engine_sums); ++i) *engine_sums[i] = engine[i];
   for (std::uint32_t s = 0; s < fabric.switch_count(); ++s) {
     result.peak_switch_buffer_bytes = std::max(result.peak_switch_buffer_bytes, fabric.switch_at(s).peak_buffer_used());
   }
+  ranks.max(std::span(&result.peak_switch_buffer_bytes, 1));
   for (auto& capture : captures) capture->flush();
   result.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
   return result;

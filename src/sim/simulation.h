@@ -12,6 +12,7 @@
 #include "sim/chakra_replay.h"
 #include "sim/deadlock_detector.h"
 #include "sim/link_load.h"
+#include "sim/rank_group.h"
 #include "sim/scenario.h"
 #include "sim/time_series.h"
 #include "sim/world.h"
@@ -42,7 +43,8 @@ struct SimResult {
   std::uint64_t peak_switch_buffer_bytes = 0;
   std::uint32_t hosts = 0;
   std::uint32_t switches = 0;
-  std::uint32_t partitions = 1;  // threads the run used (not a result: any number gives the same)
+  std::uint32_t partitions = 1;  // threads the run used, over every rank (not a result: any number gives the same)
+  std::uint32_t ranks = 1;       // processes the run used (not a result either)
   std::optional<Deadlock> deadlock;  // the run stopped here
   std::vector<SimTime> collective_iterations;  // each finished iteration's duration
   bool collective_failed = false;
@@ -60,8 +62,14 @@ struct SimResult {
 // when the scenario is inconsistent (a flow to a host that does not exist, a
 // capture of a link that does not exist...), std::runtime_error when a
 // capture file cannot be created.
+//
+// With ranks (MPI processes), every rank calls it with the same scenario:
+// each runs scenario.threads partitions of the fabric, writes the captures
+// of the links its partitions send on, and returns the whole result. Flows
+// only, for now: a collective or a Chakra replay is refused
+// (std::invalid_argument) on more than one rank.
 SimResult run_simulation(const Scenario& scenario, const std::function<void(double)>& progress = {},
-                         const std::string& capture_dir = {});
+                         const std::string& capture_dir = {}, RankGroup* ranks = nullptr);
 
 // capture_<from>-<to>.pcap
 std::string capture_file_name(NodeRef from, NodeRef to);

@@ -52,4 +52,26 @@ void TimeSeries::on_event(SimTime now, std::uint32_t) {
   world_.events.schedule(now + interval_, this, 0);
 }
 
+void TimeSeries::gather(RankGroup& ranks) {
+  if (ranks.size() == 1) return;
+  std::vector<std::uint64_t> sums, deepest;
+  for (const FabricSample& sample : samples_) {
+    sums.push_back(sample.buffer_bytes);
+    sums.push_back(sample.paused_queues);
+    deepest.push_back(sample.deepest_queue_bytes);
+  }
+  for (const std::vector<std::uint64_t>& delivered : delivered_) sums.insert(sums.end(), delivered.begin(), delivered.end());
+  ranks.sum(sums);
+  ranks.max(deepest);
+  std::size_t at = 0;
+  for (std::size_t i = 0; i < samples_.size(); ++i) {
+    samples_[i].buffer_bytes = sums[at++];
+    samples_[i].paused_queues = static_cast<std::uint32_t>(sums[at++]);
+    samples_[i].deepest_queue_bytes = deepest[i];
+  }
+  for (std::vector<std::uint64_t>& delivered : delivered_) {
+    for (std::uint64_t& bytes : delivered) bytes = sums[at++];
+  }
+}
+
 }  // namespace uroce::sim

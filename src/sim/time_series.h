@@ -2,12 +2,15 @@
 // buffer occupancy, the deepest egress queue, how many queues are paused, the
 // running counters, and each tracked flow's delivered bytes (read from the
 // receiver's expected PSN, so sampling costs the packets' path nothing).
+// The counters are the fabric's (the partitioned run adds them up before a
+// global event); the rest is read from this rank's copy of the fabric.
 #pragma once
 
 #include <cstdint>
 #include <vector>
 
 #include "sim/fabric.h"
+#include "sim/rank_group.h"
 
 namespace uroce::sim {
 
@@ -38,6 +41,11 @@ class TimeSeries final : public EventHandler {
   const std::vector<std::vector<std::uint64_t>>& delivered() const { return delivered_; }
 
   void on_event(SimTime now, std::uint32_t tag) override;
+
+  // Over ranks, collective: each rank sampled the switches and receivers
+  // it runs (the others' stay empty on it); after this every rank holds the
+  // fabric's samples.
+  void gather(RankGroup& ranks);
 
  private:
   struct Tracked {

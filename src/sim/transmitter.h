@@ -53,6 +53,11 @@ class Transmitter final : public EventHandler {
   void seed_losses(std::uint64_t seed) { loss_state_ = seed; }
   void set_tap(PacketTap* tap) { tap_ = tap; }
   PacketTap* tap() const { return tap_; }
+  // The fabric's number for this link direction (frames between ranks name it).
+  void set_link_id(std::uint32_t id) { link_id_ = id; }
+  std::uint32_t link_id() const { return link_id_; }
+  // The far end's partition, when it is another one than the owner's.
+  std::uint32_t far_part() const { return far_part_; }
 
   const LinkSpec& spec() const { return spec_; }
   Node* peer() const { return peer_; }
@@ -120,6 +125,7 @@ class Transmitter final : public EventHandler {
   SimWorld& world_;
   PacketQueue control_;    // PFC frames waiting for the wire
   PacketTap* tap_ = nullptr;
+  std::uint32_t link_id_ = 0;
   SimTime paused_since_[kPriorities] = {};
 };
 

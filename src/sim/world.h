@@ -1,6 +1,7 @@
 // What the simulated components of one partition share: the event queue,
 // the packet pool, the fabric-wide counters that summary.json reports (added
-// up over the partitions) and the frames on their way to other partitions.
+// up over the partitions) and the frames on their way to other partitions
+// (and from other ranks' partitions).
 #pragma once
 
 #include <cstdint>
@@ -65,6 +66,8 @@ struct SimWorld {
   // far partition lands one window's frames while this one runs the next.
   std::vector<Outbox> outboxes[2];
   std::uint32_t window_parity = 0;
+  // Frames that partitions of other ranks sent this one (see RankFrames).
+  Outbox from_other_ranks;
   Outbox& outbox(std::uint32_t to) { return outboxes[window_parity][to]; }
 };
 

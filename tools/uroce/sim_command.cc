@@ -1,11 +1,14 @@
 // The simulator's command line: load and check the scenario, run it with a
-// progress bar on stderr, write the outputs, print the summary.
+// progress bar on stderr, write the outputs, print the summary. Started by
+// mpirun, each process is one rank of the run; rank 0 writes and prints.
 #include "tools/uroce/sim_command.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -16,6 +19,9 @@
 #include "sim/scenario_file.h"
 #include "sim/series_report.h"
 #include "sim/sim_report.h"
+#ifdef UROCE_WITH_MPI
+#include "sim_mpi/mpi_ranks.h"
+#endif
 
 namespace uroce::tools {
 
@@ -48,29 +54,67 @@ void draw_progress(double fraction) {
   if (percent >= 100) std::fprintf(stderr, "\n");
 }
 
-int run_sim(const SimRunOptions& options) {
-  auto scenario = sim::load_scenario(options.scenario_path);
-  if (!scenario) {
-    std::fprintf(stderr, "uroce sim: %s\n", scenario.error().c_str());
-    return 1;
+// A 64-bit FNV-1a of a file's bytes (empty when it cannot be read).
+std::string file_digest(const std::string& path) {
+  std::ifstream file(path, std::ios::binary);
+  if (!file) return {};
+  std::uint64_t hash = 0xcbf29ce484222325ull;
+  char buffer[1 << 16];
+  while (file.read(buffer, sizeof buffer) || file.gcount() > 0) {
+    for (std::streamsize i = 0; i < file.gcount(); ++i) {
+      hash = (hash ^ static_cast<unsigned char>(buffer[i])) * 0x100000001b3ull;
+    }
   }
+  return fmt::format("{:016x}", hash);
+}
+
+// The process's part in the run: one rank of many under mpirun, or the whole.
+struct RunRanks {
+  sim::RankGroup* group = nullptr;  // null: this process alone
+  std::uint32_t rank = 0;
+  std::uint32_t size = 1;
+  std::function<void(int)> abort;  // ends every rank (set when there are several)
+};
+
+// An error on one rank of several: print it, then end them all (the others
+// may wait in a collective call for this one). Alone: return 1.
+int fail(const RunRanks& ranks, const std::string& message) {
+  if (ranks.size > 1) {
+    std::fprintf(stderr, "uroce sim (rank %u of %u): %s\n", ranks.rank, ranks.size, message.c_str());
+    std::fflush(stderr);
+    ranks.abort(1);
+  }
+  std::fprintf(stderr, "uroce sim: %s\n", message.c_str());
+  return 1;
+}
+
+int run_sim(const SimRunOptions& options, const RunRanks& ranks) {
+  auto scenario = sim::load_scenario(options.scenario_path);
+  if (!scenario) return fail(ranks, scenario.error());
   if (options.seed) scenario->seed = *options.seed;
   scenario->threads = options.threads;
+  if (ranks.size > 1) {  // every rank must run the same program on the same scenario
+    std::string what = fmt::format("uroce build {}, scenario {}, seed {}, threads {}", file_digest("/proc/self/exe"),
+                                   file_digest(options.scenario_path), scenario->seed, options.threads);
+    std::vector<std::uint32_t> differ = sim::ranks_that_differ(*ranks.group, what);
+    if (!differ.empty()) {
+      std::fprintf(stderr, "uroce sim (rank %u of %u): ranks %s run another build, scenario or option than rank 0; %s\n",
+                   ranks.rank, ranks.size, fmt::format("{}", fmt::join(differ, ", ")).c_str(), what.c_str());
+      return 1;
+    }
+  }
   std::error_code error;
   std::filesystem::create_directories(options.out_dir, error);
-  if (error) {
-    std::fprintf(stderr, "uroce sim: cannot create %s: %s\n", options.out_dir.c_str(), error.message().c_str());
-    return 1;
-  }
-  bool show_progress = !options.quiet && ::isatty(STDERR_FILENO);
+  if (error) return fail(ranks, "cannot create " + options.out_dir + ": " + error.message());
+  bool show_progress = !options.quiet && ranks.rank == 0 && ::isatty(STDERR_FILENO);
   sim::SimResult result;
   try {
     result = sim::run_simulation(*scenario, show_progress ? draw_progress : std::function<void(double)>{},
-                                 options.out_dir);
+                                 options.out_dir, ranks.group);
   } catch (const std::exception& failure) {
-    std::fprintf(stderr, "uroce sim: %s: %s\n", options.scenario_path.c_str(), failure.what());
-    return 1;
+    return fail(ranks, options.scenario_path + ": " + failure.what());
   }
+  if (ranks.rank != 0) return 0;
   std::filesystem::path out(options.out_dir);
   std::vector<sim::OutputFile> files = {{"summary.json", sim::summary_json(*scenario, result).dump(2) + "\n"},
                                         {"flows.csv", sim::flows_csv(result)}};
@@ -103,9 +147,32 @@ void add_sim_command(CLI::App& app, int& exit_status) {
   run->add_flag("--quiet", options->quiet, "No progress bar");
   run->add_option("--threads", options->threads,
                   "Threads to run the fabric's partitions on; the results are the same for any number "
-                  "(flows, collectives and Chakra replays alike)")
+                  "(flows, collectives and Chakra replays alike); under mpirun, threads per rank")
       ->check(CLI::Range(1, 64));
-  run->callback([options, &exit_status] { exit_status = run_sim(*options); });
+  run->callback([options, &exit_status] {
+    RunRanks ranks;
+#ifdef UROCE_WITH_MPI
+    std::unique_ptr<sim_mpi::MpiRanks> mpi;
+    if (sim_mpi::launched_by_mpirun()) {
+      try {
+        mpi = std::make_unique<sim_mpi::MpiRanks>();
+      } catch (const std::exception& failure) {
+        std::fprintf(stderr, "uroce sim: %s\n", failure.what());
+        exit_status = 1;
+        return;
+      }
+      ranks = RunRanks{mpi.get(), mpi->rank(), mpi->size(), [raw = mpi.get()](int code) { raw->abort(code); }};
+    }
+#else
+    const char* size = std::getenv("OMPI_COMM_WORLD_SIZE");
+    if (size != nullptr && std::string(size) != "1") {
+      std::fprintf(stderr, "uroce sim: this uroce was built without MPI; run it without mpirun\n");
+      exit_status = 1;
+      return;
+    }
+#endif
+    exit_status = run_sim(*options, ranks);
+  });
 }
 
 }  // namespace uroce::tools

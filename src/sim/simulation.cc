@@ -32,7 +32,14 @@ constexpr std::uint64_t kEventsPerProgressReport = 1 << 18;
 // A replay's timeline tracks every link's load up to this many links.
 constexpr std::size_t kLinkLoadMaxEdges = 2048;
 
-void check(const Scenario& scenario) {
+}  // namespace
+
+void check_scenario(const Scenario& scenario, std::uint32_t ranks) {
+  if (ranks > 1 && (scenario.collective || !scenario.chakra.empty())) {
+    throw std::invalid_argument(
+        "collectives and Chakra replays run in one process for now (--threads N runs them on partitions); "
+        "over MPI ranks, only flows");
+  }
   if (auto problem = topology_problem(scenario.topology)) throw std::invalid_argument("topology: " + *problem);
   for (std::size_t i = 0; i < scenario.flows.size(); ++i) {
     const FlowSpec& flow = scenario.flows[i];
@@ -77,6 +84,8 @@ void check(const Scenario& scenario) {
     }
   }
 }
+
+namespace {
 
 // Starts flows at their times and records their completions.
 class FlowRunner final : public EventHandler {
@@ -185,14 +194,9 @@ std::string capture_file_name(NodeRef from, NodeRef to) {
 
 SimResult run_simulation(const Scenario& scenario, const std::function<void(double)>& progress,
                          const std::string& capture_dir, RankGroup* rank_group) {
-  check(scenario);
   SoloRank solo;
   RankGroup& ranks = rank_group != nullptr ? *rank_group : solo;
-  if (ranks.size() > 1 && (scenario.collective || !scenario.chakra.empty())) {
-    throw std::invalid_argument(
-        "collectives and Chakra replays run in one process for now (--threads N runs them on partitions); "
-        "over MPI ranks, only flows");
-  }
+  check_scenario(scenario, ranks.size());
   auto wall_start = std::chrono::steady_clock::now();
   std::uint32_t wanted = std::max<std::uint32_t>(scenario.threads, 1) * ranks.size();
   std::uint32_t first_handler = EventHandler::ids_made();

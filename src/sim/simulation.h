@@ -56,6 +56,11 @@ struct SimResult {
   std::vector<std::vector<std::uint64_t>> flow_delivered;  // [sample][flow], when flows were sampled
 };
 
+// Throws std::invalid_argument when the scenario is inconsistent or cannot
+// run on that many ranks (run_simulation checks it too; a caller on ranks
+// checks first, since every rank finds the same).
+void check_scenario(const Scenario& scenario, std::uint32_t ranks = 1);
+
 // progress(fraction of sim time or flows done, whichever is further) is
 // called now and then; it may be empty. The scenario's captures are written
 // into capture_dir (none when it is empty). Throws std::invalid_argument

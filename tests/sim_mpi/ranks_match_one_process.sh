@@ -84,7 +84,7 @@ sed -e 's|^duration_us = .*|duration_us = 200000|' -e 's|^time_limit_us = .*|tim
 mpirun_bounded -np 2 "$uroce" sim run "$work/long.toml" --out "$work/killed" --quiet > "$work/killed.log" 2>&1 &
 launcher=$!
 sleep 2
-victim_pid=$(pgrep -f "uroce sim run $work/long.toml" | tail -1 || true)
+victim_pid=$(pgrep -f "^$uroce sim run $work/long.toml" | tail -1 || true)  # a rank, not mpirun
 if [[ -z "$victim_pid" ]]; then
   echo "FAIL: the long run ended before a rank could be killed"; failures=$((failures + 1))
 else

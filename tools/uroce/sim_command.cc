@@ -103,6 +103,14 @@ int run_sim(const SimRunOptions& options, const RunRanks& ranks) {
       return 1;
     }
   }
+  try {  // every rank finds the same: each says so, none waits for another
+    sim::check_scenario(*scenario, ranks.size);
+  } catch (const std::exception& problem) {
+    std::fprintf(stderr, "uroce sim%s: %s: %s\n",
+                 ranks.size > 1 ? fmt::format(" (rank {} of {})", ranks.rank, ranks.size).c_str() : "",
+                 options.scenario_path.c_str(), problem.what());
+    return 1;
+  }
   std::error_code error;
   std::filesystem::create_directories(options.out_dir, error);
   if (error) return fail(ranks, "cannot create " + options.out_dir + ": " + error.message());

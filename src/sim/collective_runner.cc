@@ -77,7 +77,13 @@ CollectiveRunner::CollectiveRunner(const CollectiveSpec& spec, const TransportSp
   global_.events.schedule(spec.start, this, 0);
 }
 
+void CollectiveRunner::spread_over(RankGroup& ranks, const std::function<bool(std::uint32_t host)>& runs_here) {
+  ranks_ = &ranks;
+  for (auto& member : members_) member->here = runs_here(member->host->id());
+}
+
 bool CollectiveRunner::failed() const {
+  if (ranks_->size() > 1) return failed_anywhere_;  // every rank must give one answer
   return std::any_of(members_.begin(), members_.end(), [](const auto& member) { return member->failed; });
 }
 
@@ -104,7 +110,11 @@ void CollectiveRunner::start_iteration(SimTime now) {
         Member& member = *members_[m];
         member.host->world().events.schedule(member.now + member.delay, &member, slice);
       });
-  for (std::uint32_t i = 0; i < members_.size(); ++i) progress_->join(i);
+  // Without a schedule every member ends when the last joins: each rank
+  // joins them all (nothing is posted), and counts its own at the end.
+  for (std::uint32_t i = 0; i < members_.size(); ++i) {
+    if (members_[i]->here || schedules_.empty()) progress_->join(i);
+  }
 }
 
 void CollectiveRunner::Member::on_event(SimTime at, std::uint32_t slice) {
@@ -186,9 +196,26 @@ void CollectiveRunner::between_windows() {
   if (!running() || !progress_) return;
   auto finished = static_cast<std::uint32_t>(iteration_times_.size() + 1);
   SimTime last = 0;
-  for (const auto& member : members_) {
-    if (member->iterations_done < finished) return;
-    last = std::max(last, member->done_at);
+  if (ranks_->size() == 1) {
+    for (const auto& member : members_) {
+      if (member->iterations_done < finished) return;
+      last = std::max(last, member->done_at);
+    }
+  } else {  // every rank takes this branch at the same windows: running() agrees
+    std::uint64_t counts[2] = {0, 0};  // members done, members failed
+    std::uint64_t latest = 0;
+    for (const auto& member : members_) {
+      if (!member->here) continue;
+      counts[1] += member->failed ? 1 : 0;
+      if (member->iterations_done < finished) continue;
+      ++counts[0];
+      latest = std::max(latest, static_cast<std::uint64_t>(member->done_at));
+    }
+    ranks_->sum(counts);
+    ranks_->max(std::span(&latest, 1));
+    failed_anywhere_ = counts[1] > 0;
+    if (counts[0] < members_.size()) return;
+    last = static_cast<SimTime>(latest);
   }
   iteration_times_.push_back(last - iteration_start_);
   finished_at_ = last;

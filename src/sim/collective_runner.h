@@ -14,10 +14,13 @@
 // runner sees that every member is done and starts the next iteration a
 // barrier later (the fabric's shortest link delay, which is always past
 // the window that saw the end; and the gap), on the global world. So the
-// results are bit for bit the same on any number of threads.
+// results are bit for bit the same on any number of threads. Over ranks
+// (processes, sim/rank_group.h) each rank steps the members its partitions
+// hold, and the iteration's end is summed over the ranks.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <tuple>
@@ -28,6 +31,7 @@
 #include "collective/schedule.h"
 #include "sim/collective_progress.h"
 #include "sim/fabric.h"
+#include "sim/rank_group.h"
 #include "sim/scenario.h"
 
 namespace uroce::sim {
@@ -45,7 +49,11 @@ class CollectiveRunner final : public EventHandler {
   CollectiveRunner(const CollectiveSpec& spec, const TransportSpec& transport, Fabric& fabric, SimWorld& global,
                    SimTime barrier);
 
-  // Read between windows only.
+  // Over ranks: this rank steps the members on hosts that runs_here names;
+  // between_windows becomes collective.
+  void spread_over(RankGroup& ranks, const std::function<bool(std::uint32_t host)>& runs_here);
+
+  // Read between windows only (over ranks, after between_windows).
   bool running() const { return iteration_times_.size() < spec_.iterations && !failed(); }
   bool failed() const;
   const std::vector<SimTime>& iteration_times() const { return iteration_times_; }
@@ -69,6 +77,7 @@ class CollectiveRunner final : public EventHandler {
     SimTime now = 0;            // of the event or completion being handled for it
     bool posted = false;        // WRITEs were posted since its host last woke
     bool failed = false;        // a WRITE of its completed in error
+    bool here = true;           // this rank steps it
     std::uint32_t iterations_done = 0;
     SimTime done_at = 0;        // when it finished its latest iteration
     void on_event(SimTime now, std::uint32_t tag) override;  // a slice's compute is done
@@ -90,6 +99,9 @@ class CollectiveRunner final : public EventHandler {
   SimTime iteration_start_ = 0;
   std::vector<SimTime> iteration_times_;
   SimTime finished_at_ = 0;
+  SoloRank solo_;
+  RankGroup* ranks_ = &solo_;
+  bool failed_anywhere_ = false;  // over ranks: a member failed, as the last between_windows summed
 };
 
 }  // namespace uroce::sim

@@ -35,10 +35,10 @@ constexpr std::size_t kLinkLoadMaxEdges = 2048;
 }  // namespace
 
 void check_scenario(const Scenario& scenario, std::uint32_t ranks) {
-  if (ranks > 1 && (scenario.collective || !scenario.chakra.empty())) {
+  if (ranks > 1 && !scenario.chakra.empty()) {
     throw std::invalid_argument(
-        "collectives and Chakra replays run in one process for now (--threads N runs them on partitions); "
-        "over MPI ranks, only flows");
+        "Chakra replays run in one process for now (--threads N runs them on partitions); "
+        "over MPI ranks, flows and collectives");
   }
   if (auto problem = topology_problem(scenario.topology)) throw std::invalid_argument("topology: " + *problem);
   for (std::size_t i = 0; i < scenario.flows.size(); ++i) {
@@ -240,6 +240,7 @@ SimResult run_simulation(const Scenario& scenario, const std::function<void(doub
   std::optional<CollectiveRunner> collective;
   if (scenario.collective) {
     collective.emplace(*scenario.collective, scenario.transport, fabric, global, partitioning.window);
+    if (ranks.size() > 1) collective->spread_over(ranks, [&](std::uint32_t host) { return runs_here(NodeRef{true, host}); });
   }
   std::vector<std::unique_ptr<ChakraReplay>> jobs;
   for (std::uint32_t job = 0; job < scenario.chakra.size(); ++job) {

@@ -75,8 +75,9 @@ ChakraReplay::ChakraReplay(const ChakraSpec& spec, std::uint32_t job, const Tran
           connect_arrival_pair(*ranks_[a]->host, *ranks_[b]->host, transport, depth, kChakraWork | job_bits_);
       for (auto [from, to, qpn_from, qpn_to] : {std::tuple{a, b, qpn_a, qpn_b}, std::tuple{b, a, qpn_b, qpn_a}}) {
         in_flight_.push_back(std::make_unique<InFlight>());
-        sending_[{from, to, channel}] = {qpn_from, in_flight_.back().get()};
-        receiving_on_[std::uint64_t{spec.hosts[to]} << 32 | qpn_to] = in_flight_.back().get();
+        std::uint64_t arrivals = std::uint64_t{spec.hosts[to]} << 32 | qpn_to;
+        sending_[{from, to, channel}] = {qpn_from, in_flight_.back().get(), arrivals};
+        receiving_on_[arrivals] = in_flight_.back().get();
       }
     }
   }
@@ -84,6 +85,7 @@ ChakraReplay::ChakraReplay(const ChakraSpec& spec, std::uint32_t job, const Tran
 }
 
 bool ChakraReplay::running() const {
+  if (processes_->size() > 1) return running_everywhere_;  // every process must give one answer
   bool left = false;
   for (const auto& rank : ranks_) {
     if (rank->failed) return false;
@@ -261,6 +263,11 @@ void ChakraReplay::join(std::uint32_t c, std::uint32_t rank) {
 // A barrier every member reached ends a barrier delay after the last
 // arrived, which is past the window that saw it arrive.
 void ChakraReplay::between_windows() {
+  if (processes_->size() > 1) {
+    ship_writes();
+    release_barriers_everywhere();
+    return;
+  }
   std::erase_if(barriers_waiting_, [this](std::uint32_t c) {
     Running& running = running_[c];
     if (barrier_arrivals_[c].load(std::memory_order_relaxed) < running.joined.size()) return false;
@@ -323,8 +330,10 @@ void ChakraReplay::post_write(std::uint32_t from_rank, std::uint32_t to_rank, st
     throw std::runtime_error(fmt::format("chakra replay: rank {}: a WRITE of {} bytes to rank {} refused: {}",
                                          from_rank, bytes, to_rank, std::make_error_code(refused).message()));
   }
-  InFlight& queue = *connection.in_flight;
-  {
+  if (!ranks_[to_rank]->here) {  // another process runs the receiver: sent there between windows
+    from.shipping.push_back({connection.arrivals, to_rank, write});
+  } else {
+    InFlight& queue = *connection.in_flight;
     std::lock_guard<std::mutex> hold(queue.lock);
     queue.writes.push_back(write);
   }
@@ -399,29 +408,29 @@ void ChakraReplay::deliver(Rank& rank, const Channel& channel) {
 
 ChakraResult ChakraReplay::result(SimTime end) {
   ChakraResult out;
-  SimTime last = spec_.start;
-  for (std::uint32_t r = 0; r < ranks_.size(); ++r) {
-    Rank& rank = *ranks_[r];
-    if (rank.finished != kSimNever) {
-      ++out.ranks_finished;
-      last = std::max(last, rank.finished);
-    }
+  // The last rank's end, over every process.
+  std::uint64_t finished = 0, latest = static_cast<std::uint64_t>(spec_.start);
+  for (const auto& rank : ranks_) {
+    if (!rank->here || rank->finished == kSimNever) continue;
+    ++finished;
+    latest = std::max(latest, static_cast<std::uint64_t>(rank->finished));
   }
+  processes_->sum(std::span(&finished, 1));
+  processes_->max(std::span(&latest, 1));
+  out.ranks_finished = static_cast<std::uint32_t>(finished);
+  SimTime last = static_cast<SimTime>(latest);
   if (out.ranks_finished < ranks_.size()) last = std::max(last, end);
   out.makespan = last - spec_.start;
-  for (std::uint32_t r = 0; r < ranks_.size(); ++r) {
-    Rank& rank = *ranks_[r];
-    account(rank, last);
-    out.failed = out.failed || rank.failed;
-    out.nodes_run += rank.nodes_run;
-    for (const auto& [type, count] : rank.skipped) out.skipped[type] += count;
-    out.ranks.push_back({spec_.hosts[r], rank.finished, rank.compute, rank.communication, rank.idle});
-    for (std::uint32_t node = 0; node < rank.started.size(); ++node) {
-      bool receive = spec_.ranks[r].nodes[node].type == chakra::kCommRecvNode;
-      if (rank.started[node] == kSimNever || (resource_of(r, node) == none && !receive)) continue;
-      SimTime ended = rank.ended[node] == kSimNever ? last : rank.ended[node];
-      out.spans.push_back({r, node, rank.started[node], ended});
-    }
+  for (const Bytes& records : processes_->gather_all(rank_records(last))) add_rank_records(records, out);
+  std::sort(out.ranks.begin(), out.ranks.end(), [this](const ChakraRankResult& a, const ChakraRankResult& b) {
+    return rank_of_host_.at(a.host) < rank_of_host_.at(b.host);
+  });
+  std::stable_sort(out.spans.begin(), out.spans.end(),
+                   [](const ChakraSpan& a, const ChakraSpan& b) { return a.rank < b.rank; });
+  // A member's join and end are its process's (kSimNever elsewhere).
+  for (Running& running : running_) {
+    processes_->min(running.joined);
+    processes_->min(running.done);
   }
   for (std::size_t c = 0; c < plan_.collectives.size(); ++c) {
     const PlannedCollective& planned = plan_.collectives[c];

@@ -20,12 +20,18 @@
 // runs on its host's partition and touches only its own state; what a
 // WRITE was for reaches its receiver through its QP's queue of WRITEs in
 // flight, and barriers are released between windows, so the results are
-// bit for bit the same on any number of threads.
+// bit for bit the same on any number of threads. Over ranks (processes,
+// sim/rank_group.h) each process runs the trace ranks on its hosts: what a
+// WRITE to another process's rank was for is sent there between windows
+// (it cannot land sooner: a window is the shortest link delay), barriers
+// and the end are summed over the processes, and the result is gathered
+// (sim/chakra_replay_ranks.cc).
 #pragma once
 
 #include <atomic>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -38,6 +44,7 @@
 #include "sim/chakra_plan.h"
 #include "sim/collective_progress.h"
 #include "sim/fabric.h"
+#include "sim/rank_group.h"
 #include "sim/scenario.h"
 
 namespace uroce::sim {
@@ -96,11 +103,16 @@ class ChakraReplay {
   ChakraReplay(const ChakraSpec& spec, std::uint32_t job, const TransportSpec& transport, Fabric& fabric,
                SimTime barrier);
 
-  // Read between windows only.
+  // Over processes: this one runs the trace ranks whose hosts process_of
+  // gives its number; between_windows and result become collective.
+  void spread_over(RankGroup& processes, const std::function<std::uint32_t(std::uint32_t host)>& process_of);
+
+  // Read between windows only (over processes, after between_windows).
   bool running() const;
   // A completion on `host` whose wr_id has kChakraWork set, in that host's partition.
   void completed(std::uint32_t host, const WorkCompletion& completion, SimTime now);
-  // Between windows: releases the barriers every member reached.
+  // Between windows: releases the barriers every member reached (over
+  // processes, first sends what WRITEs to other processes were for).
   void between_windows();
   ChakraResult result(SimTime end);
 
@@ -113,6 +125,13 @@ class ChakraReplay {
     std::uint32_t collective = 0;              // a collective's slice of a transfer
     CollectiveProgress::TransferId transfer;
     std::uint32_t rank = 0, node = 0;          // a send's
+  };
+  // A WRITE to a trace rank another process runs: what it was for, on its
+  // way to the receiver's queue (receiving_on_'s key).
+  struct Shipped {
+    std::uint64_t arrivals = 0;
+    std::uint32_t to_rank = 0;
+    Write write;
   };
   using Channel = std::tuple<std::uint32_t, std::uint32_t, std::uint32_t>;  // source, destination, tag
   // A rank: its nodes' state, touched only on its host's partition, on
@@ -141,6 +160,8 @@ class ChakraReplay {
     std::vector<std::uint64_t> free_writes;
     std::map<Channel, std::uint32_t> arrived;                // messages to it not yet received
     std::map<Channel, std::deque<std::uint32_t>> receiving;  // its receive nodes waiting, per channel
+    std::vector<Shipped> shipping;  // since the last window's end, to other processes
+    bool here = true;               // this process runs it
     void on_event(SimTime now, std::uint32_t tag) override;
   };
   struct Running {  // a collective as it runs
@@ -173,7 +194,12 @@ class ChakraReplay {
   void deliver(Rank& rank, const Channel& channel);
   void sent(Rank& rank, std::uint64_t slot);
   void arrived(Rank& rank, std::uint32_t qpn);
-
+  // Over processes, between windows (sim/chakra_replay_ranks.cc).
+  void ship_writes();
+  void release_barriers_everywhere();
+  // One record per trace rank this process runs, the spans included.
+  Bytes rank_records(SimTime last);
+  void add_rank_records(const Bytes& records, ChakraResult& out) const;
   const ChakraSpec& spec_;
   std::uint64_t job_bits_;
   ChakraPlan plan_;
@@ -186,10 +212,15 @@ class ChakraReplay {
   struct Connection {  // one direction of a pair's QPs
     std::uint32_t qpn = 0;  // the sender's
     InFlight* in_flight = nullptr;
+    std::uint64_t arrivals = 0;  // receiving_on_'s key for it
   };
   std::map<std::tuple<std::uint32_t, std::uint32_t, std::uint32_t>, Connection> sending_;  // (rank, peer, channel)
   std::unordered_map<std::uint64_t, InFlight*> receiving_on_;  // host << 32 | the receiver's QPN -> its arrivals
   std::vector<std::unique_ptr<InFlight>> in_flight_;
+  SoloRank solo_;
+  RankGroup* processes_ = &solo_;
+  std::vector<std::uint32_t> process_of_rank_;  // over processes: by trace rank
+  bool running_everywhere_ = true;              // over processes: as the last between_windows summed
 };
 
 }  // namespace uroce::sim

@@ -56,4 +56,21 @@ std::vector<LinkLoadSeries> LinkLoad::series() const {
   return out;
 }
 
+void add_up_over_ranks(RankGroup& ranks, std::vector<LinkLoadSeries>& series) {
+  if (ranks.size() == 1) return;
+  std::vector<std::uint64_t> lengths;
+  for (const LinkLoadSeries& link : series) lengths.push_back(link.bytes.size());
+  ranks.max(lengths);
+  std::vector<std::uint64_t> all;
+  for (std::size_t i = 0; i < series.size(); ++i) {
+    series[i].bytes.resize(lengths[i], 0);
+    all.insert(all.end(), series[i].bytes.begin(), series[i].bytes.end());
+  }
+  ranks.sum(all);
+  std::size_t at = 0;
+  for (LinkLoadSeries& link : series) {
+    for (std::uint64_t& bytes : link.bytes) bytes = all[at++];
+  }
+}
+
 }  // namespace uroce::sim

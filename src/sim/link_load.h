@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "sim/fabric.h"
+#include "sim/rank_group.h"
 #include "sim/topology.h"
 
 namespace uroce::sim {
@@ -21,6 +22,11 @@ struct LinkLoadSeries {
   std::uint64_t rate_bps = 0;
   std::vector<std::uint64_t> bytes;  // per interval, from time 0
 };
+
+// Over ranks, collective: each rank's series hold the frames its partitions
+// sent (the others' links stay empty there); after this every rank holds
+// their sums, as long as the longest.
+void add_up_over_ranks(RankGroup& ranks, std::vector<LinkLoadSeries>& series);
 
 class LinkLoad {
  public:

@@ -34,12 +34,7 @@ constexpr std::size_t kLinkLoadMaxEdges = 2048;
 
 }  // namespace
 
-void check_scenario(const Scenario& scenario, std::uint32_t ranks) {
-  if (ranks > 1 && !scenario.chakra.empty()) {
-    throw std::invalid_argument(
-        "Chakra replays run in one process for now (--threads N runs them on partitions); "
-        "over MPI ranks, flows and collectives");
-  }
+void check_scenario(const Scenario& scenario) {
   if (auto problem = topology_problem(scenario.topology)) throw std::invalid_argument("topology: " + *problem);
   for (std::size_t i = 0; i < scenario.flows.size(); ++i) {
     const FlowSpec& flow = scenario.flows[i];
@@ -196,7 +191,7 @@ SimResult run_simulation(const Scenario& scenario, const std::function<void(doub
                          const std::string& capture_dir, RankGroup* rank_group) {
   SoloRank solo;
   RankGroup& ranks = rank_group != nullptr ? *rank_group : solo;
-  check_scenario(scenario, ranks.size());
+  check_scenario(scenario);
   auto wall_start = std::chrono::steady_clock::now();
   std::uint32_t wanted = std::max<std::uint32_t>(scenario.threads, 1) * ranks.size();
   std::uint32_t first_handler = EventHandler::ids_made();
@@ -246,6 +241,9 @@ SimResult run_simulation(const Scenario& scenario, const std::function<void(doub
   for (std::uint32_t job = 0; job < scenario.chakra.size(); ++job) {
     jobs.push_back(
         std::make_unique<ChakraReplay>(scenario.chakra[job], job, scenario.transport, fabric, partitioning.window));
+    if (ranks.size() > 1) {
+      jobs.back()->spread_over(ranks, [&](std::uint32_t host) { return part_rank[partitioning.host_part[host]]; });
+    }
   }
   for (std::uint32_t h = 0; h < fabric.host_count(); ++h) {
     fabric.host(h).on_completion([&](std::uint32_t host, const WorkCompletion& completion, SimTime now) {
@@ -316,7 +314,10 @@ SimResult run_simulation(const Scenario& scenario, const std::function<void(doub
     result.collective_finished_at = collective->finished_at();
   }
   for (auto& job : jobs) result.chakra.push_back(job->result(result.sim_time));
-  if (link_load) result.link_load = link_load->series();
+  if (link_load) {
+    result.link_load = link_load->series();
+    add_up_over_ranks(ranks, result.link_load);
+  }
   fabric.close_pauses(result.sim_time);
   result.fabric = run.counters();
   result.hosts = fabric.host_count();

@@ -56,10 +56,10 @@ struct SimResult {
   std::vector<std::vector<std::uint64_t>> flow_delivered;  // [sample][flow], when flows were sampled
 };
 
-// Throws std::invalid_argument when the scenario is inconsistent or cannot
-// run on that many ranks (run_simulation checks it too; a caller on ranks
-// checks first, since every rank finds the same).
-void check_scenario(const Scenario& scenario, std::uint32_t ranks = 1);
+// Throws std::invalid_argument when the scenario is inconsistent
+// (run_simulation checks it too; a caller on ranks checks first: every
+// rank finds the same, and says so without ending the others).
+void check_scenario(const Scenario& scenario);
 
 // progress(fraction of sim time or flows done, whichever is further) is
 // called now and then; it may be empty. The scenario's captures are written
@@ -70,9 +70,7 @@ void check_scenario(const Scenario& scenario, std::uint32_t ranks = 1);
 //
 // With ranks (MPI processes), every rank calls it with the same scenario:
 // each runs scenario.threads partitions of the fabric, writes the captures
-// of the links its partitions send on, and returns the whole result. Flows
-// only, for now: a collective or a Chakra replay is refused
-// (std::invalid_argument) on more than one rank.
+// of the links its partitions send on, and returns the whole result.
 SimResult run_simulation(const Scenario& scenario, const std::function<void(double)>& progress = {},
                          const std::string& capture_dir = {}, RankGroup* ranks = nullptr);
 

@@ -1,9 +1,8 @@
 // A run spread over ranks gives one process's results bit for bit: every
 // example of flows or a collective on 2 ranks, the small ones on 3 too and on 2 ranks of 2
 // threads (ranks as threads of this test, so the sanitizers see the frames
-// cross); the
-// frames between ranks are checked on arrival; and a Chakra replay is
-// refused over ranks. (tests/sim_mpi runs the same over mpirun.)
+// cross), Chakra replays included; and the frames between ranks are
+// checked on arrival. (tests/sim_mpi runs the same over mpirun.)
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -13,6 +12,7 @@
 #include <string>
 #include <thread>
 
+#include "sim/chakra_report.h"
 #include "sim/fabric.h"
 #include "sim/partition.h"
 #include "sim/rank_frames.h"
@@ -32,6 +32,7 @@ std::vector<std::string> outputs(const Scenario& scenario, SimResult result) {
   summary.erase("wall_s");
   std::vector<std::string> out{summary.dump(1), flows_csv(result)};
   for (const OutputFile& file : series_files(scenario, result)) out.push_back(file.name + "\n" + file.content);
+  if (!scenario.chakra.empty()) out.push_back(chakra_timeline(scenario, result));
   return out;
 }
 
@@ -89,19 +90,12 @@ INSTANTIATE_TEST_SUITE_P(RankRun, EveryExampleOverRanks,
                                          "pfc_deadlock.toml", "victim_flow.toml", "web_search_load.toml",
                                          "collectives.toml", "allreduce_straggler.toml",
                                          "allreduce_link_failure.toml", "allreduce_link_failure_mrc.toml",
-                                         "nccl_gpu_servers.toml", "allreduce_3_tier.toml"),
+                                         "nccl_gpu_servers.toml", "allreduce_3_tier.toml",
+                                         "chakra_data_parallel.toml", "chakra_mixture_of_experts.toml",
+                                         "chakra_two_jobs.toml"),
                          [](const ::testing::TestParamInfo<std::string>& param) {
                            return param.param.substr(0, param.param.find('.'));
                          });
-
-TEST(RankRun, AReplayIsRefusedOverRanks) {
-  for (const char* name : {"chakra_data_parallel.toml", "chakra_two_jobs.toml"}) {
-    Scenario scenario = example(name);
-    EXPECT_NO_THROW(check_scenario(scenario, 1)) << name;
-    EXPECT_THROW(check_scenario(scenario, 2), std::invalid_argument) << name;
-    EXPECT_THROW(run_on_ranks(scenario, 2), std::invalid_argument) << name;
-  }
-}
 
 // What a broken peer would send: this rank (0 of 2) receives `bytes`.
 class BrokenPeer final : public RankGroup {

@@ -104,7 +104,7 @@ int run_sim(const SimRunOptions& options, const RunRanks& ranks) {
     }
   }
   try {  // every rank finds the same: each says so, none waits for another
-    sim::check_scenario(*scenario, ranks.size);
+    sim::check_scenario(*scenario);
   } catch (const std::exception& problem) {
     std::fprintf(stderr, "uroce sim%s: %s: %s\n",
                  ranks.size > 1 ? fmt::format(" (rank {} of {})", ranks.rank, ranks.size).c_str() : "",

@@ -9,13 +9,16 @@
 # NICs, switches, links, data packets, events, wall time and peak memory
 # per size: 512 and 4,096 NICs, 32,768 with --large, and 131,072 with
 # --huge (the all-reduce needs about 18 GiB there).
-# --threads N runs either on N threads (partitions; the same results).
-# Usage: bench/sim_multi_plane.sh [--large] [--huge] [--allreduce] [--threads N] [--build DIR]
+# --threads N runs either on N threads (partitions; the same results);
+# --ranks N on N MPI processes (mpirun; N x threads partitions, the same
+# results), whose peak RSS is then the largest rank's.
+# Usage: bench/sim_multi_plane.sh [--large] [--huge] [--allreduce] [--threads N] [--ranks N] [--build DIR]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 build=build/release
 threads=1
+ranks=1
 leaves=(4 32)
 allreduce=0
 while [ $# -gt 0 ]; do
@@ -24,8 +27,9 @@ while [ $# -gt 0 ]; do
     --huge) leaves+=(1024); shift ;;
     --allreduce) allreduce=1; shift ;;
     --threads) threads="$2"; shift 2 ;;
+    --ranks) ranks="$2"; shift 2 ;;
     --build) build="$2"; shift 2 ;;
-    *) echo "usage: $0 [--large] [--huge] [--allreduce] [--threads N] [--build DIR]" >&2; exit 2 ;;
+    *) echo "usage: $0 [--large] [--huge] [--allreduce] [--threads N] [--ranks N] [--build DIR]" >&2; exit 2 ;;
   esac
 done
 uroce="$build/tools/uroce"
@@ -33,6 +37,12 @@ uroce="$build/tools/uroce"
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
+launch=()
+if [ "$ranks" -gt 1 ]; then
+  export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+  export OMPI_MCA_btl_vader_single_copy_mechanism=none
+  launch=(mpirun -np "$ranks")
+fi
 
 printf '| NICs | switches | links | data packets | events | simulated us | wall s | data packets/s | peak RSS MiB |\n'
 printf '|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n'
@@ -66,7 +76,7 @@ multipath_evs = 128
 [[workloads]]
 $workload
 TOML
-  /usr/bin/time -f '%M' -o "$work/rss_$l" "$uroce" sim run "$work/planes_$l.toml" --out "$work/out_$l" --threads "$threads" --quiet >/dev/null
+  /usr/bin/time -f '%M' -o "$work/rss_$l" "${launch[@]}" "$uroce" sim run "$work/planes_$l.toml" --out "$work/out_$l" --threads "$threads" --quiet >/dev/null
   python3 - "$work/out_$l/summary.json" "$work/rss_$l" "$l" <<'PY'
 import json, sys
 summary = json.load(open(sys.argv[1]))

@@ -232,6 +232,21 @@ print(f"summary.json identical but for wall_s: {one == two} (1 thread {wall[0]:.
 sys.exit(0 if one == two else 1)
 PY
 echo
+if command -v mpirun > /dev/null; then
+  echo "== The same on 2 MPI ranks (mpirun -np 2 uroce sim run): the same results, but wall_s and ranks"
+  OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl_vader_single_copy_mechanism=none \
+    mpirun --oversubscribe -np 2 "$uroce" sim run examples/permutation_spraying.toml --out "$sim_out/perm_ranks" \
+    --quiet | grep -E "flows:|wall"
+  python3 - "$sim_out/perm_ecmp/summary.json" "$sim_out/perm_ranks/summary.json" <<'PY'
+import json, sys
+one, two = (json.load(open(p)) for p in sys.argv[1:3])
+for key in ("wall_s", "ranks"):
+    one.pop(key), two.pop(key)
+print(f"summary.json identical but for wall_s and ranks: {one == two}")
+sys.exit(0 if one == two else 1)
+PY
+  echo
+fi
 echo "== DCQCN against HPCC's ns-3 (ten runs of the peer, stored): slowdown by finishing rank"
 build/release/tests/uroce_sim_tests --gtest_filter='HpccDcqcnValidation.ConnectxDefaults*' | grep -E '^\||toml'
 rm -rf "$sim_out"

@@ -9,25 +9,13 @@
 #include <set>
 #include <string>
 
-#include "sim/chakra_report.h"
 #include "sim/partition.h"
-#include "sim/series_report.h"
-#include "sim/sim_report.h"
 #include "sim/simulation.h"
 #include "tests/sim/example_scenario.h"
+#include "tests/sim/run_outputs.h"
 
 namespace uroce::sim {
 namespace {
-
-// Everything a run writes, but its wall time.
-std::vector<std::string> outputs(const Scenario& scenario, const SimResult& result) {
-  nlohmann::ordered_json summary = summary_json(scenario, result);
-  summary.erase("wall_s");
-  std::vector<std::string> out{summary.dump(1), flows_csv(result)};
-  for (const OutputFile& file : series_files(scenario, result)) out.push_back(file.name + "\n" + file.content);
-  if (!scenario.chakra.empty()) out.push_back(chakra_timeline(scenario, result));
-  return out;
-}
 
 class EveryExample : public testing::TestWithParam<std::string> {};
 
@@ -35,13 +23,13 @@ TEST_P(EveryExample, GivesTheSameResultsOnOneTwoAndThreeThreads) {
   Scenario scenario = example(GetParam());
   SimResult one = run_simulation(scenario);
   EXPECT_EQ(one.partitions, 1u);
-  std::vector<std::string> expected = outputs(scenario, one);
+  std::vector<std::string> expected = run_outputs(scenario, one);
   for (std::uint32_t threads : {2u, 3u}) {
     scenario.threads = threads;
     SimResult many = run_simulation(scenario);
     EXPECT_EQ(many.partitions, std::min(threads, scenario.topology.hosts));
     EXPECT_EQ(many.events, one.events);
-    std::vector<std::string> got = outputs(scenario, many);
+    std::vector<std::string> got = run_outputs(scenario, many);
     ASSERT_EQ(got.size(), expected.size());
     for (std::size_t i = 0; i < got.size(); ++i) EXPECT_EQ(got[i], expected[i]) << threads << " threads, output " << i;
   }
@@ -78,7 +66,7 @@ TEST(PartitionedRun, AFatTreePermutationUnderPfcIsTheSameOnTwoThreads) {
   SimResult two = run_simulation(scenario);
   ASSERT_EQ(two.partitions, 2u);
   EXPECT_GT(one.fabric.ecn_marked, 0u);
-  EXPECT_EQ(outputs(scenario, two), outputs(scenario, one));
+  EXPECT_EQ(run_outputs(scenario, two), run_outputs(scenario, one));
 }
 
 // Every operation and algorithm of a collective, its members spread over
@@ -104,7 +92,7 @@ TEST(PartitionedRun, EveryCollectiveIsTheSameOnThreeThreads) {
     scenario.threads = 3;
     SimResult three = run_simulation(scenario);
     EXPECT_EQ(three.partitions, 3u);
-    EXPECT_EQ(outputs(scenario, three), outputs(scenario, one)) << collective::to_string(algorithm);
+    EXPECT_EQ(run_outputs(scenario, three), run_outputs(scenario, one)) << collective::to_string(algorithm);
   }
 }
 

@@ -13,29 +13,17 @@
 #include <string>
 #include <thread>
 
-#include "sim/chakra_report.h"
 #include "sim/fabric.h"
 #include "sim/partition.h"
 #include "sim/rank_frames.h"
-#include "sim/series_report.h"
-#include "sim/sim_report.h"
 #include "sim/simulation.h"
 #include "tests/sim/example_scenario.h"
+#include "tests/sim/run_outputs.h"
 #include "tests/support/sanitized_build.h"
 #include "tests/support/thread_ranks.h"
 
 namespace uroce::sim {
 namespace {
-
-std::vector<std::string> outputs(const Scenario& scenario, SimResult result) {
-  result.ranks = 1;
-  nlohmann::ordered_json summary = summary_json(scenario, result);
-  summary.erase("wall_s");
-  std::vector<std::string> out{summary.dump(1), flows_csv(result)};
-  for (const OutputFile& file : series_files(scenario, result)) out.push_back(file.name + "\n" + file.content);
-  if (!scenario.chakra.empty()) out.push_back(chakra_timeline(scenario, result));
-  return out;
-}
 
 // Every rank's result, each run on a thread of its own.
 std::vector<SimResult> run_on_ranks(const Scenario& scenario, std::uint32_t ranks) {
@@ -72,7 +60,7 @@ TEST_P(EveryExampleOverRanks, GivesOneProcesssResultsOnTwoAndThreeRanks) {
   if (uroce::testing::kSanitizedBuild && long_runs.count(GetParam()) != 0) GTEST_SKIP() << "long under the sanitizers";
   Scenario scenario = example(GetParam());
   SimResult one = run_simulation(scenario);
-  std::vector<std::string> expected = outputs(scenario, one);
+  std::vector<std::string> expected = run_outputs(scenario, one);
   // Ranks meeting through a barrier per call are slow on two cores: the
   // larger examples run on 2 ranks only (mpirun runs them all three ways).
   std::vector<std::pair<std::uint32_t, std::uint32_t>> settings{{2, 1}};
@@ -85,7 +73,7 @@ TEST_P(EveryExampleOverRanks, GivesOneProcesssResultsOnTwoAndThreeRanks) {
       EXPECT_EQ(result.ranks, ranks);
       EXPECT_EQ(result.partitions, std::min(ranks * threads, scenario.topology.hosts));
       EXPECT_EQ(result.events, one.events) << ranks << " ranks x " << threads << " threads, rank " << rank;
-      EXPECT_EQ(outputs(scenario, result), expected) << ranks << " ranks x " << threads << " threads, rank " << rank;
+      EXPECT_EQ(run_outputs(scenario, result), expected) << ranks << " ranks x " << threads << " threads, rank " << rank;
     }
   }
 }

@@ -265,13 +265,13 @@ SimResult run_simulation(const Scenario& scenario, const std::function<void(doub
   if (scenario.sample_interval > 0) series.start(0);
 
   RankFrames frames(ranks, fabric, parts, part_rank);
-  std::optional<PartitionedRun> distributed;
+  std::optional<PartitionedRun> partitioned;
   if (ranks.size() > 1) {
-    distributed.emplace(parts, owned, ranks, frames, global, partitioning.window, scenario.time_limit);
+    partitioned.emplace(parts, owned, ranks, frames, global, partitioning.window, scenario.time_limit);
   } else {
-    distributed.emplace(parts, global, partitioning.window, scenario.time_limit);
+    partitioned.emplace(parts, global, partitioning.window, scenario.time_limit);
   }
-  PartitionedRun& run = *distributed;
+  PartitionedRun& run = *partitioned;
   auto keep_going = [&] {
     if (collective) collective->between_windows();
     for (auto& job : jobs) job->between_windows();

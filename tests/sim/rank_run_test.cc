@@ -91,6 +91,19 @@ INSTANTIATE_TEST_SUITE_P(RankRun, EveryExampleOverRanks,
                            return param.param.substr(0, param.param.find('.'));
                          });
 
+// Two hosts on three ranks: the fabric has two partitions, and the third
+// rank runs none but still takes part in every window's planning.
+TEST(RankRun, ARankWithoutAPartitionStillTakesPart) {
+  Scenario scenario;
+  scenario.topology = star(2, LinkSpec{});
+  scenario.flows.push_back(FlowSpec{0, 1, 1'000'000, 0});
+  std::vector<std::string> expected = run_outputs(scenario, run_simulation(scenario));
+  for (const SimResult& result : run_on_ranks(scenario, 3)) {
+    EXPECT_EQ(result.partitions, 2u);
+    EXPECT_EQ(run_outputs(scenario, result), expected);
+  }
+}
+
 // What a broken peer would send: this rank (0 of 2) receives `bytes`.
 class BrokenPeer final : public RankGroup {
  public:

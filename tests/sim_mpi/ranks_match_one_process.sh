@@ -3,7 +3,8 @@
 # threads) writes what one process writes, byte for byte, but for the wall
 # time and the rank count in summary.json: flows, collectives and Chakra
 # replays alike. Then the failures: ranks of two different builds refuse to
-# start, and a rank killed mid-run ends the run on every rank, not a hang.
+# start, a broken scenario is refused by every rank, and a rank killed
+# mid-run ends the run on every rank, not a hang.
 # Usage: ranks_match_one_process.sh UROCE EXAMPLES_DIR
 set -euo pipefail
 
@@ -64,6 +65,16 @@ elif [[ $(grep -c "run another build" "$work/mixed.log") -lt 2 ]]; then
   echo "FAIL: two builds: not every rank said why"; cat "$work/mixed.log"; failures=$((failures + 1))
 else
   echo "ok   ranks of two builds refuse to run, each saying why"
+fi
+
+# A broken scenario: every rank says why, none waits for another.
+printf 'name = "broken"\n[topology]\nkind = "nope"\n' > "$work/broken.toml"
+if mpirun_bounded -np 2 "$uroce" sim run "$work/broken.toml" --out "$work/broken" > "$work/broken.log" 2>&1; then
+  echo "FAIL: a broken scenario ran over ranks"; failures=$((failures + 1))
+elif [[ $(grep -c "topology.kind: 'nope'" "$work/broken.log") -lt 2 ]]; then
+  echo "FAIL: a broken scenario: not every rank said why"; cat "$work/broken.log"; failures=$((failures + 1))
+else
+  echo "ok   a broken scenario is refused by every rank, each saying why"
 fi
 
 # A rank killed mid-run: a run long enough to be killed in (the web-search

@@ -89,13 +89,10 @@ int fail(const RunRanks& ranks, const std::string& message) {
 }
 
 int run_sim(const SimRunOptions& options, const RunRanks& ranks) {
-  auto scenario = sim::load_scenario(options.scenario_path);
-  if (!scenario) return fail(ranks, scenario.error());
-  if (options.seed) scenario->seed = *options.seed;
-  scenario->threads = options.threads;
-  if (ranks.size > 1) {  // every rank must run the same program on the same scenario
+  if (ranks.size > 1) {  // every rank must run the same program on the same scenario, first of all
     std::string what = fmt::format("uroce build {}, scenario {}, seed {}, threads {}", file_digest("/proc/self/exe"),
-                                   file_digest(options.scenario_path), scenario->seed, options.threads);
+                                   file_digest(options.scenario_path),
+                                   options.seed ? std::to_string(*options.seed) : "the scenario's", options.threads);
     std::vector<std::uint32_t> differ = sim::ranks_that_differ(*ranks.group, what);
     if (!differ.empty()) {
       std::fprintf(stderr, "uroce sim (rank %u of %u): ranks %s run another build, scenario or option than rank 0; %s\n",
@@ -103,12 +100,19 @@ int run_sim(const SimRunOptions& options, const RunRanks& ranks) {
       return 1;
     }
   }
-  try {  // every rank finds the same: each says so, none waits for another
+  // From here to the run, every rank finds the same: each says so, none waits for another.
+  std::string rank_label = ranks.size > 1 ? fmt::format(" (rank {} of {})", ranks.rank, ranks.size) : "";
+  auto scenario = sim::load_scenario(options.scenario_path);
+  if (!scenario) {
+    std::fprintf(stderr, "uroce sim%s: %s\n", rank_label.c_str(), scenario.error().c_str());
+    return 1;
+  }
+  if (options.seed) scenario->seed = *options.seed;
+  scenario->threads = options.threads;
+  try {
     sim::check_scenario(*scenario);
   } catch (const std::exception& problem) {
-    std::fprintf(stderr, "uroce sim%s: %s: %s\n",
-                 ranks.size > 1 ? fmt::format(" (rank {} of {})", ranks.rank, ranks.size).c_str() : "",
-                 options.scenario_path.c_str(), problem.what());
+    std::fprintf(stderr, "uroce sim%s: %s: %s\n", rank_label.c_str(), options.scenario_path.c_str(), problem.what());
     return 1;
   }
   std::error_code error;

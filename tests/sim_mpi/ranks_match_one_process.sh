@@ -16,6 +16,16 @@ trap 'rm -rf "$work"' EXIT
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
 export OMPI_MCA_btl_vader_single_copy_mechanism=none OMPI_MCA_mpi_yield_when_idle=1
 mpirun_bounded() { timeout 300 mpirun "$@"; }
+# The processes whose command line starts with $1 (read from /proc: procps
+# may not be installed).
+pids_of() {
+  local cmdline pid
+  for cmdline in /proc/[0-9]*/cmdline; do
+    pid=${cmdline#/proc/}; pid=${pid%/cmdline}
+    [[ "$(tr '\0' ' ' < "$cmdline" 2> /dev/null)" == "$1"* ]] && echo "$pid"
+  done
+  return 0
+}
 
 # The files must match but for summary.json's "wall_s" and "ranks" lines.
 same_outputs() {
@@ -84,7 +94,7 @@ sed -e 's|^duration_us = .*|duration_us = 200000|' -e 's|^time_limit_us = .*|tim
 mpirun_bounded -np 2 "$uroce" sim run "$work/long.toml" --out "$work/killed" --quiet > "$work/killed.log" 2>&1 &
 launcher=$!
 sleep 2
-victim_pid=$(pgrep -f "^$uroce sim run $work/long.toml" | tail -1 || true)  # a rank, not mpirun
+victim_pid=$(pids_of "$uroce sim run $work/long.toml" | tail -1)  # a rank, not mpirun
 if [[ -z "$victim_pid" ]]; then
   echo "FAIL: the long run ended before a rank could be killed"; failures=$((failures + 1))
 else
@@ -98,7 +108,7 @@ else
     echo "ok   a rank killed mid-run ends the run on every rank ($((SECONDS - started)) s)"
   fi
 fi
-pkill -9 -f "uroce sim run $work/long.toml" 2>/dev/null || true
+for pid in $(pids_of "$uroce sim run $work/long.toml"); do kill -9 "$pid" 2> /dev/null || true; done
 
 echo "$compared runs over ranks compared with one process; $failures failures"
 [[ $failures -eq 0 ]]

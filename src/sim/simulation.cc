@@ -262,6 +262,7 @@ SimResult run_simulation(const Scenario& scenario, const std::function<void(doub
   bool sample_flows = scenario.flows.size() <= scenario.series_flow_limit;
   TimeSeries series(global, fabric, scenario.sample_interval,
                     sample_flows ? flows.probes(mtu_bytes(scenario.transport.mtu)) : std::vector<FlowProbe>{});
+  if (ranks.size() > 1) series.sample_only(runs_here);
   if (scenario.sample_interval > 0) series.start(0);
 
   RankFrames frames(ranks, fabric, parts, part_rank);

@@ -21,6 +21,7 @@ void TimeSeries::on_event(SimTime now, std::uint32_t) {
   sample.at = now;
   sample.counters = world_.counters;
   for (std::uint32_t s = 0; s < fabric_.switch_count(); ++s) {
+    if (runs_here_ && !runs_here_(NodeRef{false, s})) continue;
     const SwitchNode& node = fabric_.switch_at(s);
     sample.buffer_bytes += node.buffer_used();
     for (std::uint16_t port = 0; port < node.port_count(); ++port) {
@@ -31,6 +32,7 @@ void TimeSeries::on_event(SimTime now, std::uint32_t) {
     }
   }
   for (std::uint32_t h = 0; h < fabric_.host_count(); ++h) {
+    if (runs_here_ && !runs_here_(NodeRef{true, h})) continue;
     HostNode& host = fabric_.host(h);
     for (std::uint16_t port = 0; port < host.port_count(); ++port) {
       sample.paused_queues += static_cast<std::uint32_t>(std::popcount(host.transmitter(port).paused_mask()));
@@ -41,6 +43,10 @@ void TimeSeries::on_event(SimTime now, std::uint32_t) {
   std::vector<std::uint64_t> delivered;
   delivered.reserve(flows_.size());
   for (Tracked& flow : flows_) {
+    if (runs_here_ && !runs_here_(NodeRef{true, flow.probe.receiver})) {
+      delivered.push_back(0);
+      continue;
+    }
     auto attr = fabric_.host(flow.probe.receiver).engine().query_qp(flow.probe.qpn);
     if (attr) {
       flow.packets += (attr->rq_psn - flow.last_psn) & transport::kPsnMask;

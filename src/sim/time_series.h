@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "sim/fabric.h"
@@ -42,9 +43,10 @@ class TimeSeries final : public EventHandler {
 
   void on_event(SimTime now, std::uint32_t tag) override;
 
-  // Over ranks, collective: each rank sampled the switches and receivers
-  // it runs (the others' stay empty on it); after this every rank holds the
+  // Over ranks: sample only the nodes this rank runs (the others' copies
+  // stay empty here); gather, collective, then gives every rank the
   // fabric's samples.
+  void sample_only(std::function<bool(NodeRef)> runs_here) { runs_here_ = std::move(runs_here); }
   void gather(RankGroup& ranks);
 
  private:
@@ -58,6 +60,7 @@ class TimeSeries final : public EventHandler {
   Fabric& fabric_;
   SimTime interval_;
   std::vector<Tracked> flows_;
+  std::function<bool(NodeRef)> runs_here_;  // empty: every node
   std::vector<FabricSample> samples_;
   std::vector<std::vector<std::uint64_t>> delivered_;
 };

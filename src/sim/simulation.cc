@@ -13,6 +13,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "sim/capture_handoff.h"
 #include "sim/chakra_replay.h"
 #include "sim/collective_runner.h"
 #include "sim/fabric.h"
@@ -214,14 +215,16 @@ SimResult run_simulation(const Scenario& scenario, const std::function<void(doub
   for (SimWorld* part : parts) part->events.set_order_basis(scenario.seed, first_handler);
   Fabric fabric(parts, partitioning, scenario.topology, scenario.switches, scenario.engine, scenario.seed);
   std::vector<std::unique_ptr<LinkCapture>> captures;
+  std::vector<HandedCapture> handed;  // over ranks: to rank 0 at the end
   for (const auto& [from, to] : scenario.captures) {
     Transmitter* transmitter = fabric.transmitter_between(from, to);
     if (transmitter == nullptr) {
       throw std::invalid_argument("capture: " + capture_file_name(from, to) + " names a link that does not exist");
     }
-    if (capture_dir.empty() || !runs_here(from)) continue;  // the rank that sends on it writes it
-    auto capture = LinkCapture::create(capture_dir + "/" + capture_file_name(from, to), from, to,
-                                       scenario.capture_frames);
+    if (capture_dir.empty() || !runs_here(from)) continue;  // the rank that sends on it takes it
+    std::string path = capture_path_on_rank(capture_dir, capture_file_name(from, to), ranks.rank());
+    if (ranks.rank() != 0) handed.push_back({path, capture_file_name(from, to)});
+    auto capture = LinkCapture::create(path, from, to, scenario.capture_frames);
     if (!capture) throw std::runtime_error("capture: " + capture.error());
     transmitter->set_tap(capture->get());
     captures.push_back(std::move(*capture));
@@ -348,6 +351,7 @@ SimResult run_simulation(const Scenario& scenario, const std::function<void(doub
   }
   ranks.max(std::span(&result.peak_switch_buffer_bytes, 1));
   for (auto& capture : captures) capture->flush();
+  if (ranks.size() > 1 && !capture_dir.empty()) hand_captures_to_rank_0(ranks, handed, capture_dir);
   result.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
   return result;
 }

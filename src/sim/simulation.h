@@ -69,8 +69,9 @@ void check_scenario(const Scenario& scenario);
 // capture file cannot be created.
 //
 // With ranks (MPI processes), every rank calls it with the same scenario:
-// each runs scenario.threads partitions of the fabric, writes the captures
-// of the links its partitions send on, and returns the whole result.
+// each runs scenario.threads partitions of the fabric and returns the whole
+// result; rank 0 ends with every capture in capture_dir (the rank that
+// sends on a captured link hands it over, sim/capture_handoff.h).
 SimResult run_simulation(const Scenario& scenario, const std::function<void(double)>& progress = {},
                          const std::string& capture_dir = {}, RankGroup* ranks = nullptr);
 

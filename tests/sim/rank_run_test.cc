@@ -9,6 +9,10 @@
 #include <set>
 #include <cstddef>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <map>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -90,6 +94,45 @@ INSTANTIATE_TEST_SUITE_P(RankRun, EveryExampleOverRanks,
                          [](const ::testing::TestParamInfo<std::string>& param) {
                            return param.param.substr(0, param.param.find('.'));
                          });
+
+// Every link of the PFC deadlock ring captured, both ways, on 3 ranks into
+// one directory: rank 0 writes each capture (the others hand theirs over),
+// byte for byte one process's, and no rank's hidden file is left.
+TEST(RankRun, RankZeroWritesEveryCapture) {
+  Scenario scenario = example("pfc_deadlock.toml");
+  scenario.captures.clear();
+  for (const TopologyEdge& edge : scenario.topology.edges) {
+    scenario.captures.emplace_back(edge.a, edge.b);
+    scenario.captures.emplace_back(edge.b, edge.a);
+  }
+  std::filesystem::path one = std::filesystem::temp_directory_path() / "uroce_rank_captures_one";
+  std::filesystem::path three = std::filesystem::temp_directory_path() / "uroce_rank_captures_three";
+  for (const auto& dir : {one, three}) {
+    std::filesystem::remove_all(dir);
+    std::filesystem::create_directories(dir);
+  }
+  run_simulation(scenario, {}, one.string());
+  testing_support::ThreadRanks group(3);
+  {
+    std::vector<std::jthread> threads;
+    for (std::uint32_t rank = 0; rank < 3; ++rank) {
+      threads.emplace_back([&, rank] { run_simulation(scenario, {}, three.string(), &group.member(rank)); });
+    }
+  }
+  auto contents = [](const std::filesystem::path& dir) {
+    std::map<std::string, std::string> files;
+    for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+      std::ifstream file(entry.path(), std::ios::binary);
+      files[entry.path().filename().string()] = {std::istreambuf_iterator<char>(file), {}};
+    }
+    return files;
+  };
+  std::map<std::string, std::string> expected = contents(one);
+  EXPECT_EQ(expected.size(), scenario.captures.size());
+  EXPECT_EQ(contents(three), expected);  // no ".rank" file either
+  std::filesystem::remove_all(one);
+  std::filesystem::remove_all(three);
+}
 
 // Two hosts on three ranks: the fabric has two partitions, and the third
 // rank runs none but still takes part in every window's planning.

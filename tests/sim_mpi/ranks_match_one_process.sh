@@ -40,7 +40,7 @@ same_outputs() {
       cmp -s "$file" "$many/$name" || { echo "FAIL: $many/$name differs from one process's"; return 1; }
     fi
   done
-  [[ $(ls "$one" | wc -l) == $(ls "$many" | wc -l) ]] || { echo "FAIL: $many has other files than $one"; return 1; }
+  [[ $(ls -A "$one" | wc -l) == $(ls -A "$many" | wc -l) ]] || { echo "FAIL: $many has other files than $one (hidden ones count)"; return 1; }
 }
 
 failures=0

@@ -4,63 +4,11 @@
 // gathered. With one process the same records are made and read back.
 #include <cstring>
 #include <stdexcept>
-#include <type_traits>
 
+#include "sim/byte_packing.h"
 #include "sim/chakra_replay.h"
 
 namespace uroce::sim {
-
-namespace {
-
-// Plain values and strings, packed end to end.
-class Packer {
- public:
-  template <typename Value>
-  void put(const Value& value) {
-    static_assert(std::is_trivially_copyable_v<Value>);
-    std::size_t at = bytes_.size();
-    bytes_.resize(at + sizeof value);
-    std::memcpy(bytes_.data() + at, &value, sizeof value);
-  }
-  void put(const std::string& text) {
-    put(static_cast<std::uint32_t>(text.size()));
-    std::size_t at = bytes_.size();
-    bytes_.resize(at + text.size());
-    if (!text.empty()) std::memcpy(bytes_.data() + at, text.data(), text.size());
-  }
-  Bytes& bytes() { return bytes_; }
-
- private:
-  Bytes bytes_;
-};
-
-class Unpacker {
- public:
-  explicit Unpacker(const Bytes& bytes) : bytes_(bytes) {}
-  bool done() const { return at_ == bytes_.size(); }
-  template <typename Value>
-  Value get() {
-    Value value;
-    take(&value, sizeof value);
-    return value;
-  }
-  std::string get_string() {
-    std::string text(get<std::uint32_t>(), '\0');
-    take(text.data(), text.size());
-    return text;
-  }
-
- private:
-  void take(void* into, std::size_t length) {
-    if (bytes_.size() - at_ < length) throw std::runtime_error("chakra replay: a truncated record from another rank");
-    if (length > 0) std::memcpy(into, bytes_.data() + at_, length);
-    at_ += length;
-  }
-  const Bytes& bytes_;
-  std::size_t at_ = 0;
-};
-
-}  // namespace
 
 void ChakraReplay::spread_over(RankGroup& processes, const std::function<std::uint32_t(std::uint32_t host)>& process_of) {
   processes_ = &processes;
@@ -162,7 +110,7 @@ Bytes ChakraReplay::rank_records(SimTime last) {
 }
 
 void ChakraReplay::add_rank_records(const Bytes& records, ChakraResult& out) const {
-  Unpacker in(records);
+  Unpacker in(records, "chakra replay");
   while (!in.done()) {
     in.get<std::uint32_t>();  // the trace rank: the result and spans carry it
     out.failed = out.failed || in.get<std::uint8_t>() != 0;

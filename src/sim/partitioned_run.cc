@@ -142,7 +142,7 @@ void PartitionedRun::plan() {
       done_ = true;
       return;
     }
-    if (frames_ != nullptr) frames_->exchange(parts_[owned_.empty() ? 0 : owned_[0]]->window_parity);
+    if (frames_ != nullptr) frames_->exchange(parts_[0]->window_parity);  // every world's parity flips at once
     if (!(*keep_going_)()) {
       done_ = true;
       return;
@@ -204,6 +204,7 @@ FabricCounters PartitionedRun::counters_here() const {
 }
 
 FabricCounters PartitionedRun::counters() const {
+  static_assert(sizeof(FabricCounters) == 10 * sizeof(std::uint64_t), "a counter added: sum it below too");
   FabricCounters here = counters_here();
   std::uint64_t values[] = {here.data_packets,   here.pause_frames,
                             here.resume_frames,  static_cast<std::uint64_t>(here.pause_time_total),

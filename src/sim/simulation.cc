@@ -280,7 +280,7 @@ SimResult run_simulation(const Scenario& scenario, const std::function<void(doub
     if (collective) collective->between_windows();
     for (auto& job : jobs) job->between_windows();
     bool replaying = std::any_of(jobs.begin(), jobs.end(), [](const auto& job) { return job->running(); });
-    bool flowing = ranks.size() > 1 ? flows.unfinished_everywhere(ranks) > 0 : flows.unfinished() > 0;
+    bool flowing = flows.unfinished_everywhere(ranks) > 0;
     return (flowing || (collective && collective->running()) || replaying) && !deadlocks.found();
   };
   std::size_t total_flows = std::max<std::size_t>(scenario.flows.size(), 1);
@@ -328,24 +328,23 @@ SimResult run_simulation(const Scenario& scenario, const std::function<void(doub
   result.switches = fabric.switch_count();
   // A host another rank runs kept its initial counters here: sums over
   // every rank's copies are the one-process sums.
-  std::uint64_t* engine_sums[] = {&result.retransmitted_packets, &result.paths_lost,   &result.paths_retired,
-                                  &result.paths_probes,          &result.paths_restored, &result.placed_out_of_order,
-                                  &result.cnps,                  &result.timeouts};
+  std::uint64_t engine[8] = {};
   for (std::uint32_t h = 0; h < fabric.host_count(); ++h) {
     const EngineCounters& counters = fabric.host(h).engine().counters();
-    result.retransmitted_packets += counters.retransmitted_packets;
-    result.paths_lost += counters.paths_lost;
-    result.paths_retired += counters.paths_retired;
-    result.paths_probes += counters.paths_probes;
-    result.paths_restored += counters.paths_restored;
-    result.placed_out_of_order += counters.placed_out_of_order;
-    result.cnps += counters.cnps_sent;
-    result.timeouts += counters.timeouts;
+    std::uint64_t host[] = {counters.retransmitted_packets, counters.paths_lost,    counters.paths_retired,
+                            counters.paths_probes,          counters.paths_restored, counters.placed_out_of_order,
+                            counters.cnps_sent,             counters.timeouts};
+    for (std::size_t i = 0; i < std::size(engine); ++i) engine[i] += host[i];
   }
-  std::uint64_t engine[std::size(engine_sums)];
-  for (std::size_t i = 0; i < std::size(engine_sums); ++i) engine[i] = *engine_sums[i];
   ranks.sum(engine);
-  for (std::size_t i = 0; i < std::size(engine_sums); ++i) *engine_sums[i] = engine[i];
+  result.retransmitted_packets = engine[0];
+  result.paths_lost = engine[1];
+  result.paths_retired = engine[2];
+  result.paths_probes = engine[3];
+  result.paths_restored = engine[4];
+  result.placed_out_of_order = engine[5];
+  result.cnps = engine[6];
+  result.timeouts = engine[7];
   for (std::uint32_t s = 0; s < fabric.switch_count(); ++s) {
     result.peak_switch_buffer_bytes = std::max(result.peak_switch_buffer_bytes, fabric.switch_at(s).peak_buffer_used());
   }

@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "common/fnv1a.h"
 #include "ibverbs/device_identity.h"
 
 namespace uroce::sysfs_view {
@@ -42,10 +43,10 @@ std::string gid_text(const Gid& gid) {
 
 // FNV-1a over every path and content: the tree's directory name.
 std::string tree_hash(const std::vector<TreeEntry>& entries) {
-  std::uint64_t hash = 0xcbf29ce484222325ULL;
+  std::uint64_t hash = kFnv1aStart;
   auto mix = [&hash](const std::string& text) {
-    for (unsigned char c : text) hash = (hash ^ c) * 0x100000001b3ULL;
-    hash = (hash ^ 0xFF) * 0x100000001b3ULL;  // a separator no text contains
+    hash = fnv1a(text, hash);
+    hash = fnv1a("\xff", hash);  // a separator no text contains
   };
   for (const TreeEntry& entry : entries) {
     mix(entry.path);

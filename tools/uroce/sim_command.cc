@@ -15,6 +15,7 @@
 #include <optional>
 #include <vector>
 
+#include "common/fnv1a.h"
 #include "sim/chakra_report.h"
 #include "sim/scenario_file.h"
 #include "sim/series_report.h"
@@ -58,12 +59,10 @@ void draw_progress(double fraction) {
 std::string file_digest(const std::string& path) {
   std::ifstream file(path, std::ios::binary);
   if (!file) return {};
-  std::uint64_t hash = 0xcbf29ce484222325ull;
+  std::uint64_t hash = kFnv1aStart;
   char buffer[1 << 16];
   while (file.read(buffer, sizeof buffer) || file.gcount() > 0) {
-    for (std::streamsize i = 0; i < file.gcount(); ++i) {
-      hash = (hash ^ static_cast<unsigned char>(buffer[i])) * 0x100000001b3ull;
-    }
+    hash = fnv1a(std::string_view(buffer, static_cast<std::size_t>(file.gcount())), hash);
   }
   return fmt::format("{:016x}", hash);
 }

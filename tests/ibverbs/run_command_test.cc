@@ -81,5 +81,26 @@ TEST(UroceRun, MissingProgramOrLibraryIsAClearError) {
   EXPECT_EQ(no_program.exit_code, 2) << no_program.output;
 }
 
+// An address the device could not bind is refused before the program runs,
+// with the reason; the raw port may take an address the host does not hold.
+TEST(UroceRun, AnAddressThisHostDoesNotHoldIsRefusedAtOnce) {
+  auto not_an_address = run_uroce("run --address 300.1.1.1 -- echo ran 2>&1");
+  EXPECT_EQ(not_an_address.exit_code, 2) << not_an_address.output;
+  EXPECT_EQ(not_an_address.output, "uroce run: device address '300.1.1.1': not an IPv4 or IPv6 address\n");
+  // 192.0.2.0/24 is TEST-NET-1: documentation only, never a host's.
+  auto foreign = run_uroce("run --address 127.0.8.206,192.0.2.7 -- echo ran 2>&1");
+  EXPECT_EQ(foreign.exit_code, 2) << foreign.output;
+  EXPECT_EQ(foreign.output, "uroce run: device address '192.0.2.7': not an address of this host\n");
+  auto per_rank = run_shell("OMPI_COMM_WORLD_RANK=1 " + testing::uroce_binary() + " run --address-per-rank 192.0.2.7 -- echo ran 2>&1");
+  EXPECT_EQ(per_rank.exit_code, 2) << per_rank.output;
+  EXPECT_EQ(per_rank.output, "uroce run: device address '192.0.2.8': not an address of this host\n");
+  auto v6_on_raw = run_uroce("run --interface lo --address ::1 -- echo ran 2>&1");
+  EXPECT_EQ(v6_on_raw.exit_code, 2) << v6_on_raw.output;
+  EXPECT_NE(v6_on_raw.output.find("takes IPv4 addresses only"), std::string::npos) << v6_on_raw.output;
+  auto held = run_uroce("run --address 127.0.8.206,::1 -- echo ran 2>&1");
+  EXPECT_EQ(held.exit_code, 0) << held.output;
+  EXPECT_EQ(held.output, "ran\n");
+}
+
 }  // namespace
 }  // namespace uroce

@@ -6,6 +6,8 @@
 // is the program's.
 #include "tools/uroce/run_command.h"
 
+#include "tools/uroce/device_addresses.h"
+
 #include <arpa/inet.h>
 #include <unistd.h>
 
@@ -111,6 +113,10 @@ int run_program(const RunOptions& options, std::vector<std::string> command) {
       fmt::print(stderr, "uroce run: {}\n", error);
       return 2;
     }
+  }
+  if (auto problem = device_address_problem(address, !options.interface.empty())) {
+    fmt::print(stderr, "uroce run: device address {}\n", *problem);
+    return 2;
   }
   if (!address.empty()) ::setenv("UROCE_ADDRESS", address.c_str(), 1);
   if (!options.interface.empty()) ::setenv("UROCE_INTERFACE", options.interface.c_str(), 1);

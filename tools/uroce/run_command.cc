@@ -36,8 +36,10 @@ struct RunOptions {
   bool sysfs_view = true;
 };
 
-// Where libibverbs.so.1 lies: given, next to this binary in the build tree
-// (tools/uroce -> lib), or installed beside it (bin -> lib/uroce).
+// Where libibverbs.so.1 lies: given, installed beside this binary (bin ->
+// lib/uroce), or next to it in the build tree (tools/uroce -> lib). The
+// private folder comes first: an installed prefix's lib/ may hold
+// rdma-core's own libibverbs.so.1.
 std::string find_library_dir(const std::string& given) {
   namespace fs = std::filesystem;
   std::error_code error;
@@ -46,7 +48,7 @@ std::string find_library_dir(const std::string& given) {
   if (!given.empty()) {
     candidates.push_back(given);
   } else if (!error) {
-    candidates = {self.parent_path().parent_path() / "lib", self.parent_path().parent_path() / "lib" / "uroce"};
+    candidates = {self.parent_path().parent_path() / "lib" / "uroce", self.parent_path().parent_path() / "lib"};
   }
   for (const fs::path& dir : candidates) {
     if (fs::exists(dir / "libibverbs.so.1", error)) return fs::absolute(dir, error).string();

@@ -4,7 +4,7 @@
 # rail-optimized; examples/nccl_gpu_servers.toml), one server and two, at
 # sizes from 1 MiB to 1 GiB, by ring, by double binary tree and by uroce's
 # choice (algorithm = "auto"); prints each size's algbw and busbw (GB/s,
-# nccl-tests' definitions) as nccl-tests prints them. BENCHMARKS.md sets
+# nccl-tests' definitions) as nccl-tests prints them. docs/benchmarks-log.md sets
 # these beside published nccl-tests figures for such servers.
 # Usage: bench/nccl_busbw.sh [--build DIR]
 set -euo pipefail

@@ -342,7 +342,7 @@ guest_serves rstream_guest_server 7177 rstream -p 7177 -T v -S 65000 -C "$rstrea
 host_serves rstream_guest_client 7178 rstream -b "$host_address" -p 7178 -T v -S 65000 -C "$rstream_count"
 # riostream: riomap's iomap table and riowrite (RDMA WRITE into the peer's
 # mapped buffer, then a data message). It waits by spinning on memory, which
-# needs the progress thread (README, "The progress engine").
+# needs the progress thread (docs/design/progress-engine.md).
 guest_serves riostream_guest_server 7179 env UROCE_PROGRESS=thread riostream -p 7179 -T v -S 65536 -C 10 -I 20 -s
 host_serves riostream_guest_client 7180 env UROCE_PROGRESS=thread riostream -b "$host_address" -p 7180 -T v -S 65536 -C 10 -I 20
 # UD multicast with mckey (rdma_join_multicast), each way: the kernel's

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Runs the example scenarios of the README's simulator section, each as
+# Runs the example scenarios of docs/simulator/examples.md, each as
 # shipped and with the one setting it is about changed, and prints each run's
-# summary: the figures the README quotes come from this script.
+# summary: the figures that page quotes come from this script.
 # Usage: scripts/sim-examples.sh [--build DIR] [--out DIR]
 set -euo pipefail
 

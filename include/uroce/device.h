@@ -36,7 +36,7 @@ struct PortCounters;
 }
 
 // What a UDP port does with the ICRC of arrivals (a UDP socket cannot see
-// the IPv4 Identification, which the ICRC covers; README, "Real networks").
+// the IPv4 Identification, which the ICRC covers; docs/guides/real-networks.md).
 enum class UdpIcrcPolicy : std::uint8_t {
   // Rebuild the IPv4 header as a DF-set, Identification-0 sender (uroce,
   // hardware RNICs) sends it and verify; a peer that sends other values
@@ -61,7 +61,7 @@ enum class UdpGsoPolicy : std::uint8_t {
 };
 
 // How a progress thread shares the packet work with an application that
-// polls (README, "The progress engine").
+// polls (docs/design/progress-engine.md).
 enum class ProgressMode : std::uint8_t {
   // The thread watches the port all the time; the application's polls help.
   // On a machine with fewer cores than busy threads, every arrival waits for

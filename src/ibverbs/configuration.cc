@@ -52,7 +52,7 @@ Expected<bool, std::string> configured_shared_regions() { return zero_or_one("UR
 
 Expected<TimeNs, std::string> configured_loss_probe() {
   // 5 ms: under bulk load on a small host ACKs can lag 1 to 5 ms behind a
-  // deep receive queue, and probes at 1 ms then cost bandwidth (BENCHMARKS.md).
+  // deep receive queue, and probes at 1 ms then cost bandwidth (docs/benchmarks-log.md).
   constexpr TimeNs kDefaultUs = 5000, kLongestUs = 10'000'000;
   const char* value = std::getenv("UROCE_LOSS_PROBE_US");
   std::string text = value != nullptr ? value : "";

@@ -1,6 +1,6 @@
 // Scenario files: TOML in, Scenario out. Unknown keys, wrong types and
 // impossible values are errors that name the key, never silently ignored.
-// The format is documented in the README ("Fabric simulator").
+// The format is documented in docs/simulator/README.md.
 #pragma once
 
 #include <string>

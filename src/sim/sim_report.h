@@ -1,4 +1,4 @@
-// What a simulation run writes: summary.json (the figures the README lists),
+// What a simulation run writes: summary.json (its keys in docs/simulator/README.md),
 // flows.csv (one row per flow) and a short human summary.
 #pragma once
 

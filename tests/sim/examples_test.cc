@@ -1,4 +1,4 @@
-// The shipped example scenarios, each run as the README describes it and
+// The shipped example scenarios, each run as docs/simulator/examples.md describes it and
 // again with the one setting it is about changed; the test asserts the
 // direction of the difference the example exists to show.
 #include <gtest/gtest.h>
@@ -96,7 +96,7 @@ TEST(Examples, PfcSplitsAParkingLotByPortAndDcqcnByFlow) {
   EXPECT_GT(with_dcqcn->jain, 0.95);
   EXPECT_GT(pfc.fabric.pause_frames, 10 * dcqcn.fabric.pause_frames);
   // PFC alone keeps the bottleneck full; ConnectX's DCQCN costs under 10% of
-  // it (7% at seed 1), the paper's constants more than half (README).
+  // it (7% at seed 1), the paper's constants more than half (docs/simulator/examples.md).
   EXPECT_LT(last_finish(dcqcn), last_finish(pfc) * 11 / 10);
   EXPECT_GT(last_finish(with_paper_dcqcn("parking_lot.toml")), 2 * last_finish(pfc));
 }
@@ -135,7 +135,7 @@ TEST(Examples, SelectiveRepeatShortensTheLossyTail) {
   ASSERT_EQ(finished(selective), 32u);
   ASSERT_EQ(finished(go_back_n), 32u);
   EXPECT_GT(selective.fabric.link_losses, 0u);
-  // Seeds 1 to 5 give p99 ratios of 0.49 to 0.76 (README); seed 1, 0.60.
+  // Seeds 1 to 5 give p99 ratios of 0.49 to 0.76 (docs/simulator/examples.md); seed 1, 0.60.
   EXPECT_LT(p99(selective), p99(go_back_n) * 7 / 10);
   EXPECT_LT(selective.retransmitted_packets * 5, go_back_n.retransmitted_packets);
 }
@@ -148,7 +148,7 @@ TEST(Examples, TheTailTimeoutShortensTheSelectiveRepeatTail) {
   SimResult without = run_simulation(scenario);
   ASSERT_EQ(finished(with_tail), 32u);
   ASSERT_EQ(finished(without), 32u);
-  // Seed 1: 0.86 of the p99 without it (README).
+  // Seed 1: 0.86 of the p99 without it (docs/simulator/examples.md).
   EXPECT_LT(p99(with_tail), p99(without) * 9 / 10);
 }
 

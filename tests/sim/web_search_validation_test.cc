@@ -182,7 +182,7 @@ void expect_within(const Comparison& comparison, double tolerance, double short_
 
 // At 30% the short flows' tail is the one statistic beyond the 20%:
 // 5.54 against the peer's 4.42 when measured (25% above; the peer's own
-// traffic seeds range from 3.2 to 5.4). Not found why; see the README here.
+// traffic seeds range from 3.2 to 5.4). Not found why; see docs/simulator/validation.md.
 TEST(WebSearchValidation, ThirtyPercentLoad) { expect_within(compare(30), 0.2, 0.3); }
 TEST(WebSearchValidation, FiftyPercentLoad) { expect_within(compare(50), 0.2, 0.2); }
 

@@ -7,7 +7,7 @@
 // The flood comes from the peer's own address (another UDP port), so the
 // source check lets it through to the transport. Each flood must be counted
 // where it belongs, the transfer must complete with every byte right, and
-// the process's peak RSS must stay within the bound the README documents.
+// the process's peak RSS must stay within the bound docs/design/security.md documents.
 // UROCE_FLOOD_SECONDS sets each flood's length (default 10).
 #include <gtest/gtest.h>
 
@@ -56,7 +56,7 @@ constexpr std::uint32_t kVictimPsn = 0x1000;
 // bound is not checked (ASan's quarantine keeps freed memory resident).
 constexpr bool kSanitized = kSanitizedBuild;
 
-// The documented bound (README, "Security and robustness"): peak RSS grows by
+// The documented bound (docs/design/security.md): peak RSS grows by
 // less than this over a flood.
 constexpr long kRssBoundKib = 64 * 1024;
 

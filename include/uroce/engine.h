@@ -23,27 +23,11 @@
 #include <vector>
 
 #include "uroce/expected.h"
+#include "uroce/region_sharing.h"
 #include "uroce/verbs_types.h"
+#include "uroce/vocabulary.h"
 
 namespace uroce {
-
-// Nanoseconds on the driver's clock (monotonic or simulated).
-using TimeNs = std::int64_t;
-inline constexpr TimeNs kNever = INT64_MAX;
-
-// A RoCEv2 GID: an IPv6 address, or an IPv4 address mapped as ::ffff:a.b.c.d.
-using Gid = std::array<std::uint8_t, 16>;
-Gid gid_from_ipv4(std::array<std::uint8_t, 4> address);
-bool gid_is_ipv4(const Gid& gid);
-// A multicast group's GID: IPv4-mapped 224.0.0.0/4 (RoCEv2's IPv4 groups,
-// as rdma_cm maps them) or IPv6 ff00::/8.
-bool gid_is_multicast(const Gid& gid);
-// The destination QP of every multicast datagram (IBTA 10.5.2.2).
-inline constexpr std::uint32_t kMulticastQpn = 0xFFFFFF;
-
-// The largest datagram the engine emits: IPv6 + UDP + BTH + AtomicETH-sized
-// headers + a 4096-byte payload + pad + ICRC, rounded up.
-inline constexpr std::size_t kMaxDatagramLength = 4096 + 256;
 
 struct DeviceAttributes {
   std::uint32_t max_qp = 16384;
@@ -316,40 +300,6 @@ struct AsyncEvent {
 struct MrKeys {
   std::uint32_t lkey = 0;
   std::uint32_t rkey = 0;
-};
-
-// Payloads by reference on the intra-host path (UROCE_SHARED_MR=1). A
-// region whose bytes live in a sealed memfd of their own (runtime::SharedRegions)
-// can be read by a local peer straight from that file: a requester sends a
-// SEND or WRITE of more than one MTU from such a region to a peer whose
-// packets reach it through shared memory as one packet of its own kind
-// (BTH extent_payload, see wire/bth.h) whose payload names the bytes
-// (transport/payload_extent.h), and consumes one PSN for it. The responder's port
-// maps the file read-only (port::ExtentMappings) and the engine checks and
-// places the message as it would any ONLY packet: one copy in all, no
-// packet per MTU. Such packets are dropped when they come from a wire.
-struct RegionBacking {
-  std::uint32_t pid = 0;      // the process holding the file
-  std::int32_t fd = -1;       // its descriptor there
-  std::uint64_t id = 0;       // the file's name is "uroce-mr-<id>"
-  std::uint64_t offset = 0;   // where the region's first byte is in the file
-};
-
-struct PayloadExtent {
-  std::uint32_t pid = 0;
-  std::int32_t fd = -1;
-  std::uint64_t id = 0;
-  std::uint64_t offset = 0;  // of the payload's first byte in the file
-};
-
-// Reads another local process's region bytes, for a packet that arrived
-// through shared memory. Returns the bytes [extent.offset, + length) as
-// this process maps them, valid until the next call, or nothing when they
-// cannot be read (no such file, not sealed, out of its bounds).
-class ExtentSource {
- public:
-  virtual ~ExtentSource() = default;
-  virtual std::optional<std::span<const std::uint8_t>> resolve(const PayloadExtent& extent, std::uint64_t length) = 0;
 };
 
 struct EngineCounters {

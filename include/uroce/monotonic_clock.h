@@ -4,7 +4,7 @@
 
 #include <ctime>
 
-#include "uroce/engine.h"
+#include "uroce/vocabulary.h"
 
 namespace uroce {
 

@@ -48,7 +48,7 @@
 
 #include "cm/cm_messages.h"
 #include "common/bytes.h"
-#include "uroce/engine.h"  // TimeNs, kNever, Gid
+#include "uroce/vocabulary.h"
 
 namespace uroce::cm {
 

@@ -1,5 +1,5 @@
 // The intra-host path's reading side of payloads by reference
-// (uroce/engine.h, RegionBacking): maps the shared region files of other
+// (uroce/region_sharing.h, RegionBacking): maps the shared region files of other
 // local processes read-only, by opening /proc/<pid>/fd/<fd>, and hands the
 // engine the bytes an extent packet names.
 //
@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "uroce/engine.h"
+#include "uroce/region_sharing.h"
 
 namespace uroce::port {
 

@@ -9,7 +9,8 @@
 #include <string>
 
 #include "uroce/expected.h"
-#include "uroce/engine.h"
+#include "uroce/verbs_types.h"
+#include "uroce/vocabulary.h"
 #include "wire/ethernet.h"
 
 namespace uroce::port {

@@ -7,7 +7,7 @@
 #include <array>
 #include <optional>
 
-#include "uroce/engine.h"
+#include "uroce/vocabulary.h"
 #include "wire/ethernet.h"
 
 namespace uroce::port {

@@ -24,7 +24,7 @@
 #include "common/bytes.h"
 #include "uroce/expected.h"
 #include "port/port.h"
-#include "uroce/engine.h"
+#include "uroce/vocabulary.h"
 
 namespace uroce::port {
 

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "common/bytes.h"
-#include "uroce/engine.h"
+#include "uroce/vocabulary.h"
 #include "wire/ethernet.h"
 
 namespace uroce::port {

@@ -9,7 +9,7 @@
 #include <system_error>
 
 #include "common/bytes.h"
-#include "uroce/engine.h"
+#include "uroce/vocabulary.h"
 
 namespace uroce::port {
 

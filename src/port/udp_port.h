@@ -20,8 +20,8 @@
 #include "common/bytes.h"
 #include "uroce/expected.h"
 #include "port/port.h"
-#include "uroce/device.h"
-#include "uroce/engine.h"
+#include "uroce/udp_port_policies.h"
+#include "uroce/vocabulary.h"
 
 namespace uroce::port {
 

@@ -12,7 +12,8 @@
 #include <vector>
 
 #include "uroce/expected.h"
-#include "uroce/engine.h"
+#include "uroce/region_sharing.h"
+#include "uroce/verbs_types.h"
 
 namespace uroce::verbs {
 

@@ -61,7 +61,7 @@ struct BthRepr {
   bool place_early = false;
   // uroce's intra-host path (not IBA: the next reserved bit): the payload is
   // a PayloadExtent naming the message's bytes in the sender's shared
-  // region (uroce/engine.h, RegionBacking). Never sent on a wire.
+  // region (uroce/region_sharing.h, RegionBacking). Never sent on a wire.
   bool extent_payload = false;
 
   // TVer must be 0 (RoCEv2 / IBA transport version 0).

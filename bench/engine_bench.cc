@@ -67,11 +67,11 @@ void BM_EngineRdmaWrite64K(benchmark::State& state) {
       a.post_send(end_a.qpn, wr);
       ++outstanding;
     }
-    while (std::size_t length = a.poll_transmit(buffer, now)) {
+    while (std::size_t length = a.poll_transmit(buffer, now).length) {
       b.on_datagram(std::span(buffer).first(length), now);
       ++packets;
     }
-    while (std::size_t length = b.poll_transmit(buffer, now)) a.on_datagram(std::span(buffer).first(length), now);
+    while (std::size_t length = b.poll_transmit(buffer, now).length) a.on_datagram(std::span(buffer).first(length), now);
     std::size_t done = *a.poll_cq(end_a.cq, completions);
     outstanding -= static_cast<int>(done);
     messages += static_cast<std::int64_t>(done);
@@ -124,9 +124,9 @@ void BM_EngineWrite2BytePingPong(benchmark::State& state) {
     wr.sg_list = {&sge, 1};
     wr.rdma = {reinterpret_cast<std::uintptr_t>(target.data()), target_keys.rkey};
     from.post_send(sender.qpn, wr);
-    std::size_t length = from.poll_transmit(buffer, now);
+    std::size_t length = from.poll_transmit(buffer, now).length;
     to.on_datagram(std::span(buffer).first(length), now);
-    length = to.poll_transmit(buffer, now);
+    length = to.poll_transmit(buffer, now).length;
     from.on_datagram(std::span(buffer).first(length), now);
     if (*from.poll_cq(sender.cq, completion) != 1) state.SkipWithError("no completion");
   };
@@ -164,9 +164,9 @@ void BM_EngineMultipathWrite64KReversed(benchmark::State& state) {
   for (auto _ : state) {
     a.post_send(end_a.qpn, wr);
     std::size_t count = 0;
-    while (count < packets.size() && (lengths[count] = a.poll_transmit(packets[count], now)) != 0) ++count;
+    while (count < packets.size() && (lengths[count] = a.poll_transmit(packets[count], now).length) != 0) ++count;
     for (std::size_t i = count; i-- > 0;) b.on_datagram(std::span(packets[i]).first(lengths[i]), now);
-    while (std::size_t length = b.poll_transmit(buffer, now)) a.on_datagram(std::span(buffer).first(length), now);
+    while (std::size_t length = b.poll_transmit(buffer, now).length) a.on_datagram(std::span(buffer).first(length), now);
     if (*a.poll_cq(end_a.cq, completion) != 1 || completion[0].status != WcStatus::success) {
       state.SkipWithError("the WRITE did not complete");
       break;

@@ -24,6 +24,7 @@
 
 #include "half_round_trips.h"
 #include "port/udp_port.h"
+#include "wire/ip_datagram.h"
 #include "wire/ipv4.h"
 #include "wire/udp.h"
 
@@ -74,12 +75,15 @@ class End {
   void aim_at(const wire::Ipv4Address& peer) {
     write_ = datagram(peer, kWriteSize, wire::Ecn::ect0);
     ack_ = datagram(peer, kAckSize, wire::Ecn::not_ect);
+    // Described once, as the engine describes what it builds.
+    write_transmit_ = *wire::describe_transmit(write_);
+    ack_transmit_ = *wire::describe_transmit(ack_);
   }
 
   void send(std::uint32_t round) {
     std::memcpy(&write_[kHeaders], &round, sizeof round);
     std::memcpy(&ack_[kHeaders], &round, sizeof round);
-    MutableByteSpan both[] = {write_, ack_};
+    uroce::DescribedDatagram both[] = {{write_, write_transmit_}, {ack_, ack_transmit_}};
     for (std::size_t sent = 0; sent < 2;) sent += udp_->send(std::span(both).subspan(sent));
   }
 
@@ -129,6 +133,7 @@ class End {
   std::uint16_t port_;
   std::unique_ptr<UdpPort> udp_;
   std::vector<std::uint8_t> write_, ack_;
+  uroce::Transmit write_transmit_, ack_transmit_;
 };
 
 int serve(const Options& options) {

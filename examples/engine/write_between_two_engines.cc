@@ -95,8 +95,10 @@ int main() {
   WorkCompletion completion;
   for (TimeNs now = 0; now < 1'000'000; now += 1'000) {
     for (auto [from, to] : {std::pair{&a, &b}, std::pair{&b, &a}}) {
-      while (std::size_t length = from->engine.poll_transmit(datagram, now)) {
-        to->engine.on_datagram({datagram.data(), length}, now);
+      // Each datagram comes described (uroce/transmit.h): a real driver
+      // routes it by sent.destination and sent.source_port, unread.
+      while (Transmit sent = from->engine.poll_transmit(datagram, now)) {
+        to->engine.on_datagram({datagram.data(), sent.length}, now);
       }
       if (from->engine.next_deadline() <= now) from->engine.on_timer(now);
     }

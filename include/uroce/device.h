@@ -292,7 +292,7 @@ class Device {
   // Datagrams from the engine wait here for one batched send; those the port
   // refused (back-pressure) stay at the front and go first next time.
   std::vector<std::uint8_t> transmit_slots_;
-  std::vector<std::span<std::uint8_t>> transmit_queue_;  // views of transmit_slots_
+  std::vector<DescribedDatagram> transmit_queue_;  // views of transmit_slots_, described
   std::vector<std::uint8_t> keep_scratch_;
   ProgressCounters progress_counters_;  // under the lock, but for:
   std::atomic<std::uint64_t> thread_rests_{0};

@@ -5,7 +5,7 @@
 //
 //   engine.post_send(qpn, wr) / post_recv(qpn, wr)   <- the application
 //   engine.on_datagram(bytes, now)                   <- an IP datagram arrived
-//   engine.poll_transmit(buffer, now) -> length      -> an IP datagram to send
+//   engine.poll_transmit(buffer, now) -> Transmit    -> an IP datagram to send, described
 //   engine.next_deadline() / on_timer(now)           <- retransmit and RNR timers
 //   engine.poll_cq(cq, completions)                  -> the application
 //
@@ -24,6 +24,7 @@
 
 #include "uroce/expected.h"
 #include "uroce/region_sharing.h"
+#include "uroce/transmit.h"
 #include "uroce/verbs_types.h"
 #include "uroce/vocabulary.h"
 
@@ -452,8 +453,10 @@ class Engine {
   // ignored, as a loss would be.
   void on_trimmed(std::span<const std::uint8_t> datagram, TimeNs now);
   // Writes the next datagram to send into out (at least kMaxDatagramLength
-  // bytes) and returns its length, or 0 when there is nothing to send now.
-  std::size_t poll_transmit(std::span<std::uint8_t> out, TimeNs now);
+  // bytes) and describes it (uroce/transmit.h: its length, destination,
+  // flow, traffic class and kind), so that whoever carries it need not
+  // read its headers; length 0 (false) when there is nothing to send now.
+  Transmit poll_transmit(std::span<std::uint8_t> out, TimeNs now);
   TimeNs next_deadline() const;
   void on_timer(TimeNs now);
 

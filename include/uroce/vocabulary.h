@@ -37,6 +37,10 @@ inline bool gid_is_multicast(const Gid& gid) {
   return gid[0] == kIpv6Multicast || (gid_is_ipv4(gid) && (gid[12] & kHighNibble) == kIpv4MulticastHigh);
 }
 
+// The address a GID holds, as an IP header carries it: the last 4 bytes of
+// an IPv4-mapped GID, or all 16.
+inline const std::uint8_t* gid_address_bytes(const Gid& gid, bool ipv4) { return gid.data() + (ipv4 ? 12 : 0); }
+
 // The destination QP of every multicast datagram (IBTA 10.5.2.2).
 inline constexpr std::uint32_t kMulticastQpn = 0xFFFFFF;
 

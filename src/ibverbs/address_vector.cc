@@ -8,6 +8,7 @@
 #include <optional>
 
 #include "ibverbs/device_identity.h"
+#include "wire/ip_datagram.h"
 #include "port/link_local.h"
 
 namespace uroce::ibverbs {
@@ -86,21 +87,12 @@ void to_ah_attr(const UroceDevice& device, const AddressVector& av, ibv_ah_attr&
 int reply_address(const UroceDevice& device, std::uint8_t port_num, const ibv_wc& wc, const ibv_grh* grh,
                   ibv_ah_attr& attr) {
   if (port_num != 1 || grh == nullptr || !(wc.wc_flags & IBV_WC_GRH)) return EINVAL;
-  const auto* bytes = reinterpret_cast<const std::uint8_t*>(grh);
+  auto sender = wire::parse_grh_area(ByteSpan(reinterpret_cast<const std::uint8_t*>(grh), sizeof *grh));
+  if (!sender) return EINVAL;
   AddressVector av;
-  if ((bytes[20] >> 4) == 4) {  // IPv4: the header sits in the last 20 bytes
-    const std::uint8_t* ipv4 = bytes + 20;
-    av.dgid = gid_from_ipv4({ipv4[12], ipv4[13], ipv4[14], ipv4[15]});
-    av.traffic_class = ipv4[1];
-    av.hop_limit = kDefaultHopLimit;
-  } else if ((bytes[0] >> 4) == 6) {
-    std::memcpy(av.dgid.data(), bytes + 8, av.dgid.size());
-    av.traffic_class = static_cast<std::uint8_t>((bytes[0] & 0x0F) << 4 | bytes[1] >> 4);
-    av.hop_limit = kDefaultHopLimit;
-  } else {
-    return EINVAL;
-  }
-  av.traffic_class &= 0xFC;  // the DSCP; the engine sets the ECN bits itself
+  av.dgid = sender->source;
+  av.hop_limit = kDefaultHopLimit;
+  av.traffic_class = sender->traffic_class & 0xFC;  // the DSCP; the engine sets the ECN bits itself
   to_ah_attr(device, av, attr);
   return 0;
 }

@@ -18,28 +18,13 @@
 namespace uroce::port {
 namespace {
 
-// The destination address (as a GID) and UDP port of an IP datagram; false
-// for anything that is not UDP over IPv4 or IPv6 (the UDP port sends or drops it).
-bool destination_of(ByteSpan datagram, std::array<std::uint8_t, 18>& key) {
-  if (datagram.empty()) return false;
-  std::size_t udp_at;
-  if ((datagram[0] >> 4) == 4) {
-    udp_at = static_cast<std::size_t>(datagram[0] & 0x0f) * 4;
-    if (udp_at < wire::kIpv4HeaderLength || datagram.size() < udp_at + wire::kUdpHeaderLength ||
-        datagram[9] != wire::kIpProtocolUdp) {
-      return false;
-    }
-    Gid gid = gid_from_ipv4({datagram[16], datagram[17], datagram[18], datagram[19]});
-    std::memcpy(key.data(), gid.data(), gid.size());
-  } else if ((datagram[0] >> 4) == 6) {
-    udp_at = wire::kIpv6HeaderLength;
-    if (datagram.size() < udp_at + wire::kUdpHeaderLength || datagram[6] != wire::kIpProtocolUdp) return false;
-    std::memcpy(key.data(), datagram.data() + 24, 16);
-  } else {
-    return false;
-  }
-  key[16] = datagram[udp_at + 2];
-  key[17] = datagram[udp_at + 3];
+// A datagram's destination address (as a GID) and UDP port, from its
+// description; false for one that describes no UDP datagram.
+bool destination_of(const Transmit& transmit, std::array<std::uint8_t, 18>& key) {
+  if (transmit.udp_payload_offset == 0) return false;
+  std::memcpy(key.data(), transmit.destination.data(), transmit.destination.size());
+  key[16] = static_cast<std::uint8_t>(transmit.destination_port >> 8);
+  key[17] = static_cast<std::uint8_t>(transmit.destination_port & 0xFF);
   return true;
 }
 
@@ -77,9 +62,9 @@ LocalPort::~LocalPort() {
   if (epoll_fd_ >= 0) ::close(epoll_fd_);
 }
 
-LocalPort::Peer* LocalPort::local_peer(ByteSpan datagram, LazyNow& clock) {
+LocalPort::Peer* LocalPort::local_peer(const DescribedDatagram& datagram, LazyNow& clock) {
   PeerKey key;
-  if (datagram.size() > kMaxDatagramLength || !destination_of(datagram, key)) return nullptr;
+  if (datagram.bytes.size() > kMaxDatagramLength || !destination_of(datagram.transmit, key)) return nullptr;
   // A batch mostly goes to one peer: look it up once.
   if (last_peer_ == nullptr || key != last_key_) {
     last_peer_ = &peers_[key];
@@ -132,13 +117,13 @@ void LocalPort::ring_all() {
 // In order: runs of datagrams for the wire go to the UDP port, local ones to
 // their peer's lane. The first that cannot go yet (back-pressure from either
 // path) ends the call, as the Port contract says.
-std::size_t LocalPort::send(std::span<const MutableByteSpan> datagrams) {
+std::size_t LocalPort::send(std::span<const DescribedDatagram> datagrams) {
   LazyNow now;
   std::size_t wire_run_from = datagrams.size();  // none pending
   auto send_wire_run = [&](std::size_t until) {
     if (wire_run_from >= until) return true;
-    std::span<const MutableByteSpan> run = datagrams.subspan(wire_run_from, until - wire_run_from);
-    for (MutableByteSpan datagram : run) wire::seal_roce_datagram(datagram);  // again, if offered again
+    std::span<const DescribedDatagram> run = datagrams.subspan(wire_run_from, until - wire_run_from);
+    for (const DescribedDatagram& datagram : run) wire::seal_roce_datagram(datagram.bytes);  // again, if offered again
     std::size_t taken = wire_->send(run);
     bool all = taken == until - wire_run_from;
     wire_run_from = all ? datagrams.size() : wire_run_from + taken;
@@ -154,7 +139,7 @@ std::size_t LocalPort::send(std::span<const MutableByteSpan> datagrams) {
       ring_all();
       return wire_run_from;
     }
-    LocalOutbox::Put put = peer->outbox->put(datagrams[i]);
+    LocalOutbox::Put put = peer->outbox->put(datagrams[i].bytes);
     if (put == LocalOutbox::Put::taken) {
       ++local_sends_;
       if (!peer->unrung) to_ring_.push_back(peer);

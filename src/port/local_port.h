@@ -41,7 +41,7 @@ class LocalPort : public Port {
   const Gid& gid() const override { return wire_->gid(); }
   // Readable when the UDP socket is, or a local sender rang.
   int receive_fd() const override { return epoll_fd_; }
-  std::size_t send(std::span<const MutableByteSpan> datagrams) override;
+  std::size_t send(std::span<const DescribedDatagram> datagrams) override;
   std::span<const ReceivedDatagram> receive(TimeNs now) override;
   PortCounters counters() const override;
   std::size_t max_datagram_length() const override { return wire_->max_datagram_length(); }
@@ -83,7 +83,7 @@ class LocalPort : public Port {
   };
 
   LocalPort(std::unique_ptr<Port> wire, LocalInbox inbox);
-  Peer* local_peer(ByteSpan datagram, LazyNow& clock);
+  Peer* local_peer(const DescribedDatagram& datagram, LazyNow& clock);
   bool stuck(Peer& peer, LazyNow& clock);
   void ring_all();
 

@@ -9,6 +9,7 @@
 #include <system_error>
 
 #include "common/bytes.h"
+#include "uroce/transmit.h"
 #include "uroce/vocabulary.h"
 
 namespace uroce::port {
@@ -43,10 +44,11 @@ class Port {
   // Sends datagrams in order with as few system calls as it can. Returns how
   // many it took; fewer than given means back-pressure (EAGAIN/ENOBUFS):
   // offer the rest again soon. Datagrams that fail otherwise are counted and
-  // dropped, as a lossy link would. The bytes are the caller's and stay
-  // writable: a port that seals_icrc() writes the ICRC of those it puts on
-  // a wire.
-  virtual std::size_t send(std::span<const MutableByteSpan> datagrams) = 0;
+  // dropped, as a lossy link would. Each comes described (its destination,
+  // flow and traffic class), so a port never reads its headers. The bytes
+  // are the caller's and stay writable: a port that seals_icrc() writes the
+  // ICRC of those it puts on a wire.
+  virtual std::size_t send(std::span<const DescribedDatagram> datagrams) = 0;
   // What has arrived, without blocking. now: the device's clock this round
   // (for a port that paces its looks; saves it reading the clock again).
   virtual std::span<const ReceivedDatagram> receive(TimeNs now) = 0;

@@ -19,6 +19,7 @@
 #include "port/interface_info.h"
 #include "port/link_local.h"
 #include "port/raw_port_io.h"
+#include "wire/ip_datagram.h"
 
 namespace uroce::port {
 namespace {
@@ -255,8 +256,13 @@ void RawPort::on_arp(ByteSpan packet) {
 
 void RawPort::send_released(std::vector<std::vector<std::uint8_t>> datagrams) {
   if (datagrams.empty()) return;
-  std::vector<MutableByteSpan> spans(datagrams.begin(), datagrams.end());
-  std::span<const MutableByteSpan> rest(spans);
+  // Held as bytes: described again by the wire layer.
+  std::vector<DescribedDatagram> described;
+  for (std::vector<std::uint8_t>& datagram : datagrams) {
+    auto transmit = wire::describe_transmit(datagram);
+    if (transmit) described.push_back(DescribedDatagram{datagram, *transmit});
+  }
+  std::span<const DescribedDatagram> rest(described);
   // Back-pressure here has nobody to offer the rest to later: what the
   // socket refuses counts as lost, and the transport's timers resend it.
   while (!rest.empty()) {

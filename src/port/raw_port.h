@@ -46,7 +46,7 @@ class RawPort : public Port {
   // Prefixes each datagram with an Ethernet header and sends them with
   // sendmmsg; a datagram for a peer whose MAC address is not known yet waits
   // in the neighbour table while an ARP request goes out.
-  std::size_t send(std::span<const MutableByteSpan> datagrams) override;
+  std::size_t send(std::span<const DescribedDatagram> datagrams) override;
   // Frames for this port's address and UDP port, Ethernet header removed;
   // ARP is handled here and never reaches the caller.
   std::span<const ReceivedDatagram> receive(TimeNs now) override;

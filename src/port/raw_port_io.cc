@@ -13,40 +13,31 @@
 #include "uroce/monotonic_clock.h"
 #include "port/link_local.h"
 #include "port/raw_port_io.h"
-#include "wire/ipv4.h"
-#include "wire/ipv6.h"
-#include "wire/udp.h"
+#include "wire/ip_datagram.h"
 
 namespace uroce::port {
 namespace {
 
 bool is_back_pressure(int error) { return error == EAGAIN || error == EWOULDBLOCK || error == ENOBUFS; }
 
-// The IPv4 destination of an engine-built datagram, if it is one.
-std::optional<Ipv4Address> ipv4_destination(ByteSpan datagram) {
-  if (datagram.size() < wire::kIpv4HeaderLength + wire::kUdpHeaderLength || (datagram[0] >> 4) != 4) {
-    return std::nullopt;
-  }
-  Ipv4Address ip;
-  std::copy_n(datagram.data() + 16, 4, ip.begin());
-  return ip;
+// A described datagram's IPv4 destination, if it goes to one.
+std::optional<Ipv4Address> ipv4_destination(const DescribedDatagram& datagram) {
+  const Transmit& transmit = datagram.transmit;
+  if (!transmit.ipv4 || transmit.udp_payload_offset == 0) return std::nullopt;
+  const std::uint8_t* address = gid_address_bytes(transmit.destination, true);
+  return Ipv4Address{address[0], address[1], address[2], address[3]};
 }
 
-constexpr std::size_t kIpv6DestinationOffset = 24;
-
 // The MAC of an IPv6 datagram's link-local destination made of one (a GID 0).
-std::optional<wire::MacAddress> link_local_destination(ByteSpan datagram) {
-  if (datagram.size() < wire::kIpv6HeaderLength + wire::kUdpHeaderLength || (datagram[0] >> 4) != 6) {
-    return std::nullopt;
-  }
-  Gid destination;
-  std::copy_n(datagram.data() + kIpv6DestinationOffset, destination.size(), destination.begin());
-  return mac_of_link_local(destination);
+std::optional<wire::MacAddress> link_local_destination(const DescribedDatagram& datagram) {
+  const Transmit& transmit = datagram.transmit;
+  if (transmit.ipv4 || transmit.udp_payload_offset == 0) return std::nullopt;
+  return mac_of_link_local(transmit.destination);
 }
 
 }  // namespace
 
-std::size_t RawPort::send(std::span<const MutableByteSpan> datagrams) {
+std::size_t RawPort::send(std::span<const DescribedDatagram> datagrams) {
   Io& io = *io_;
   std::size_t taken = 0;
   while (taken < datagrams.size()) {
@@ -59,7 +50,7 @@ std::size_t RawPort::send(std::span<const MutableByteSpan> datagrams) {
       continue;
     }
     if (head && !mac_of_ipv4_group(*head) && neighbors_.find(*head) == nullptr) {
-      NeighborTable::HoldResult held = neighbors_.hold(*head, datagrams[taken], monotonic_now());
+      NeighborTable::HoldResult held = neighbors_.hold(*head, datagrams[taken].bytes, monotonic_now());
       counters_.unresolved_drops += held.dropped_oldest;
       if (held.send_request) send_arp(wire::ArpOperation::request, wire::kBroadcastMac, *head, wire::MacAddress{});
       ++taken;
@@ -68,7 +59,7 @@ std::size_t RawPort::send(std::span<const MutableByteSpan> datagrams) {
     // One sendmmsg for the run of datagrams from the head whose peers are resolved.
     std::size_t messages = 0;
     while (taken + messages < datagrams.size() && messages < kRawMessagesPerCall) {
-      ByteSpan datagram = datagrams[taken + messages];
+      const DescribedDatagram& datagram = datagrams[taken + messages];
       std::optional<Ipv4Address> destination = ipv4_destination(datagram);
       // A group's MAC and a link-local GID's come from the address itself.
       std::optional<wire::MacAddress> named =
@@ -78,7 +69,7 @@ std::size_t RawPort::send(std::span<const MutableByteSpan> datagrams) {
       write_ethernet_header(io.send_headers[messages].data(), *mac,
                             destination ? wire::kEthertypeIpv4 : wire::kEthertypeIpv6);
       io.send_iovs[messages][0] = iovec{io.send_headers[messages].data(), wire::kEthernetHeaderLength};
-      io.send_iovs[messages][1] = iovec{const_cast<std::uint8_t*>(datagram.data()), datagram.size()};
+      io.send_iovs[messages][1] = iovec{datagram.bytes.data(), datagram.bytes.size()};
       msghdr& header = io.send_messages[messages].msg_hdr;
       header = msghdr{};
       header.msg_iov = io.send_iovs[messages].data();
@@ -125,26 +116,26 @@ std::span<const ReceivedDatagram> RawPort::receive(TimeNs /*now*/) {
       continue;
     }
     ByteSpan datagram = ethernet->payload();
-    bool ipv4 = ethernet->ethertype() == wire::kEthertypeIpv4 && datagram.size() >= wire::kIpv4HeaderLength;
+    auto ip = wire::IpDatagramView::new_checked(datagram);
+    bool ipv4 = ip && ip->is_ipv4() && ethernet->ethertype() == wire::kEthertypeIpv4;
     wire::MacAddress expected_mac = mac_;
     if (ipv4) {
-      Ipv4Address destination;
-      std::copy_n(datagram.data() + 16, 4, destination.begin());
+      ByteSpan address = ip->destination_address();
+      Ipv4Address destination{address[0], address[1], address[2], address[3]};
       if (std::find(groups_.begin(), groups_.end(), destination) != groups_.end()) {
         expected_mac = *mac_of_ipv4_group(destination);
       } else {
         ipv4 = destination == ip_;
       }
     }
-    bool ipv6 = ethernet->ethertype() == wire::kEthertypeIpv6 && datagram.size() >= wire::kIpv6HeaderLength &&
-                std::equal(link_local_.begin(), link_local_.end(), datagram.data() + kIpv6DestinationOffset);
+    bool ipv6 = ip && !ip->is_ipv4() && ethernet->ethertype() == wire::kEthertypeIpv6 &&
+                std::ranges::equal(link_local_, ip->destination_address());
     if (ethernet->dst() != expected_mac || (!ipv4 && !ipv6)) {
       ++counters_.foreign_frames;
       continue;
     }
     // Ethernet pads short frames: the IP total length says where the datagram ends.
-    std::size_t ip_length =
-        ipv4 ? load_be16(datagram.data() + 2) : wire::kIpv6HeaderLength + load_be16(datagram.data() + 4);
+    std::size_t ip_length = ip->ip_total_length();
     io.received.push_back(ReceivedDatagram{datagram.first(std::min(ip_length, datagram.size())), true});
   }
   return io.received;

@@ -49,7 +49,7 @@ class UdpPort : public Port {
   // sendmmsg; runs of equal-sized datagrams to one peer go as one UDP GSO
   // send where the policy allows. Arrivals get their IP and UDP headers
   // rebuilt from what the socket reports.
-  std::size_t send(std::span<const MutableByteSpan> datagrams) override;
+  std::size_t send(std::span<const DescribedDatagram> datagrams) override;
   std::span<const ReceivedDatagram> receive(TimeNs now) override;
   PortCounters counters() const override;
   std::size_t max_datagram_length() const override;

@@ -13,8 +13,8 @@
 namespace uroce::port {
 namespace {
 
-// What the port needs from an engine-built datagram (a plain 20-byte IPv4
-// header or a 40-byte IPv6 one, then UDP).
+// What the port needs of a datagram, all from its description: where it
+// goes, from which source port, with which TOS, and its UDP payload.
 struct Outgoing {
   bool valid = false;
   int tos = 0;
@@ -24,18 +24,18 @@ struct Outgoing {
   ByteSpan payload;
 };
 
-Outgoing describe(ByteSpan datagram, bool ipv4) {
+Outgoing describe(const DescribedDatagram& datagram, bool ipv4) {
   Outgoing out;
-  std::size_t ip_length = ipv4 ? wire::kIpv4HeaderLength : wire::kIpv6HeaderLength;
-  if (datagram.size() < ip_length + wire::kUdpHeaderLength) return out;
-  const std::uint8_t* ip = datagram.data();
-  const std::uint8_t* udp = ip + ip_length;
+  const Transmit& transmit = datagram.transmit;
+  if (transmit.ipv4 != ipv4 || transmit.udp_payload_offset == 0 || transmit.udp_payload_offset > datagram.bytes.size()) {
+    return out;
+  }
   out.valid = true;
-  out.tos = ipv4 ? ip[1] : ((load_be16(ip) >> 4) & 0xFF);
-  out.destination = ipv4 ? ip + 16 : ip + 24;
-  out.source_port = load_be16(udp);
-  out.destination_port = load_be16(udp + 2);
-  out.payload = datagram.subspan(ip_length + wire::kUdpHeaderLength);
+  out.tos = transmit.traffic_class;
+  out.destination = gid_address_bytes(transmit.destination, ipv4);
+  out.source_port = transmit.source_port;
+  out.destination_port = transmit.destination_port;
+  out.payload = ByteSpan(datagram.bytes).subspan(transmit.udp_payload_offset);
   return out;
 }
 
@@ -94,7 +94,7 @@ void UdpPort::Io::prepare_receive_headers() {
   receive_headers_used = 0;
 }
 
-std::size_t UdpPort::send(std::span<const MutableByteSpan> datagrams) {
+std::size_t UdpPort::send(std::span<const DescribedDatagram> datagrams) {
   Io& io = *io_;
   std::size_t taken = 0;
   while (taken < datagrams.size()) {

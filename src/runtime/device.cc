@@ -32,14 +32,8 @@ constexpr std::size_t kTransmitBatch = 64;
 constexpr TimeNs kBackPressureRetryNs = 20'000;
 constexpr TimeNs kLongestRest = 2'000'000;
 
-// An RC ACKNOWLEDGE (ACK or NAK) with no payload, as the engine builds it:
-// plain IPv4 or IPv6 header, UDP, then the BTH's opcode.
-bool is_bare_ack(ByteSpan datagram) {
-  if (datagram.empty()) return false;
-  std::size_t ip_length = (datagram[0] >> 4) == 4 ? wire::kIpv4HeaderLength : wire::kIpv6HeaderLength;
-  std::size_t opcode_at = ip_length + wire::kUdpHeaderLength;
-  return datagram.size() > opcode_at && datagram[opcode_at] == wire::opcode::kRcAcknowledge;
-}
+// An RC ACKNOWLEDGE (ACK or NAK), which carries no request and no data.
+bool is_bare_ack(const DescribedDatagram& datagram) { return datagram.transmit.kind == TransmitKind::acknowledge; }
 
 // Sleeps in ppoll on fds, the wake eventfd last, for at most wait
 // nanoseconds, and takes the wake's count if it fired.
@@ -285,12 +279,12 @@ void Device::transmit(TimeNs now, AckRelease release) {
       // Slots are used in order; kept datagrams were moved to the front.
       std::span<std::uint8_t> slot(transmit_slots_.data() + transmit_queue_.size() * kMaxDatagramLength,
                                    kMaxDatagramLength);
-      std::size_t length = engine_.poll_transmit(slot, now);
-      if (length == 0) {
+      Transmit built = engine_.poll_transmit(slot, now);
+      if (!built) {
         engine_drained = true;
         break;
       }
-      transmit_queue_.emplace_back(slot.data(), length);
+      transmit_queue_.push_back(DescribedDatagram{slot.first(built.length), built});
     }
     if (transmit_queue_.empty()) return;
     // Bare ACKs go last in the batch: a reply the application just posted
@@ -298,7 +292,7 @@ void Device::transmit(TimeNs now, AckRelease release) {
     // Usually they are last already: one look at each datagram finds that
     // out, where stable_partition would allocate a buffer (on a ping-pong's
     // critical path).
-    auto is_request = [](ByteSpan datagram) { return !is_bare_ack(datagram); };
+    auto is_request = [](const DescribedDatagram& datagram) { return !is_bare_ack(datagram); };
     auto first_ack = std::find_if_not(transmit_queue_.begin(), transmit_queue_.end(), is_request);
     if (std::find_if(first_ack, transmit_queue_.end(), is_request) != transmit_queue_.end()) {
       first_ack = std::stable_partition(first_ack, transmit_queue_.end(), is_request);
@@ -354,14 +348,15 @@ void Device::note_reply_posted(TimeNs now) {
 void Device::keep_unsent(std::size_t taken) {
   std::size_t kept = transmit_queue_.size() - taken;
   for (std::size_t i = 0; i < kept; ++i) {
-    ByteSpan datagram = transmit_queue_[taken + i];
+    ByteSpan datagram = transmit_queue_[taken + i].bytes;
     std::memcpy(keep_scratch_.data() + i * kMaxDatagramLength, datagram.data(), datagram.size());
   }
   for (std::size_t i = 0; i < kept; ++i) {
-    std::size_t length = transmit_queue_[taken + i].size();
+    const DescribedDatagram& unsent = transmit_queue_[taken + i];
+    std::size_t length = unsent.bytes.size();
     std::uint8_t* slot = transmit_slots_.data() + i * kMaxDatagramLength;
     std::memcpy(slot, keep_scratch_.data() + i * kMaxDatagramLength, length);
-    transmit_queue_[i] = MutableByteSpan(slot, length);
+    transmit_queue_[i] = DescribedDatagram{MutableByteSpan(slot, length), unsent.transmit};
   }
   transmit_queue_.resize(kept);
 }

@@ -12,11 +12,6 @@ namespace uroce::sim {
 
 namespace {
 
-constexpr std::size_t kIpv4DestinationOffset = 16;
-constexpr std::size_t kUdpSourcePortOffset = 20;
-constexpr std::size_t kBthOpcodeOffset = 28;  // IPv4 (20) + UDP (8)
-constexpr std::uint8_t kOpcodeAcknowledge = 0x11;
-constexpr std::uint8_t kOpcodeCnp = 0x81;
 constexpr std::uint32_t kMinimumFrameWireBytes = 64 + 8 + 12;
 constexpr std::size_t kCompletionBatch = 64;
 constexpr std::uint32_t kCompletionQueueDepth = 4096;
@@ -60,34 +55,34 @@ void HostNode::wake(SimTime now) {
   arm_timer();
 }
 
-std::uint16_t HostNode::port_for(const Packet& packet) const {
+std::uint16_t HostNode::port_for(const Packet& packet, std::uint16_t source_port) const {
   if (transmitters_.size() == 1) return 0;
   auto fabric_ports = static_cast<std::uint16_t>(transmitters_.size());
   if (servers_.nvlink_port) {
     --fabric_ports;  // the last is the NVLink switch's
     if (same_server(packet.dst_host)) return fabric_ports;
   }
-  return static_cast<std::uint16_t>(load_be16(packet.header + kUdpSourcePortOffset) % fabric_ports);
+  return static_cast<std::uint16_t>(source_port % fabric_ports);
 }
 
-Packet* HostNode::packet_from_engine(std::size_t length) {
+// Everything the fabric needs of the packet comes from the engine's
+// description of it; the header bytes ride along for the receiver.
+Packet* HostNode::packet_from_engine(const Transmit& sent) {
   Packet* packet = world_.packets.acquire();
   packet->kind = PacketKind::roce;
-  packet->datagram_length = static_cast<std::uint32_t>(length);
+  packet->datagram_length = static_cast<std::uint32_t>(sent.length);
   packet->wire_bytes = std::max<std::uint32_t>(packet->datagram_length + kEthernetOverheadBytes, kMinimumFrameWireBytes);
-  std::memcpy(packet->header, transmit_buffer_.data(), std::min(length, kHeaderBytes));
-  const std::uint8_t* ip = packet->header;
+  std::memcpy(packet->header, transmit_buffer_.data(), std::min(sent.length, kHeaderBytes));
   packet->src_host = id_;
-  std::uint32_t destination = load_be32(ip + kIpv4DestinationOffset) & 0x00FFFFFFu;
-  packet->dst_host = destination - 1;  // host_address, inverted
-  packet->priority = static_cast<std::uint8_t>((ip[1] >> 2) >> 3);  // DSCP's class selector bits
-  packet->flow_hash = mix32(load_be32(ip + 12) ^ mix32(load_be32(ip + kIpv4DestinationOffset) ^
-                                                       mix32(load_be16(ip + kUdpSourcePortOffset))));
-  packet->route_cursor = load_be16(ip + kUdpSourcePortOffset);
-  std::uint8_t opcode = ip[kBthOpcodeOffset];
-  packet->roce_class = opcode == kOpcodeAcknowledge ? RoceClass::ack
-                       : opcode == kOpcodeCnp       ? RoceClass::cnp
-                                                    : RoceClass::data;
+  std::uint32_t destination = load_be32(gid_address_bytes(sent.destination, true));
+  packet->dst_host = (destination & 0x00FFFFFFu) - 1;  // host_address, inverted
+  packet->priority = static_cast<std::uint8_t>((sent.traffic_class >> 2) >> 3);  // DSCP's class selector bits
+  std::array<std::uint8_t, 4> source = host_address(id_);
+  packet->flow_hash = mix32(load_be32(source.data()) ^ mix32(destination ^ mix32(sent.source_port)));
+  packet->route_cursor = sent.source_port;
+  packet->roce_class = sent.kind == TransmitKind::acknowledge ? RoceClass::ack
+                       : sent.kind == TransmitKind::cnp       ? RoceClass::cnp
+                                                              : RoceClass::data;
   if (packet->roce_class == RoceClass::data) ++world_.counters.data_packets;
   return packet;
 }
@@ -101,13 +96,13 @@ Packet* HostNode::next_to_send(std::uint16_t port, SimTime now) {
     }
   }
   for (;;) {
-    std::size_t length = engine_->poll_transmit(transmit_buffer_, to_engine_time(now));
-    if (length == 0) {
+    Transmit sent = engine_->poll_transmit(transmit_buffer_, to_engine_time(now));
+    if (!sent) {
       arm_timer();  // pacing may have deferred a QP
       return nullptr;
     }
-    Packet* packet = packet_from_engine(length);
-    std::uint16_t out = port_for(*packet);
+    Packet* packet = packet_from_engine(sent);
+    std::uint16_t out = port_for(*packet, sent.source_port);
     if (out == port && !transmitter.paused(packet->priority)) return packet;
     held_[out][packet->priority].push(packet);
     if (out != port) transmitters_[out]->kick(now);  // its wire may be idle

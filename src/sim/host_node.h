@@ -60,8 +60,8 @@ class HostNode final : public Node, public EventHandler {
   void on_event(SimTime now, std::uint32_t tag) override;
 
  private:
-  Packet* packet_from_engine(std::size_t length);
-  std::uint16_t port_for(const Packet& packet) const;
+  Packet* packet_from_engine(const Transmit& sent);
+  std::uint16_t port_for(const Packet& packet, std::uint16_t source_port) const;
   void deliver_completions(SimTime now);
   void arm_timer();
 

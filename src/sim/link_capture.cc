@@ -75,12 +75,7 @@ void LinkCapture::on_transmit(const Packet& packet, SimTime now) {
     auto payload_at = static_cast<std::size_t>(parsed->packet.payload.data() - datagram.data());
     std::fill(datagram.begin() + static_cast<std::ptrdiff_t>(payload_at), datagram.end(), std::uint8_t{0});
   }
-  std::size_t ip_header = std::size_t{datagram[0] & 0x0Fu} * 4;
-  if (length >= ip_header + wire::kIcrcLength) {
-    std::uint32_t icrc = wire::compute_icrc(ByteSpan(datagram.data(), ip_header),
-                                            ByteSpan(datagram.data() + ip_header, length - ip_header - wire::kIcrcLength));
-    store_le32(datagram.data() + length - wire::kIcrcLength, icrc);
-  }
+  wire::seal_roce_datagram(datagram);
   writer_.write(frame_, timestamp_ns);
 }
 

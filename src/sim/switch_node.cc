@@ -5,7 +5,7 @@
 
 #include "common/bytes.h"
 #include "sim/mix.h"
-#include "wire/ipv4.h"
+#include "wire/ip_datagram.h"
 
 namespace uroce::sim {
 
@@ -132,16 +132,16 @@ void SwitchNode::trim(Packet& packet) {
 
 void SwitchNode::mark_if_congested(Packet& packet, const Port& egress, const PacketQueue& queue) {
   if (!config_.ecn || queue.bytes() <= egress.ecn_kmin) return;
-  std::uint8_t* ip = packet.header;
-  if ((ip[0] >> 4) != 4 || (ip[1] & 0x03u) == 0 || (ip[1] & 0x03u) == 0x03u) return;  // not ECT, or CE already
+  MutableByteSpan header(packet.header, std::min<std::size_t>(packet.datagram_length, kHeaderBytes));
+  auto datagram = wire::IpDatagramView::new_checked(header);
+  if (!datagram || !datagram->is_ipv4()) return;
+  if (datagram->ecn() == wire::Ecn::not_ect || datagram->ecn() == wire::Ecn::ce) return;  // not ECT, or CE already
   if (queue.bytes() < egress.ecn_kmax) {
     double fraction = static_cast<double>(queue.bytes() - egress.ecn_kmin) /
                       static_cast<double>(egress.ecn_kmax - egress.ecn_kmin);
     if (unit_interval(random_state_) >= fraction * config_.ecn_pmax) return;
   }
-  ip[1] |= 0x03u;
-  store_be16(&ip[10], 0);
-  store_be16(&ip[10], wire::ipv4_header_checksum(ByteSpan(ip, 20)));
+  wire::mark_congestion_experienced(header);
   ++world_.counters.ecn_marked;
 }
 

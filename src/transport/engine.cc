@@ -13,6 +13,7 @@
 #include "transport/psn.h"
 #include "transport/receive_checks.h"
 #include "transport/xrc.h"
+#include "wire/ip_datagram.h"
 #include "wire/udp.h"
 
 namespace uroce {
@@ -410,8 +411,7 @@ void Engine::on_datagram(std::span<const std::uint8_t> bytes, TimeNs now, bool v
     s.schedule_timer(*target);
     return;
   }
-  std::size_t ip_header_length = datagram->ip_version() == 4 ? (bytes[0] & 0x0Fu) * 4u : wire::kIpv6HeaderLength;
-  if (packet.headers.bth.dest_qp == kMulticastQpn) return s.on_multicast(*datagram, bytes.first(ip_header_length));
+  if (packet.headers.bth.dest_qp == kMulticastQpn) return s.on_multicast(*datagram, datagram->ip_header);
   QpType type = transport::receiving_qp_type(*packet.op);
   QueuePair* found = s.find_qp(packet.headers.bth.dest_qp);
   if (found == nullptr || found->type != type) {
@@ -435,12 +435,11 @@ void Engine::on_datagram(std::span<const std::uint8_t> bytes, TimeNs now, bool v
     case wire::OpKind::rdma_read_response: s.requester_on_response(qp, packet, now); break;
     default:
       if (type == QpType::ud) {
-        s.ud_on_datagram(qp, packet, bytes.first(ip_header_length));
+        s.ud_on_datagram(qp, packet, datagram->ip_header);
       } else if (type == QpType::xrc_recv && !s.adopt_xrc_srq(qp, packet)) {
         break;
       } else {
-        s.responder_on_request(
-            qp, packet, bytes.subspan(ip_header_length + wire::kUdpHeaderLength, datagram->udp.payload_length));
+        s.responder_on_request(qp, packet, datagram->udp_payload);
       }
       break;
   }
@@ -448,7 +447,18 @@ void Engine::on_datagram(std::span<const std::uint8_t> bytes, TimeNs now, bool v
   s.check_sq_drained(qp);
 }
 
-std::size_t Engine::poll_transmit(std::span<std::uint8_t> out, TimeNs now) {
+namespace {
+
+// The description of a datagram the engine has just built, which the wire
+// layer reads back (a datagram of ours always describes).
+Transmit describe_built(ByteSpan datagram) {
+  auto transmit = wire::describe_transmit(datagram);
+  return transmit ? *transmit : Transmit{datagram.size()};
+}
+
+}  // namespace
+
+Transmit Engine::poll_transmit(std::span<std::uint8_t> out, TimeNs now) {
   EngineState& s = *state_;
   while (!s.ready.empty()) {
     std::uint32_t qpn = s.ready.front();
@@ -463,10 +473,10 @@ std::size_t Engine::poll_transmit(std::span<std::uint8_t> out, TimeNs now) {
     s.check_sq_drained(qp);
     if (length > 0) {
       s.mark_ready(qp);  // it may have more; it drops out when it has nothing
-      return length;
+      return describe_built(out.first(length));
     }
   }
-  return 0;
+  return {};
 }
 
 TimeNs Engine::next_deadline() const { return state_->earliest_timer(); }

@@ -8,6 +8,7 @@
 
 #include "transport/engine_state.h"
 #include "transport/psn.h"
+#include "wire/ip_datagram.h"
 
 namespace uroce {
 
@@ -247,7 +248,7 @@ void EngineState::ud_on_datagram(QueuePair& qp, const wire::RocePacket& packet, 
   wc.qp_num = qp.qpn;
   wc.src_qp = packet.headers.deth->src_qp;
   wc.wc_flags = kWcGrh;
-  wc.network_header_type = !ip_header.empty() && (ip_header[0] >> 4) == 4 ? kNetworkIpv4 : kNetworkIpv6;
+  wc.network_header_type = wire::ip_version(ip_header) == 4 ? kNetworkIpv4 : kNetworkIpv6;
   if (packet.headers.imm_dt) {
     wc.wc_flags |= kWcWithImm;
     wc.imm_data = packet.headers.imm_dt->imm;

@@ -1,6 +1,8 @@
 // RoCEv2 packet and frame parsing and emission.
 #include "wire/frame.h"
 
+#include "wire/ip_datagram.h"
+
 #include <algorithm>
 
 #include "wire/icrc.h"
@@ -123,6 +125,8 @@ std::optional<WireError> parse_datagram_into(ByteSpan bytes, RoceDatagram& datag
   if (datagram.udp.dst_port != kRoceV2Port) return WireError::not_roce;
 
   if (auto error = parse_packet_into(udp->payload(), datagram.packet)) return error;
+  datagram.ip_header = ip_header;
+  datagram.udp_payload = udp->payload();
 
   if (check == IcrcCheck::skip) return std::nullopt;
   std::size_t datagram_length = kUdpHeaderLength + udp->payload().size();
@@ -245,10 +249,9 @@ void seal_roce_datagram(MutableByteSpan out, const DatagramLayout& layout) {
 }
 
 void seal_roce_datagram(MutableByteSpan datagram) {
-  if (datagram.empty()) return;
-  std::size_t ip_header_length = (datagram[0] >> 4) == 6 ? kIpv6HeaderLength : kIpv4HeaderLength;
-  if (datagram.size() < ip_header_length + kUdpHeaderLength + kIcrcLength) return;
-  seal_roce_datagram(datagram, DatagramLayout{ip_header_length, 0, datagram.size()});
+  auto view = IpDatagramView::new_checked(datagram);
+  if (!view || view->udp_payload().size() < kIcrcLength) return;
+  seal_roce_datagram(datagram, DatagramLayout{view->ip_header_length(), 0, datagram.size()});
 }
 
 WireResult<std::size_t> emit_roce_frame(const RoceFrameSpec& spec, MutableByteSpan out) {

@@ -53,6 +53,8 @@ struct RoceDatagram {
   UdpRepr udp;
   RocePacket packet;
   bool icrc_ok = false;
+  ByteSpan ip_header;    // the IP header as received, options included; points into the parsed bytes
+  ByteSpan udp_payload;  // BTH .. ICRC; points into the parsed bytes
 
   int ip_version() const { return std::holds_alternative<Ipv4Repr>(ip) ? 4 : 6; }
 };
@@ -109,7 +111,7 @@ WireResult<DatagramLayout> begin_roce_datagram(const RoceDatagramSpec& spec, std
                                                MutableByteSpan out);
 void seal_roce_datagram(MutableByteSpan out, const DatagramLayout& layout);
 // The same for a whole datagram that begin_roce_datagram laid out (its IP
-// version gives the header's length).
+// header gives its own length); not an IP/UDP datagram: left as it is.
 void seal_roce_datagram(MutableByteSpan datagram);
 
 struct RoceFrameSpec {

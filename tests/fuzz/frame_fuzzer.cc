@@ -1,6 +1,10 @@
 // libFuzzer target: arbitrary bytes into the frame and packet parsers and the
 // decoders. Nothing may crash or read out of bounds (ASan), and whatever parses
-// must emit back to bytes that parse to the same headers and payload.
+// must emit back to bytes that parse to the same headers and payload. The
+// carriers' view (wire/ip_datagram.h) reads the same bytes as a datagram;
+// what it accepts, it describes, and a CE mark changes only the ECN bits and
+// the IPv4 checksum.
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <vector>
@@ -8,6 +12,7 @@
 #include "decode/frame_json.h"
 #include "decode/frame_text.h"
 #include "wire/frame.h"
+#include "wire/ip_datagram.h"
 
 using namespace uroce;
 
@@ -38,6 +43,25 @@ void check_reemit(const wire::RoceFrame& frame) {
   }
 }
 
+void check_carrier_view(ByteSpan bytes) {
+  auto view = wire::IpDatagramView::new_checked(bytes);
+  auto transmit = wire::describe_transmit(bytes);
+  check(view.has_value() == transmit.has_value());
+  if (!view) return;
+  check(transmit->udp_payload_offset + view->udp_payload().size() == bytes.size());
+  (void)view->destination_gid();
+  (void)view->ip_total_length();
+  (void)view->bth_opcode();
+  std::vector<std::uint8_t> marked(bytes.begin(), bytes.end());
+  if (wire::mark_congestion_experienced(marked)) {
+    auto again = wire::IpDatagramView::new_checked(marked);
+    check(again && again->ecn() == wire::Ecn::ce && again->dscp() == view->dscp());
+    check(std::equal(marked.begin() + static_cast<std::ptrdiff_t>(view->ip_header_length()), marked.end(),
+                     bytes.begin() + static_cast<std::ptrdiff_t>(view->ip_header_length())));
+  }
+  (void)wire::parse_grh_area(bytes);
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
@@ -48,6 +72,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     check_reemit(*frame);
   }
   (void)wire::parse_roce_packet(bytes);
+  check_carrier_view(bytes);
   (void)decode::frame_to_json(bytes).dump();
   (void)decode::frame_to_text(1, 0.0, bytes);
   return 0;

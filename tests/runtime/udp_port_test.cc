@@ -14,12 +14,19 @@
 
 #include "port/udp_port.h"
 #include "uroce/device.h"
+#include "wire/ip_datagram.h"
 #include "wire/ipv4.h"
 #include "wire/ipv6.h"
 #include "wire/udp.h"
 
 namespace uroce::port {
 namespace {
+
+// A datagram with the description the engine would give it.
+DescribedDatagram described(std::vector<std::uint8_t>& datagram) {
+  auto transmit = wire::describe_transmit(datagram);
+  return DescribedDatagram{datagram, transmit ? *transmit : Transmit{datagram.size()}};
+}
 
 bool is_ipv4_mapped(const Gid& gid) { return gid == gid_from_ipv4({gid[12], gid[13], gid[14], gid[15]}); }
 
@@ -81,11 +88,11 @@ std::uint64_t send_and_check(const std::string& from_address, const std::string&
   UdpPort sender = open_port(from_address, static_cast<std::uint16_t>(port + 1), gso);
   UdpPort receiver = open_port(to_address, port, gso);
   std::vector<std::vector<std::uint8_t>> datagrams;
-  std::vector<MutableByteSpan> views;
+  std::vector<DescribedDatagram> views;
   for (std::size_t i = 0; i < plan.size(); ++i) {
     datagrams.push_back(datagram(sender.gid(), receiver.gid(), 0xC123, port, plan[i], i));
   }
-  for (auto& d : datagrams) views.emplace_back(d);
+  for (auto& d : datagrams) views.push_back(described(d));
   EXPECT_EQ(sender.send(views), views.size());
 
   std::size_t arrived = 0;
@@ -173,11 +180,11 @@ TEST(UdpPort, AfterAnEmptyReceiveOneMessageIsTakenThenTheRestInOneBatch) {
   UdpPort second = open_port("127.0.1.42", 19214, UdpGsoPolicy::never);
   auto send_from = [&](UdpPort& sender, std::size_t count) {
     std::vector<std::vector<std::uint8_t>> datagrams;
-    std::vector<MutableByteSpan> views;
+    std::vector<DescribedDatagram> views;
     for (std::size_t i = 0; i < count; ++i) {
       datagrams.push_back(datagram(sender.gid(), receiver.gid(), 0xC123, 19213, {100 + i, 2}, i));
     }
-    for (auto& d : datagrams) views.emplace_back(d);
+    for (auto& d : datagrams) views.push_back(described(d));
     ASSERT_EQ(sender.send(views), count);
   };
   auto sources_of = [](std::span<const ReceivedDatagram> got) {
@@ -204,11 +211,11 @@ TEST(UdpPort, AReusedReceiveSlotStillReportsAGroRun) {
   UdpPort sender = open_port("127.0.1.44", 19216, UdpGsoPolicy::where_bytes_unchanged);
   auto send = [&](std::size_t count) {
     std::vector<std::vector<std::uint8_t>> datagrams;
-    std::vector<MutableByteSpan> views;
+    std::vector<DescribedDatagram> views;
     for (std::size_t i = 0; i < count; ++i) {
       datagrams.push_back(datagram(sender.gid(), receiver.gid(), 0xC123, 19215, {300, 2}, i));
     }
-    for (auto& d : datagrams) views.emplace_back(d);
+    for (auto& d : datagrams) views.push_back(described(d));
     ASSERT_EQ(sender.send(views), count);
   };
   // Each arrival's size and ECN bits (ECT(0) as sent: 2).
@@ -234,7 +241,8 @@ TEST(UdpPort, AReusedReceiveSlotStillReportsAGroRun) {
 TEST(UdpPort, MalformedDatagramsFromTheEngineAreCountedNotSent) {
   UdpPort sender = open_port("127.0.1.34", 19206, UdpGsoPolicy::always);
   std::vector<std::uint8_t> too_short(10);
-  std::vector<MutableByteSpan> views{too_short};
+  // What a bad description says: no UDP payload to send.
+  std::vector<DescribedDatagram> views{DescribedDatagram{too_short, Transmit{too_short.size()}}};
   EXPECT_EQ(sender.send(views), 1u);
   EXPECT_EQ(sender.counters().send_errors, 1u);
 }

@@ -90,7 +90,7 @@ bool TestNetwork::run_until(const std::function<bool()>& done, TimeNs limit) {
     bool sent = false;
     for (std::size_t i = 0; i < engines_.size(); ++i) {
       for (int burst = 0; burst < 64; ++burst) {
-        std::size_t length = engines_[i]->poll_transmit(buffer, now_);
+        std::size_t length = engines_[i]->poll_transmit(buffer, now_).length;
         if (length == 0) break;
         send(std::span(buffer).first(length));
         sent = true;

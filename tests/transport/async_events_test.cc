@@ -134,7 +134,7 @@ TEST_F(AsyncEvents, SqdStopsNewRequestsAndReportsTheDrain) {
   post(WrOpcode::rdma_write, 6000, remote_keys_.rkey, 1);  // 6 packets at MTU 1024
   std::vector<std::uint8_t> buffer(kMaxDatagramLength);
   // Let the first packet out, then ask for SQD with notification.
-  ASSERT_GT(a_.engine->poll_transmit(buffer, 0), 0u);
+  ASSERT_GT(a_.engine->poll_transmit(buffer, 0).length, 0u);
   QpAttr attr;
   attr.qp_state = QpState::sqd;
   attr.en_sqd_async_notify = true;

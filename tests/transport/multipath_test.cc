@@ -405,11 +405,11 @@ TEST(MultipathIpv6, EachPacketCarriesItsEvInTheFlowLabel) {
   WorkCompletion completion[1];
   std::size_t done = 0;
   for (TimeNs now = 0; done == 0 && now < 1'000 * kUs; now += kUs) {
-    while (std::size_t length = a->poll_transmit(buffer, now)) {
+    while (std::size_t length = a->poll_transmit(buffer, now).length) {
       check(std::span(buffer).first(length), request_labels);
       b->on_datagram(std::span(buffer).first(length), now);
     }
-    while (std::size_t length = b->poll_transmit(buffer, now)) {
+    while (std::size_t length = b->poll_transmit(buffer, now).length) {
       check(std::span(buffer).first(length), ack_labels);
       a->on_datagram(std::span(buffer).first(length), now);
     }

@@ -49,7 +49,7 @@ class Payloadless : public ::testing::Test {
     for (bool any = true; any;) {
       any = false;
       for (auto [from, to] : {std::pair{&engine_a_, &engine_b_}, std::pair{&engine_b_, &engine_a_}}) {
-        while (std::size_t length = from->poll_transmit(out, now_)) {
+        while (std::size_t length = from->poll_transmit(out, now_).length) {
           std::memcpy(in.data(), out.data(), std::min(length, kHeaderBytes));
           now_ += 1000;
           to->on_datagram(std::span(in).first(length), now_, false);

@@ -51,7 +51,7 @@ class Trimming : public ::testing::TestWithParam<LossRecovery> {
     WorkCompletion completions[4];
     std::uint32_t sent = 0;
     for (int round = 0; round < 20 && done.empty(); ++round) {
-      while (std::size_t length = a_->poll_transmit(buffer, 0)) {
+      while (std::size_t length = a_->poll_transmit(buffer, 0).length) {
         auto datagram = std::span(buffer).first(length);
         bool last_first_time = ++sent == kPackets;
         if (last_first_time && fate == Fate::trimmed) {
@@ -60,7 +60,7 @@ class Trimming : public ::testing::TestWithParam<LossRecovery> {
           b_->on_datagram(datagram, 0);
         }
       }
-      while (std::size_t length = b_->poll_transmit(buffer, 0)) a_->on_datagram(std::span(buffer).first(length), 0);
+      while (std::size_t length = b_->poll_transmit(buffer, 0).length) a_->on_datagram(std::span(buffer).first(length), 0);
       std::size_t n = *a_->poll_cq(x_.cq, completions);
       done.insert(done.end(), completions, completions + n);
     }
@@ -98,7 +98,7 @@ TEST_P(Trimming, TrimmedDuplicatesAndResponsesAreIgnored) {
   write.sg_list = {&sge, 1};
   write.rdma = {reinterpret_cast<std::uintptr_t>(target_.data()), b_->reg_mr(y_.pd, target_.data(), 1024, kAll)->rkey};
   ASSERT_EQ(a_->post_send(x_.qpn, write), std::errc{});
-  std::size_t length = a_->poll_transmit(buffer, 0);
+  std::size_t length = a_->poll_transmit(buffer, 0).length;
   ASSERT_GT(length, 0u);
   b_->on_datagram(std::span(buffer).first(length), 0);
   b_->on_trimmed(std::span(buffer).first(length), 0);  // the same PSN, now behind the expected one

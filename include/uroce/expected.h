@@ -22,6 +22,10 @@ template <typename T, typename E>
 class Expected {
  public:
   Expected(T value) : state_(std::in_place_index<0>, std::move(value)) {}
+  // The value built where it will stay, from args (none: default-built), so
+  // that a large value is filled in place and never copied.
+  template <typename... Args>
+  explicit Expected(std::in_place_t, Args&&... args) : state_(std::in_place_index<0>, std::forward<Args>(args)...) {}
   Expected(Unexpected<E> failure) : state_(std::in_place_index<1>, failure.error) {}
 
   bool has_value() const { return state_.index() == 0; }

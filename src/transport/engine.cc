@@ -13,7 +13,6 @@
 #include "transport/psn.h"
 #include "transport/receive_checks.h"
 #include "transport/xrc.h"
-#include "wire/ip_datagram.h"
 #include "wire/udp.h"
 
 namespace uroce {
@@ -177,7 +176,7 @@ wire::WireResult<wire::DatagramLayout> EngineState::begin_packet_to(const Addres
                                                                     std::uint16_t source_port,
                                                                     const wire::TransportHeaders& headers,
                                                                     std::size_t payload_length,
-                                                                    MutableByteSpan out, std::uint32_t flow_label) const {
+                                                                    MutableByteSpan out, std::uint32_t flow_label) {
   wire::RoceDatagramSpec spec;
   spec.headers = headers;
   spec.headers.bth.dest_qp = dest_qp;
@@ -189,7 +188,16 @@ wire::WireResult<wire::DatagramLayout> EngineState::begin_packet_to(const Addres
   const wire::OpcodeInfo* op = wire::find_opcode(headers.bth.opcode);
   wire::Ecn ecn = op != nullptr && op->ecn_capable() ? wire::Ecn::ect0 : wire::Ecn::not_ect;
   const Gid& source = av.sgid == Gid{} ? config.gid : av.sgid;
-  if (gid_is_ipv4(source) && gid_is_ipv4(av.dgid)) {
+  built = Transmit{};
+  built.destination = av.dgid;
+  built.source_port = source_port;
+  built.destination_port = spec.udp.dst_port;
+  built.traffic_class = static_cast<std::uint8_t>(dscp << 2 | static_cast<std::uint8_t>(ecn));
+  built.ipv4 = gid_is_ipv4(source) && gid_is_ipv4(av.dgid);
+  built.kind = headers.bth.opcode == wire::opcode::kRcAcknowledge ? TransmitKind::acknowledge
+               : headers.bth.opcode == wire::opcode::kCnp       ? TransmitKind::cnp
+                                                                : TransmitKind::data;
+  if (built.ipv4) {
     wire::Ipv4Repr ip;
     ip.dscp = dscp;
     ip.ecn = ecn;
@@ -207,7 +215,9 @@ wire::WireResult<wire::DatagramLayout> EngineState::begin_packet_to(const Addres
     ip.dst = av.dgid;
     spec.ip = ip;
   }
-  return wire::begin_roce_datagram(spec, payload_length, out);
+  auto layout = wire::begin_roce_datagram(spec, payload_length, out);
+  if (layout) built.udp_payload_offset = layout->ip_header_length + wire::kUdpHeaderLength;
+  return layout;
 }
 
 std::size_t EngineState::finish_packet(MutableByteSpan out, const wire::DatagramLayout& layout) {
@@ -447,17 +457,6 @@ void Engine::on_datagram(std::span<const std::uint8_t> bytes, TimeNs now, bool v
   s.check_sq_drained(qp);
 }
 
-namespace {
-
-// The description of a datagram the engine has just built, which the wire
-// layer reads back (a datagram of ours always describes).
-Transmit describe_built(ByteSpan datagram) {
-  auto transmit = wire::describe_transmit(datagram);
-  return transmit ? *transmit : Transmit{datagram.size()};
-}
-
-}  // namespace
-
 Transmit Engine::poll_transmit(std::span<std::uint8_t> out, TimeNs now) {
   EngineState& s = *state_;
   while (!s.ready.empty()) {
@@ -473,7 +472,9 @@ Transmit Engine::poll_transmit(std::span<std::uint8_t> out, TimeNs now) {
     s.check_sq_drained(qp);
     if (length > 0) {
       s.mark_ready(qp);  // it may have more; it drops out when it has nothing
-      return describe_built(out.first(length));
+      Transmit described = s.built;  // noted as it was laid out: nothing is read back
+      described.length = length;
+      return described;
     }
   }
   return {};

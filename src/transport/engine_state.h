@@ -130,12 +130,14 @@ class EngineState {
   // Writes IP/UDP/BTH/extension headers for a packet to this destination;
   // the caller fills payload_length bytes at layout.payload_offset and seals.
   // flow_label: on IPv6, this instead of the destination's when not 0 (a multipath EV's).
+  // Notes what it built in built (poll_transmit's description).
   wire::WireResult<wire::DatagramLayout> begin_packet_to(const AddressVector& destination, std::uint32_t dest_qp,
                                                          std::uint16_t source_port,
                                                          const wire::TransportHeaders& headers,
                                                          std::size_t payload_length, MutableByteSpan out,
-                                                         std::uint32_t flow_label = 0) const;
+                                                         std::uint32_t flow_label = 0);
   std::size_t finish_packet(MutableByteSpan out, const wire::DatagramLayout& layout);
+  Transmit built;  // the description of the datagram begin_packet_to last laid out
 
   // Congestion control (congestion.cc): pacing of data packets by the QP's DCQCN
   // rate, CNPs for CE-marked arrivals.

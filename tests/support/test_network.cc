@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "common/bytes.h"
+#include "wire/ip_datagram.h"
 #include "wire/ipv4.h"
 
 namespace uroce::testing {
@@ -83,6 +84,26 @@ void TestNetwork::send_to(std::size_t to, std::span<const std::uint8_t> datagram
   }
 }
 
+namespace {
+
+// Whether a description says what the wire layer reads in the bytes.
+bool described_as_built(const Transmit& described, ByteSpan bytes) {
+  auto read = wire::describe_transmit(bytes);
+  return read && described.length == read->length && described.udp_payload_offset == read->udp_payload_offset &&
+         described.destination == read->destination && described.source_port == read->source_port &&
+         described.destination_port == read->destination_port && described.traffic_class == read->traffic_class &&
+         described.ipv4 == read->ipv4 && described.kind == read->kind;
+}
+
+}  // namespace
+
+TestNetwork::~TestNetwork() {
+  if (stats_.description_mismatches == 0) return;
+  std::fprintf(stderr, "TestNetwork: %llu datagrams were described otherwise than built\n",
+               static_cast<unsigned long long>(stats_.description_mismatches));
+  std::abort();
+}
+
 bool TestNetwork::run_until(const std::function<bool()>& done, TimeNs limit) {
   std::vector<std::uint8_t> buffer(kMaxDatagramLength);
   while (!done()) {
@@ -90,8 +111,12 @@ bool TestNetwork::run_until(const std::function<bool()>& done, TimeNs limit) {
     bool sent = false;
     for (std::size_t i = 0; i < engines_.size(); ++i) {
       for (int burst = 0; burst < 64; ++burst) {
-        std::size_t length = engines_[i]->poll_transmit(buffer, now_).length;
+        Transmit described = engines_[i]->poll_transmit(buffer, now_);
+        std::size_t length = described.length;
         if (length == 0) break;
+        stats_.description_mismatches += !described_as_built(described, std::span(buffer).first(length));
+        stats_.described_acknowledgements += described.kind == TransmitKind::acknowledge;
+        stats_.described_cnps += described.kind == TransmitKind::cnp;
         send(std::span(buffer).first(length));
         sent = true;
       }

@@ -36,11 +36,21 @@ struct ChannelFaults {
 struct NetworkStats {
   std::uint64_t delivered = 0, dropped = 0, duplicated = 0, reordered = 0, corrupted = 0, ecn_marked = 0,
                 trimmed = 0;
+  // Every datagram sent is checked against its description (poll_transmit's
+  // Transmit): how many disagreed with what the wire layer reads in its
+  // bytes, and how many were described as bare ACKs and as CNPs.
+  std::uint64_t description_mismatches = 0, described_acknowledgements = 0, described_cnps = 0;
 };
 
 class TestNetwork {
  public:
   TestNetwork(std::uint64_t seed, ChannelFaults faults);
+  // Ends the test program when any datagram was described otherwise than
+  // built (stats().description_mismatches): every test that runs engines
+  // over this network checks the descriptions.
+  ~TestNetwork();
+  TestNetwork(const TestNetwork&) = delete;
+  TestNetwork& operator=(const TestNetwork&) = delete;
 
   // Adds an engine with address 10.0.0.<index+1> and returns it: config's
   // settings, but for the address and seed.

@@ -10,7 +10,7 @@ packages=(
   libcli11-dev libfmt-dev nlohmann-json3-dev libtomlplusplus-dev
   libpcap-dev zlib1g-dev libisal-dev libprotobuf-dev protobuf-compiler iproute2 nftables
   libibverbs-dev librdmacm-dev ibverbs-utils perftest rdmacm-utils qperf ucx-utils openmpi-bin libopenmpi-dev libfabric-bin sockperf python3-pyverbs
-  qemu-system-x86 busybox-static cpio time gdb
+  qemu-system-x86 busybox-static cpio time gdb tcpdump
 )
 
 missing=()

@@ -1,5 +1,5 @@
 // configured_devices(), configured_progress(), configured_local_path(),
-// configured_shared_regions() and configured_loss_probe(): the UROCE_*
+// configured_shared_regions(), configured_gso() and configured_loss_probe(): the UROCE_*
 // variables.
 #include "ibverbs/configuration.h"
 
@@ -49,6 +49,14 @@ Expected<bool, std::string> configured_local_path() {
 }
 
 Expected<bool, std::string> configured_shared_regions() { return zero_or_one("UROCE_SHARED_MR"); }
+
+Expected<bool, std::string> configured_gso() {
+  const char* value = std::getenv("UROCE_GSO");
+  std::string text = value != nullptr ? value : "";
+  if (text.empty() || text == "1") return true;
+  if (text == "0") return false;
+  return unexpected("UROCE_GSO='" + text + "' is not 0 or 1");
+}
 
 Expected<TimeNs, std::string> configured_loss_probe() {
   // 5 ms: under bulk load on a small host ACKs can lag 1 to 5 ms behind a

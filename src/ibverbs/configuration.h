@@ -17,6 +17,10 @@
 //                    are read by that peer in one copy, not sent as
 //                    packets. Off by default (0): it changes how the
 //                    buffer's pages behave across fork
+//   UROCE_GSO        0: the UDP port sends every datagram on its own, never
+//                    a run as one GSO send (default 1: runs where the bytes
+//                    a peer checks stay unchanged). A capture on loopback
+//                    then sees each datagram as sent, not the batch
 //   UROCE_LOSS_PROBE_US  microseconds without an acknowledgement after which
 //                    an RC QP probes for a lost tail (QpInitAttr::loss_probe_ns;
 //                    default 5000, 0: off, only the Local ACK Timeout)
@@ -47,6 +51,10 @@ Expected<ProgressChoice, std::string> configured_progress();
 // Whether devices take the intra-host path (UROCE_WIRE unset, empty or 0);
 // a value other than 0 or 1 is an error naming it.
 Expected<bool, std::string> configured_local_path();
+
+// Whether the UDP port may send runs of datagrams as one GSO send (UROCE_GSO
+// unset, empty or 1); a value other than 0 or 1 is an error naming it.
+Expected<bool, std::string> configured_gso();
 
 // Whether registered regions are shared with local peers (UROCE_SHARED_MR
 // is 1); a value other than 0 or 1 is an error naming it.

@@ -43,12 +43,15 @@ Expected<std::shared_ptr<DeviceRuntime>, std::string> DeviceRuntime::open(UroceD
   if (!shared_regions) return unexpected(shared_regions.error());
   auto loss_probe = configured_loss_probe();
   if (!loss_probe) return unexpected(loss_probe.error());
+  auto gso = configured_gso();
+  if (!gso) return unexpected(gso.error());
   DeviceConfig config;
   config.address = device.spec.address;
   config.interface = device.spec.interface;
   config.progress_thread = progress->progress_thread;
   config.progress_mode = progress->mode;
   config.local_path = *local_path;
+  if (!*gso) config.gso = UdpGsoPolicy::never;
   auto running = Device::open(config);
   if (!running) return unexpected(running.error());
   std::shared_ptr<DeviceRuntime> runtime(new DeviceRuntime(device, std::move(*running)));

@@ -3,6 +3,10 @@
 // started through it talk; a missing program or library is a clear error.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <cstdio>
+#include <regex>
 #include <string>
 
 #include "tests/support/program_environment.h"
@@ -100,6 +104,42 @@ TEST(UroceRun, AnAddressThisHostDoesNotHoldIsRefusedAtOnce) {
   auto held = run_uroce("run --address 127.0.8.206,::1 -- echo ran 2>&1");
   EXPECT_EQ(held.exit_code, 0) << held.output;
   EXPECT_EQ(held.output, "ran\n");
+}
+
+// A capture of two processes on the wire over loopback (tcpdump, which
+// sees what the kernel hands the loopback device): by default the UDP port
+// sends runs of datagrams as one GSO send, which the capture shows as one
+// long datagram whose ICRC cannot match; with UROCE_GSO=0 every frame is a
+// datagram as the engine built it, and uroce decode finds every ICRC good.
+TEST(UroceRun, WithoutGsoALoopbackCaptureShowsEveryDatagramAsBuilt) {
+  if (!installed("tcpdump") || !installed("ibv_rc_pingpong") || ::geteuid() != 0) {
+    GTEST_SKIP() << "needs tcpdump, ibv_rc_pingpong and root";
+  }
+  auto capture = [&](const std::string& gso, const std::string& file) {
+    std::string uroce = preload() + " UROCE_GSO=" + gso + " UROCE_STATS=1 " + testing::uroce_binary() + " run --wire ";
+    return run_shell("(timeout 20 tcpdump -i lo -U -w " + file + " 'udp port 4791 and host 127.0.8.207' 2>/dev/null & "
+                     "sleep 1; " + uroce + "--address 127.0.8.207 -- ibv_rc_pingpong -g 1 -p 19601 -s 16384 -n 20 & "
+                     "sleep 0.5; " + uroce + "--address 127.0.8.208 -- ibv_rc_pingpong -g 1 -p 19601 -s 16384 -n 20 "
+                     "127.0.8.207; client=$?; wait %2; server=$?; sleep 0.5; kill %1; wait %1; "
+                     "echo \"exit $client $server\") 2>&1");
+  };
+  std::string dir = ::testing::TempDir();
+  auto batched = capture("1", dir + "/batched.pcap");
+  ASSERT_NE(batched.output.find("exit 0 0"), std::string::npos) << batched.output;
+  EXPECT_TRUE(std::regex_search(batched.output, std::regex("GSO sends [1-9]"))) << batched.output;
+  auto plain = capture("0", dir + "/plain.pcap");
+  ASSERT_NE(plain.output.find("exit 0 0"), std::string::npos) << plain.output;
+  EXPECT_TRUE(std::regex_search(plain.output, std::regex("GSO sends 0\n"))) << plain.output;
+  EXPECT_FALSE(std::regex_search(plain.output, std::regex("GSO sends [1-9]"))) << plain.output;
+  auto decoded = run_uroce("decode " + dir + "/plain.pcap");
+  EXPECT_EQ(decoded.exit_code, 0) << decoded.output;
+  EXPECT_NE(decoded.output.find("RC SEND_FIRST"), std::string::npos) << decoded.output;
+  EXPECT_EQ(decoded.output.find("BAD"), std::string::npos) << decoded.output;
+  auto batched_decoded = run_uroce("decode " + dir + "/batched.pcap");
+  EXPECT_NE(batched_decoded.output.find("BAD"), std::string::npos) << "GSO runs were expected in the default capture\n"
+                                                                   << batched_decoded.output;
+  std::remove((dir + "/batched.pcap").c_str());
+  std::remove((dir + "/plain.pcap").c_str());
 }
 
 }  // namespace

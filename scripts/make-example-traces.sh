@@ -3,7 +3,7 @@
 # data-parallel training step and a mixture-of-experts step on 8 ranks
 # (src/chakra/example_traces.h says what is in them). The files in examples/
 # were made by this script; SimCli.TheShippedExampleTracesAreWhatTheGeneratorWrites
-# (tests/sim/sim_cli_test.cc) checks they
+# (tests/tools/sim_cli_test.cc) checks they
 # still match what it makes.
 # Usage: scripts/make-example-traces.sh [--build DIR]
 set -euo pipefail

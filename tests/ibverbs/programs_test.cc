@@ -335,7 +335,7 @@ std::string port_name(const ::testing::TestParamInfo<bool>& raw) { return raw.pa
 
 INSTANTIATE_TEST_SUITE_P(Ports, NamespacePrograms, ::testing::Values(false, true), port_name);
 
-// (The rdma_cm programs: rdmacm_programs_test.cc; UCX: ucx_programs_test.cc.)
+// (The rdma_cm programs: tests/rdmacm/rdmacm_programs_test.cc; UCX: ucx_programs_test.cc.)
 
 }  // namespace
 }  // namespace uroce

@@ -35,6 +35,10 @@ namespace port {
 class Port;
 struct PortCounters;
 }
+namespace runtime {
+class TransmitBatch;
+enum class AckRelease : std::uint8_t;
+}
 
 // How a progress thread shares the packet work with an application that
 // polls (docs/design/progress-engine.md).
@@ -242,16 +246,9 @@ class Device {
     return f(engine_);
   }
   bool progress_locked(TimeNs now, bool answer_now);
-  // When the bare ACKs in a transmit leave (adaptive mode holds them).
-  enum class AckRelease : std::uint8_t {
-    now,
-    after_hold,        // once ack_hold_ns old
-    behind_a_request,  // with any other datagram (a posted reply); else held on
-  };
-  void transmit(TimeNs now, AckRelease release);
-  void keep_unsent(std::size_t taken);
-  void note_expired_hold(TimeNs now);
-  void note_reply_posted(TimeNs now);
+  // What the engine has, to the port (runtime/transmit_batch.h: batching,
+  // back-pressure and the ACK hold, which adaptive mode uses).
+  void transmit_locked(TimeNs now, runtime::AckRelease release);
   void signal_completions_locked();
   void transmit_posted_locked();
   // Returns whether it ran a round.
@@ -289,18 +286,10 @@ class Device {
   std::unique_ptr<port::Port> port_;
   // Reads local peers' shared regions for their extent packets (port::ExtentMappings).
   std::unique_ptr<ExtentSource> extents_;
-  // Datagrams from the engine wait here for one batched send; those the port
-  // refused (back-pressure) stay at the front and go first next time.
-  std::vector<std::uint8_t> transmit_slots_;
-  std::vector<DescribedDatagram> transmit_queue_;  // views of transmit_slots_, described
-  std::vector<std::uint8_t> keep_scratch_;
+  // The engine's datagrams on their way to the port, and the ACK hold.
+  std::unique_ptr<runtime::TransmitBatch> batch_;
   ProgressCounters progress_counters_;  // under the lock, but for:
   std::atomic<std::uint64_t> thread_rests_{0};
-  bool back_pressured_ = false;    // the port refused part of the last transmit
-  TimeNs acks_held_since_ = kNever;  // bare ACKs wait at the queue's end
-  TimeNs acks_expired_at_ = kNever;  // the last held ACKs left alone, and no reply came since
-  bool sent_requests_ = false;       // a transmit sent datagrams other than bare ACKs
-  static constexpr TimeNs kShortestAckHold = 2'000;
   int wake_fd_ = -1;
   int completion_fd_ = -1;
   bool completion_signalled_ = false;
@@ -310,8 +299,6 @@ class Device {
   std::atomic<bool> resting_{false};   // the thread sleeps leaving the port to the application
   ProgressMode progress_mode_;
   TimeNs handoff_ns_;
-  TimeNs ack_hold_;  // under the lock: adapts between kShortestAckHold and longest_ack_hold_
-  TimeNs longest_ack_hold_;
   TimeNs spin_ns_;
   // adaptive: until when the application is taken to be polling.
   std::atomic<TimeNs> application_polls_until_{0};

@@ -20,6 +20,7 @@
 #include "port/local_port.h"
 #include "port/raw_port.h"
 #include "port/udp_port.h"
+#include "runtime/transmit_batch.h"
 #include "wire/ipv4.h"
 #include "wire/ipv6.h"
 #include "wire/opcode.h"
@@ -28,12 +29,9 @@
 namespace uroce {
 namespace {
 
-constexpr std::size_t kTransmitBatch = 64;
 constexpr TimeNs kBackPressureRetryNs = 20'000;
 constexpr TimeNs kLongestRest = 2'000'000;
 
-// An RC ACKNOWLEDGE (ACK or NAK), which carries no request and no data.
-bool is_bare_ack(const DescribedDatagram& datagram) { return datagram.transmit.kind == TransmitKind::acknowledge; }
 
 // Sleeps in ppoll on fds, the wake eventfd last, for at most wait
 // nanoseconds, and takes the wake's count if it fired.
@@ -99,15 +97,10 @@ Expected<std::unique_ptr<Device>, std::string> Device::open(const DeviceConfig& 
 Device::Device(const DeviceConfig& config)
     : gid_(config.engine.gid),
       engine_(config.engine),
-      transmit_slots_(kTransmitBatch * kMaxDatagramLength),
-      keep_scratch_(kTransmitBatch * kMaxDatagramLength),
+      batch_(std::make_unique<runtime::TransmitBatch>(config.ack_hold_ns)),
       progress_mode_(config.progress_thread ? config.progress_mode : ProgressMode::thread),
       handoff_ns_(config.handoff_ns),
-      ack_hold_(config.ack_hold_ns),
-      longest_ack_hold_(10 * config.ack_hold_ns),
-      spin_ns_(progress_mode_ == ProgressMode::adaptive ? config.spin_ns : 0) {
-  transmit_queue_.reserve(kTransmitBatch);
-}
+      spin_ns_(progress_mode_ == ProgressMode::adaptive ? config.spin_ns : 0) {}
 
 Device::~Device() {
   stop_ = true;
@@ -118,7 +111,7 @@ Device::~Device() {
   // Held ACKs leave, so that the peer does not resend what was received.
   // Only what is already built: the engine may hold WQEs whose buffers the
   // application has freed by now, and must not be asked for new packets.
-  if (port_ && !transmit_queue_.empty()) port_->send(transmit_queue_);
+  if (port_) batch_->send_what_is_built(*port_);
   if (wake_fd_ >= 0) ::close(wake_fd_);
   if (completion_fd_ >= 0) ::close(completion_fd_);
 }
@@ -150,8 +143,8 @@ void Device::acknowledge_arrivals() {
   // A few rounds at most: a peer that keeps sending must not hold the caller here.
   for (int round = 0; round < 8 && progress_locked(now, /*answer_now=*/true); ++round) {
   }
-  transmit(now, AckRelease::now);
-  if (back_pressured_) wake();
+  transmit_locked(now, runtime::AckRelease::now);
+  if (batch_->back_pressured()) wake();
 }
 
 void Device::signal_completions_locked() {
@@ -165,12 +158,12 @@ void Device::signal_completions_locked() {
 void Device::transmit_posted_locked() {
   TimeNs now = monotonic_now();
   note_application_polls(now, false);  // adaptive: an application that posts polls for the completions next
-  sent_requests_ = false;
-  transmit(now, may_hold_acks() ? AckRelease::behind_a_request : AckRelease::now);
-  if (sent_requests_) note_reply_posted(now);
+  batch_->clear_sent_requests();
+  transmit_locked(now, may_hold_acks() ? runtime::AckRelease::behind_a_request : runtime::AckRelease::now);
+  if (batch_->sent_requests()) batch_->note_reply_posted(now);
   // Back-pressure (the thread retries), or a timer armed before the thread
   // meant to look again (a retransmission deadline of the posted work).
-  if (back_pressured_ || engine_.next_deadline() < thread_wakes_at_) wake();
+  if (batch_->back_pressured() || engine_.next_deadline() < thread_wakes_at_) wake();
   signal_completions_locked();
 }
 
@@ -187,7 +180,7 @@ bool Device::progress_polled_locked(bool found_completions) {
   // back a poll's worth (perftest: 16): the receive queue ran dry, and RNR
   // NAKs cost ib_send_bw about a third of its bandwidth.
   if (progress_locked(now, /*answer_now=*/true)) last_polled_round_ = monotonic_now();
-  if (back_pressured_) wake();
+  if (batch_->back_pressured()) wake();
   return true;
 }
 
@@ -210,6 +203,8 @@ EngineCounters Device::counters() {
 ProgressCounters Device::progress_counters() {
   std::lock_guard lock(mutex_);
   ProgressCounters counters = progress_counters_;
+  counters.acks_carried = batch_->counters().acks_carried;
+  counters.acks_expired = batch_->counters().acks_expired;
   counters.thread_rests = thread_rests_.load(std::memory_order_relaxed);
   return counters;
 }
@@ -251,8 +246,8 @@ void Device::progress() {
 // instead of two.
 bool Device::progress_locked(TimeNs now, bool answer_now) {
   if (engine_.next_deadline() <= now) engine_.on_timer(now);
-  AckRelease release = may_hold_acks() ? AckRelease::after_hold : AckRelease::now;
-  transmit(now, release);
+  runtime::AckRelease release = may_hold_acks() ? runtime::AckRelease::after_hold : runtime::AckRelease::now;
+  transmit_locked(now, release);
   std::span<const port::ReceivedDatagram> received = port_->receive(now);
   if (!received.empty()) {
     bool by_thread = std::this_thread::get_id() == thread_.get_id();
@@ -261,105 +256,12 @@ bool Device::progress_locked(TimeNs now, bool answer_now) {
   for (const port::ReceivedDatagram& datagram : received) {
     engine_.on_datagram(datagram.bytes, now, datagram.icrc_checkable, datagram.local ? extents_.get() : nullptr);
   }
-  if (answer_now && !received.empty()) transmit(now, release);
+  if (answer_now && !received.empty()) transmit_locked(now, release);
   signal_completions_locked();
   return !received.empty();
 }
 
-// Moves what the engine has to send to the port, a batch at a time, until the
-// engine has nothing more or the port pushes back (back_pressured_). Bare
-// ACKs may stay queued (AckRelease): a reply the application is about to
-// post (a ping-pong's pong) then carries them out behind it, and the peer,
-// which polls for that ACK, takes the reply in the same receive.
-void Device::transmit(TimeNs now, AckRelease release) {
-  back_pressured_ = false;
-  while (true) {
-    bool engine_drained = false;
-    while (transmit_queue_.size() < kTransmitBatch) {
-      // Slots are used in order; kept datagrams were moved to the front.
-      std::span<std::uint8_t> slot(transmit_slots_.data() + transmit_queue_.size() * kMaxDatagramLength,
-                                   kMaxDatagramLength);
-      Transmit built = engine_.poll_transmit(slot, now);
-      if (!built) {
-        engine_drained = true;
-        break;
-      }
-      transmit_queue_.push_back(DescribedDatagram{slot.first(built.length), built});
-    }
-    if (transmit_queue_.empty()) return;
-    // Bare ACKs go last in the batch: a reply the application just posted
-    // then reaches the peer before the ACK for the request it answers.
-    // Usually they are last already: one look at each datagram finds that
-    // out, where stable_partition would allocate a buffer (on a ping-pong's
-    // critical path).
-    auto is_request = [](const DescribedDatagram& datagram) { return !is_bare_ack(datagram); };
-    auto first_ack = std::find_if_not(transmit_queue_.begin(), transmit_queue_.end(), is_request);
-    if (std::find_if(first_ack, transmit_queue_.end(), is_request) != transmit_queue_.end()) {
-      first_ack = std::stable_partition(first_ack, transmit_queue_.end(), is_request);
-    }
-    std::size_t sendable = transmit_queue_.size();
-    auto requests = static_cast<std::size_t>(first_ack - transmit_queue_.begin());
-    if (release != AckRelease::now && engine_drained && requests < sendable) {
-      if (acks_held_since_ == kNever) acks_held_since_ = now;
-      bool young = now < acks_held_since_ + ack_hold_;
-      if (release == AckRelease::after_hold && young) sendable = requests;
-      if (release == AckRelease::behind_a_request && requests == 0) sendable = 0;
-    }
-    std::size_t taken = sendable == 0 ? 0 : port_->send(std::span(transmit_queue_.data(), sendable));
-    sent_requests_ |= std::min(taken, requests) > 0;
-    if (acks_held_since_ != kNever && taken == transmit_queue_.size()) {
-      auto acks = static_cast<std::size_t>(transmit_queue_.end() - first_ack);
-      if (requests > 0) {
-        progress_counters_.acks_carried += acks;
-        acks_expired_at_ = kNever;
-      } else {
-        progress_counters_.acks_expired += acks;
-        note_expired_hold(now);
-      }
-    }
-    if (taken < transmit_queue_.size()) {  // keep the rest, in order, for the next time
-      keep_unsent(taken);
-      back_pressured_ = taken < sendable;
-      return;
-    }
-    transmit_queue_.clear();
-    acks_held_since_ = kNever;
-    if (engine_drained) return;
-  }
-}
-
-// The ACK hold adapts to the application. A hold that expires with no reply
-// posted since the last one (a one-way stream) halves the next; a reply
-// posted soon after a hold expired (a ping-pong whose application answers
-// slower than the hold: a loaded machine, a sanitizer build) doubles it.
-void Device::note_expired_hold(TimeNs now) {
-  if (acks_expired_at_ != kNever) ack_hold_ = std::max(kShortestAckHold, ack_hold_ / 2);
-  acks_expired_at_ = now;
-}
-
-void Device::note_reply_posted(TimeNs now) {
-  if (acks_expired_at_ == kNever) return;
-  if (now - acks_expired_at_ < 4 * ack_hold_) ack_hold_ = std::min(longest_ack_hold_, ack_hold_ * 2);
-  acks_expired_at_ = kNever;
-}
-
-// Moves the datagrams the port did not take to the first slots, in order
-// (through scratch space: after the ACK partition their slots are in any order).
-void Device::keep_unsent(std::size_t taken) {
-  std::size_t kept = transmit_queue_.size() - taken;
-  for (std::size_t i = 0; i < kept; ++i) {
-    ByteSpan datagram = transmit_queue_[taken + i].bytes;
-    std::memcpy(keep_scratch_.data() + i * kMaxDatagramLength, datagram.data(), datagram.size());
-  }
-  for (std::size_t i = 0; i < kept; ++i) {
-    const DescribedDatagram& unsent = transmit_queue_[taken + i];
-    std::size_t length = unsent.bytes.size();
-    std::uint8_t* slot = transmit_slots_.data() + i * kMaxDatagramLength;
-    std::memcpy(slot, keep_scratch_.data() + i * kMaxDatagramLength, length);
-    transmit_queue_[i] = DescribedDatagram{MutableByteSpan(slot, length), unsent.transmit};
-  }
-  transmit_queue_.resize(kept);
-}
+void Device::transmit_locked(TimeNs now, runtime::AckRelease release) { batch_->transmit(engine_, *port_, now, release); }
 
 void Device::run_progress_thread() {
   TimeNs last_arrival = 0;
@@ -399,8 +301,8 @@ void Device::run_progress_thread() {
         continue;  // answers to what just arrived are waiting
       }
       if (spin) sleeping_.store(false, std::memory_order_relaxed);
-      deadline = back_pressured_ ? monotonic_now() + kBackPressureRetryNs : engine_.next_deadline();
-      if (acks_held_since_ != kNever) deadline = std::min(deadline, acks_held_since_ + ack_hold_);
+      deadline = batch_->back_pressured() ? monotonic_now() + kBackPressureRetryNs : engine_.next_deadline();
+      deadline = std::min(deadline, batch_->hold_deadline());
       if (!spin) {
         thread_wakes_at_ = std::min(deadline, monotonic_now() + 100'000'000);
         ++progress_counters_.thread_sleeps;

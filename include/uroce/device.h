@@ -36,6 +36,7 @@ class Port;
 struct PortCounters;
 }
 namespace runtime {
+class CompletionSignal;
 class TransmitBatch;
 enum class AckRelease : std::uint8_t;
 }
@@ -192,10 +193,7 @@ class Device {
   // before the completion fd is signalled: a layer with its own completion
   // channels and event queues (the libibverbs library) takes the engine's CQ
   // and asynchronous events here. Set it before any object exists.
-  void set_event_listener(std::function<void(Engine&)> listener) {
-    std::lock_guard lock(mutex_);
-    event_listener_ = std::move(listener);
-  }
+  void set_event_listener(std::function<void(Engine&)> listener);
 
   // Fires due timers, sends what the engine has, receives what arrived. The
   // progress thread calls it; without one the application does, whenever it
@@ -209,7 +207,7 @@ class Device {
   // call([&](Engine& e) { return e.req_notify_cq(cq, false); }), sleep in
   // poll/epoll on the fd, then take the event and poll the CQ. With no
   // progress thread the fd only turns readable while progress() is driven.
-  int completion_fd() const { return completion_fd_; }
+  int completion_fd() const;
   // The CQ whose notification fired, oldest first (ibv_get_cq_event), if any.
   std::optional<std::uint32_t> get_cq_event();
 
@@ -288,12 +286,11 @@ class Device {
   std::unique_ptr<ExtentSource> extents_;
   // The engine's datagrams on their way to the port, and the ACK hold.
   std::unique_ptr<runtime::TransmitBatch> batch_;
+  // The completion channel's fd and the library's event listener.
+  std::unique_ptr<runtime::CompletionSignal> completions_;
   ProgressCounters progress_counters_;  // under the lock, but for:
   std::atomic<std::uint64_t> thread_rests_{0};
   int wake_fd_ = -1;
-  int completion_fd_ = -1;
-  bool completion_signalled_ = false;
-  std::function<void(Engine&)> event_listener_;  // completion_fd_ holds a count not yet read
   std::atomic<bool> stop_{false};
   std::atomic<bool> sleeping_{false};  // the thread sleeps watching the port
   std::atomic<bool> resting_{false};   // the thread sleeps leaving the port to the application

@@ -20,6 +20,7 @@
 #include "port/local_port.h"
 #include "port/raw_port.h"
 #include "port/udp_port.h"
+#include "runtime/completion_signal.h"
 #include "runtime/transmit_batch.h"
 #include "wire/ipv4.h"
 #include "wire/ipv6.h"
@@ -88,8 +89,7 @@ Expected<std::unique_ptr<Device>, std::string> Device::open(const DeviceConfig& 
   device->port_ = std::move(*port);
   device->extents_ = std::make_unique<port::ExtentMappings>();
   device->wake_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-  device->completion_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-  if (device->wake_fd_ < 0 || device->completion_fd_ < 0) return unexpected(std::string("eventfd failed"));
+  if (device->wake_fd_ < 0 || device->completions_->fd() < 0) return unexpected(std::string("eventfd failed"));
   if (config.progress_thread) device->thread_ = std::thread([d = device.get()] { d->run_progress_thread(); });
   return device;
 }
@@ -98,6 +98,7 @@ Device::Device(const DeviceConfig& config)
     : gid_(config.engine.gid),
       engine_(config.engine),
       batch_(std::make_unique<runtime::TransmitBatch>(config.ack_hold_ns)),
+      completions_(std::make_unique<runtime::CompletionSignal>()),
       progress_mode_(config.progress_thread ? config.progress_mode : ProgressMode::thread),
       handoff_ns_(config.handoff_ns),
       spin_ns_(progress_mode_ == ProgressMode::adaptive ? config.spin_ns : 0) {}
@@ -113,7 +114,6 @@ Device::~Device() {
   // application has freed by now, and must not be asked for new packets.
   if (port_) batch_->send_what_is_built(*port_);
   if (wake_fd_ >= 0) ::close(wake_fd_);
-  if (completion_fd_ >= 0) ::close(completion_fd_);
 }
 
 void Device::wake() {
@@ -147,12 +147,13 @@ void Device::acknowledge_arrivals() {
   if (batch_->back_pressured()) wake();
 }
 
-void Device::signal_completions_locked() {
-  if (event_listener_) event_listener_(engine_);
-  if (completion_signalled_ || completion_fd_ < 0 || !engine_.cq_event_pending()) return;
-  std::uint64_t one = 1;
-  [[maybe_unused]] ssize_t written = ::write(completion_fd_, &one, sizeof one);
-  completion_signalled_ = true;
+void Device::signal_completions_locked() { completions_->signal(engine_); }
+
+int Device::completion_fd() const { return completions_->fd(); }
+
+void Device::set_event_listener(std::function<void(Engine&)> listener) {
+  std::lock_guard lock(mutex_);
+  completions_->set_listener(std::move(listener));
 }
 
 void Device::transmit_posted_locked() {
@@ -186,13 +187,7 @@ bool Device::progress_polled_locked(bool found_completions) {
 
 std::optional<std::uint32_t> Device::get_cq_event() {
   std::lock_guard lock(mutex_);
-  std::optional<std::uint32_t> cq = engine_.poll_cq_event();
-  if (completion_signalled_ && !engine_.cq_event_pending()) {  // the last one taken: the fd goes quiet
-    std::uint64_t count;
-    [[maybe_unused]] ssize_t got = ::read(completion_fd_, &count, sizeof count);
-    completion_signalled_ = false;
-  }
-  return cq;
+  return completions_->take_event(engine_);
 }
 
 EngineCounters Device::counters() {

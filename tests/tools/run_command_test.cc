@@ -117,8 +117,10 @@ TEST(UroceRun, WithoutGsoALoopbackCaptureShowsEveryDatagramAsBuilt) {
   }
   auto capture = [&](const std::string& gso, const std::string& file) {
     std::string uroce = preload() + " UROCE_GSO=" + gso + " UROCE_STATS=1 " + testing::uroce_binary() + " run --wire ";
-    return run_shell("(timeout 20 tcpdump -i lo -U -w " + file + " 'udp port 4791 and host 127.0.8.207' 2>/dev/null & "
-                     "sleep 1; " + uroce + "--address 127.0.8.207 -- ibv_rc_pingpong -g 1 -p 19601 -s 16384 -n 20 & "
+    // The programs start once tcpdump says it listens (at most 10 s).
+    return run_shell("(timeout 30 tcpdump -i lo -U -w " + file + " 'udp port 4791 and host 127.0.8.207' 2>" + file +
+                     ".log & for i in $(seq 100); do grep -q listening " + file + ".log && break; sleep 0.1; done; " +
+                     uroce + "--address 127.0.8.207 -- ibv_rc_pingpong -g 1 -p 19601 -s 16384 -n 20 & "
                      "sleep 0.5; " + uroce + "--address 127.0.8.208 -- ibv_rc_pingpong -g 1 -p 19601 -s 16384 -n 20 "
                      "127.0.8.207; client=$?; wait %2; server=$?; sleep 0.5; kill %1; wait %1; "
                      "echo \"exit $client $server\") 2>&1");
@@ -138,8 +140,9 @@ TEST(UroceRun, WithoutGsoALoopbackCaptureShowsEveryDatagramAsBuilt) {
   auto batched_decoded = run_uroce("decode " + dir + "/batched.pcap");
   EXPECT_NE(batched_decoded.output.find("BAD"), std::string::npos) << "GSO runs were expected in the default capture\n"
                                                                    << batched_decoded.output;
-  std::remove((dir + "/batched.pcap").c_str());
-  std::remove((dir + "/plain.pcap").c_str());
+  for (const char* name : {"/batched.pcap", "/plain.pcap", "/batched.pcap.log", "/plain.pcap.log"}) {
+    std::remove((dir + name).c_str());
+  }
 }
 
 }  // namespace

@@ -29,6 +29,7 @@ struct Transmit {
   TransmitKind kind = TransmitKind::data;
 
   explicit operator bool() const { return length != 0; }
+  bool operator==(const Transmit&) const = default;
 };
 
 // A built datagram on its way down: its bytes (the sender's, writable: a

@@ -11,9 +11,6 @@
 
 #include "uroce/monotonic_clock.h"
 #include "wire/frame.h"
-#include "wire/ipv4.h"
-#include "wire/ipv6.h"
-#include "wire/udp.h"
 
 namespace uroce::port {
 namespace {

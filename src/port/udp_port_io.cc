@@ -8,7 +8,6 @@
 #include <cstring>
 
 #include "port/udp_port_io.h"
-#include "wire/ipv4.h"
 
 namespace uroce::port {
 namespace {

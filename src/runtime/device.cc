@@ -22,10 +22,6 @@
 #include "port/udp_port.h"
 #include "runtime/completion_signal.h"
 #include "runtime/transmit_batch.h"
-#include "wire/ipv4.h"
-#include "wire/ipv6.h"
-#include "wire/opcode.h"
-#include "wire/udp.h"
 
 namespace uroce {
 namespace {

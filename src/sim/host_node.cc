@@ -27,7 +27,7 @@ std::array<std::uint8_t, 4> host_address(std::uint32_t host) {
 
 HostNode::HostNode(SimWorld& world, std::uint32_t id, const EngineConfig& engine_config,
                    const std::vector<LinkSpec>& links)
-    : world_(world), id_(id), held_(links.size()), transmit_buffer_(kMaxDatagramLength),
+    : world_(world), id_(id), address_word_(load_be32(host_address(id).data())), held_(links.size()), transmit_buffer_(kMaxDatagramLength),
       receive_buffer_(kMaxDatagramLength) {
   if (links.empty()) throw std::runtime_error("simulated host: no port");
   set_event_group(event_group());
@@ -77,8 +77,7 @@ Packet* HostNode::packet_from_engine(const Transmit& sent) {
   std::uint32_t destination = load_be32(gid_address_bytes(sent.destination, true));
   packet->dst_host = (destination & 0x00FFFFFFu) - 1;  // host_address, inverted
   packet->priority = static_cast<std::uint8_t>((sent.traffic_class >> 2) >> 3);  // DSCP's class selector bits
-  std::array<std::uint8_t, 4> source = host_address(id_);
-  packet->flow_hash = mix32(load_be32(source.data()) ^ mix32(destination ^ mix32(sent.source_port)));
+  packet->flow_hash = mix32(address_word_ ^ mix32(destination ^ mix32(sent.source_port)));
   packet->route_cursor = sent.source_port;
   packet->roce_class = sent.kind == TransmitKind::acknowledge ? RoceClass::ack
                        : sent.kind == TransmitKind::cnp       ? RoceClass::cnp

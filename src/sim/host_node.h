@@ -67,6 +67,7 @@ class HostNode final : public Node, public EventHandler {
 
   SimWorld& world_;
   std::uint32_t id_;
+  std::uint32_t address_word_;  // host_address(id_) as the IP header carries it (big-endian), for the ECMP hash
   std::unique_ptr<Engine> engine_;
   std::vector<std::unique_ptr<Transmitter>> transmitters_;
   std::uint32_t pd_ = 0;

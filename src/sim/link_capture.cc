@@ -6,7 +6,6 @@
 
 #include "common/bytes.h"
 #include "wire/frame.h"
-#include "wire/icrc.h"
 
 namespace uroce::sim {
 

@@ -1,11 +1,10 @@
 // RoCEv2 packet and frame parsing and emission.
 #include "wire/frame.h"
 
-#include "wire/ip_datagram.h"
-
 #include <algorithm>
 
 #include "wire/icrc.h"
+#include "wire/ip_datagram.h"
 
 namespace uroce::wire {
 namespace {

@@ -74,8 +74,6 @@ std::optional<std::uint8_t> IpDatagramView::bth_opcode() const {
   return payload[0];
 }
 
-bool IpDatagramView::is_rc_acknowledge() const { return bth_opcode() == opcode::kRcAcknowledge; }
-
 WireResult<Transmit> describe_transmit(ByteSpan datagram) {
   auto view = IpDatagramView::new_checked(datagram);
   if (!view) return unexpected(view.error());

@@ -46,8 +46,6 @@ class IpDatagramView {
   ByteSpan udp_payload() const { return bytes_.subspan(ip_header_length_ + kUdpHeaderBytes); }
   // The BTH's opcode, when the UDP payload holds one.
   std::optional<std::uint8_t> bth_opcode() const;
-  // An RC ACKNOWLEDGE: a datagram that carries no request and no data.
-  bool is_rc_acknowledge() const;
 
  private:
   static constexpr std::size_t kUdpHeaderBytes = 8;

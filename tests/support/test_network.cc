@@ -89,10 +89,7 @@ namespace {
 // Whether a description says what the wire layer reads in the bytes.
 bool described_as_built(const Transmit& described, ByteSpan bytes) {
   auto read = wire::describe_transmit(bytes);
-  return read && described.length == read->length && described.udp_payload_offset == read->udp_payload_offset &&
-         described.destination == read->destination && described.source_port == read->source_port &&
-         described.destination_port == read->destination_port && described.traffic_class == read->traffic_class &&
-         described.ipv4 == read->ipv4 && described.kind == read->kind;
+  return read && *read == described;
 }
 
 }  // namespace

@@ -10,16 +10,16 @@ namespace uroce {
 using transport::QueuePair;
 
 bool EngineState::paced_out(QueuePair& qp, TimeNs now) {
-  if (!qp.dcqcn || now >= qp.next_send_time) return false;
-  qp.pacing_blocked = true;  // on_timer wakes it at next_send_time
+  if (!qp.cc.dcqcn || now >= qp.cc.next_send_time) return false;
+  qp.cc.pacing_blocked = true;  // on_timer wakes it at next_send_time
   return true;
 }
 
 void EngineState::account_data_packet(QueuePair& qp, std::size_t length, TimeNs now) {
-  if (!qp.dcqcn) return;
-  qp.dcqcn->on_bytes_sent(length);
-  qp.paced_slot_start = std::max(now, qp.next_send_time);
-  qp.paced_length = static_cast<std::uint32_t>(length);
+  if (!qp.cc.dcqcn) return;
+  qp.cc.dcqcn->on_bytes_sent(length);
+  qp.cc.paced_slot_start = std::max(now, qp.cc.next_send_time);
+  qp.cc.paced_length = static_cast<std::uint32_t>(length);
   repace(qp);
 }
 
@@ -27,8 +27,8 @@ void EngineState::account_data_packet(QueuePair& qp, std::size_t length, TimeNs 
 // the rate now in force, so a rate that rises (or falls) while the QP waits
 // moves the wait, as a NIC's rate limiter does.
 void EngineState::repace(QueuePair& qp) {
-  auto gap = static_cast<TimeNs>(static_cast<double>(qp.paced_length) * 8e9 / qp.dcqcn->rate_bps());
-  qp.next_send_time = qp.paced_slot_start + gap;
+  auto gap = static_cast<TimeNs>(static_cast<double>(qp.cc.paced_length) * 8e9 / qp.cc.dcqcn->rate_bps());
+  qp.cc.next_send_time = qp.cc.paced_slot_start + gap;
 }
 
 void EngineState::on_congestion_experienced(QueuePair& qp, const wire::RoceDatagram& datagram, TimeNs now) {
@@ -42,18 +42,18 @@ void EngineState::on_congestion_experienced(QueuePair& qp, const wire::RoceDatag
     // source QP, rate-limited per source rather than per QP.
     cnp.destination.dgid = transport::source_gid(datagram);
     cnp.dest_qp = datagram.packet.headers.deth->src_qp;
-    if (qp.ud_cnp_allowed_at.size() >= 4096) qp.ud_cnp_allowed_at.clear();  // bounded, whatever arrives
-    TimeNs& allowed_at = qp.ud_cnp_allowed_at[{cnp.destination.dgid, cnp.dest_qp}];
+    if (qp.cc.ud_cnp_allowed_at.size() >= 4096) qp.cc.ud_cnp_allowed_at.clear();  // bounded, whatever arrives
+    TimeNs& allowed_at = qp.cc.ud_cnp_allowed_at[{cnp.destination.dgid, cnp.dest_qp}];
     if (now < allowed_at) return;
     allowed_at = now + config.congestion.min_time_between_cnps_ns;
   } else {
-    if (now < qp.cnp_allowed_at) return;
-    qp.cnp_allowed_at = now + config.congestion.min_time_between_cnps_ns;
+    if (now < qp.cc.cnp_allowed_at) return;
+    qp.cc.cnp_allowed_at = now + config.congestion.min_time_between_cnps_ns;
     cnp.destination = qp.attr.ah_attr;
     cnp.dest_qp = qp.attr.dest_qp_num;
     if (qp.multipath.entropy_values != 0) cnp.source_port = datagram.udp.src_port;  // the marked packet's EV
   }
-  qp.outputs.push_front(cnp);  // ahead of ACKs and READ data: it is urgent
+  qp.resp.outputs.push_front(cnp);  // ahead of ACKs and READ data: it is urgent
   mark_ready(qp);
 }
 

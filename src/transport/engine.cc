@@ -105,15 +105,15 @@ TimeNs EngineState::earliest_timer() {
 }
 
 void EngineState::on_qp_timer(QueuePair& qp, TimeNs now) {
-  bool loss_check = qp.paths && qp.paths->loss_check_at() <= now;
-  if (qp.retransmit_deadline <= now || qp.rnr_resume_at <= now || loss_check) requester_on_timer(qp, now);
-  if (qp.probe_deadline <= now) on_probe_timer(qp, now);
-  if (qp.dcqcn) {
-    qp.dcqcn->on_timer(now);
+  bool loss_check = qp.req.paths && qp.req.paths->loss_check_at() <= now;
+  if (qp.comp.retransmit_deadline <= now || qp.comp.rnr_resume_at <= now || loss_check) requester_on_timer(qp, now);
+  if (qp.req.probe_deadline <= now) on_probe_timer(qp, now);
+  if (qp.cc.dcqcn) {
+    qp.cc.dcqcn->on_timer(now);
     repace(qp);
   }
-  if (qp.pacing_blocked && qp.next_send_time <= now) {
-    qp.pacing_blocked = false;
+  if (qp.cc.pacing_blocked && qp.cc.next_send_time <= now) {
+    qp.cc.pacing_blocked = false;
     mark_ready(qp);
   }
 }
@@ -130,22 +130,22 @@ void EngineState::complete(std::uint32_t cq, const WorkCompletion& completion, b
 }
 
 void EngineState::check_sq_drained(QueuePair& qp) {
-  if (qp.state != QpState::sqd || !qp.sq_drain_notify) return;
-  for (const transport::SendWqe& wqe : qp.send_queue) {
+  if (qp.state != QpState::sqd || !qp.events.sq_drain_notify) return;
+  for (const transport::SendWqe& wqe : qp.req.send_queue) {
     if (!wqe.started) break;
     if (!wqe.done) return;
   }
-  qp.sq_drain_notify = false;
+  qp.events.sq_drain_notify = false;
   raise(AsyncEventType::sq_drained, qp.qpn);
 }
 
 void EngineState::move_to_error(QueuePair& qp) {
   qp.state = QpState::err;
-  if (qp.srq != 0 && !qp.last_wqe_reported) {
-    qp.last_wqe_reported = true;
+  if (qp.srq != 0 && !qp.events.last_wqe_reported) {
+    qp.events.last_wqe_reported = true;
     raise(AsyncEventType::qp_last_wqe_reached, qp.qpn);
   }
-  for (transport::SendWqe& wqe : qp.send_queue) {
+  for (transport::SendWqe& wqe : qp.req.send_queue) {
     if (!wqe.done) {
       wqe.done = true;
       wqe.status = WcStatus::wr_flush_err;
@@ -153,23 +153,23 @@ void EngineState::move_to_error(QueuePair& qp) {
   }
   retire_completed(qp);  // flushed WQEs complete whether signaled or not (ibv semantics)
   // The QP's own receives are flushed; an SRQ's stay for its other QPs.
-  if (qp.current_recv) qp.recv_queue.push_front(std::move(*qp.current_recv));
-  qp.current_recv.reset();
-  for (const transport::RecvWqe& wqe : qp.recv_queue) {
+  if (qp.resp.current_recv) qp.resp.recv_queue.push_front(std::move(*qp.resp.current_recv));
+  qp.resp.current_recv.reset();
+  for (const transport::RecvWqe& wqe : qp.resp.recv_queue) {
     complete(qp.recv_cq, WorkCompletion{.wr_id = wqe.wr_id, .status = WcStatus::wr_flush_err,
                                         .opcode = WcOpcode::recv, .qp_num = qp.qpn});
   }
-  qp.recv_queue.clear();
-  qp.outputs.clear();
-  qp.send_cursor = 0;
-  qp.send_cursor_packet = 0;
-  qp.outstanding_read_atomic = 0;
-  qp.receiving_send = qp.receiving_write = false;
-  if (qp.reorder) qp.reorder->clear();
-  if (qp.sacks) qp.sacks->clear();
-  if (qp.paths) qp.paths->clear();
-  qp.retransmit_deadline = kNever;
-  qp.rnr_resume_at = kNever;
+  qp.resp.recv_queue.clear();
+  qp.resp.outputs.clear();
+  qp.req.send_cursor = 0;
+  qp.req.send_cursor_packet = 0;
+  qp.req.outstanding_read_atomic = 0;
+  qp.resp.receiving_send = qp.resp.receiving_write = false;
+  if (qp.resp.reorder) qp.resp.reorder->clear();
+  if (qp.comp.sacks) qp.comp.sacks->clear();
+  if (qp.req.paths) qp.req.paths->clear();
+  qp.comp.retransmit_deadline = kNever;
+  qp.comp.rnr_resume_at = kNever;
 }
 
 wire::WireResult<wire::DatagramLayout> EngineState::begin_packet_to(const AddressVector& av, std::uint32_t dest_qp,
@@ -413,9 +413,9 @@ void Engine::on_datagram(std::span<const std::uint8_t> bytes, TimeNs now, bool v
       return;
     }
     ++s.counters.cnps_received;
-    if (target->paths) target->paths->congested(datagram->udp.src_port, now);
-    if (target->dcqcn) {
-      target->dcqcn->on_cnp(now);
+    if (target->req.paths) target->req.paths->congested(datagram->udp.src_port, now);
+    if (target->cc.dcqcn) {
+      target->cc.dcqcn->on_cnp(now);
       s.repace(*target);
     }
     s.schedule_timer(*target);
@@ -430,10 +430,10 @@ void Engine::on_datagram(std::span<const std::uint8_t> bytes, TimeNs now, bool v
   }
   QueuePair& qp = *found;
   if (transport::drop_if_rejected(s.counters, transport::check_sender(qp, *datagram))) return;
-  qp.peer_local = extents != nullptr;
+  qp.req.peer_local = extents != nullptr;
   if (packet.headers.bth.extent_payload && !s.take_extent_payload(qp, packet, *extents)) return;
-  if (qp.state == QpState::rtr && type != QpType::ud && !qp.communication_established) {
-    qp.communication_established = true;
+  if (qp.state == QpState::rtr && type != QpType::ud && !qp.events.communication_established) {
+    qp.events.communication_established = true;
     s.raise(AsyncEventType::comm_est, qp.qpn);
   }
   wire::Ecn ecn = datagram->ip_version() == 4 ? std::get<wire::Ipv4Repr>(datagram->ip).ecn
@@ -505,7 +505,7 @@ Expected<double, std::errc> Engine::qp_rate_bps(std::uint32_t qpn) const {
   auto it = state_->qps.find(qpn);
   if (it == state_->qps.end()) return unexpected(std::errc::invalid_argument);
   const QueuePair& qp = it->second;
-  return qp.dcqcn ? qp.dcqcn->rate_bps() : state_->config.congestion.dcqcn.line_rate_bps;
+  return qp.cc.dcqcn ? qp.cc.dcqcn->rate_bps() : state_->config.congestion.dcqcn.line_rate_bps;
 }
 
 std::string Engine::describe() const {
@@ -515,13 +515,13 @@ std::string Engine::describe() const {
     std::snprintf(line, sizeof line,
                   "qp %06x %s sq=%zu cursor=%zu/%u next_psn=%06x acked=%06x rd_atomic=%u deadline=%lld rnr=%lld "
                   "rq=%zu expected=%06x outputs=%zu ready=%d\n",
-                  qpn, std::string(to_string(qp.state)).c_str(), qp.send_queue.size(), qp.send_cursor,
-                  qp.send_cursor_packet, qp.next_psn, qp.acked_psn, qp.outstanding_read_atomic,
-                  static_cast<long long>(qp.retransmit_deadline), static_cast<long long>(qp.rnr_resume_at),
-                  qp.recv_queue.size(), qp.expected_psn, qp.outputs.size(), qp.in_ready_list);
+                  qpn, std::string(to_string(qp.state)).c_str(), qp.req.send_queue.size(), qp.req.send_cursor,
+                  qp.req.send_cursor_packet, qp.req.next_psn, qp.comp.acked_psn, qp.req.outstanding_read_atomic,
+                  static_cast<long long>(qp.comp.retransmit_deadline), static_cast<long long>(qp.comp.rnr_resume_at),
+                  qp.resp.recv_queue.size(), qp.resp.expected_psn, qp.resp.outputs.size(), qp.in_ready_list);
     text += line;
-    for (std::size_t i = 0; i < std::min<std::size_t>(qp.send_queue.size(), 3); ++i) {
-      const transport::SendWqe& w = qp.send_queue[i];
+    for (std::size_t i = 0; i < std::min<std::size_t>(qp.req.send_queue.size(), 3); ++i) {
+      const transport::SendWqe& w = qp.req.send_queue[i];
       std::snprintf(line, sizeof line, "   wqe %zu op=%d len=%u started=%d first=%06x count=%u done=%d recv=%llu\n", i,
                     int(w.opcode), w.length, w.started, w.first_psn, w.packet_count, w.done,
                     static_cast<unsigned long long>(w.read_received));

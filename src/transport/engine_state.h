@@ -96,6 +96,12 @@ class EngineState {
   std::uint64_t qpn_state;
 
   std::uint32_t fresh_qpn();
+  // A QP as create_qp makes it, and as it is again after RESET.
+  transport::QueuePair fresh_queue_pair(const transport::QpCreation& created) const {
+    transport::QueuePair qp(created);
+    if (created.congestion_controlled) qp.cc.dcqcn.emplace(config.congestion.dcqcn);
+    return qp;
+  }
   // The UDP source port of the datagram being processed: what a multipath
   // responder echoes in the ACK, NAK or CNP it causes.
   std::uint16_t arrival_port = 0;
@@ -245,7 +251,7 @@ class EngineState {
   void complete_receive(transport::QueuePair& qp, const wire::RocePacket& packet, std::uint64_t byte_len,
                         WcOpcode opcode);
   // The receive WQE for the message arriving now, from the QP's queue or its
-  // SRQ, held in qp.current_recv until the message completes; nullptr if none.
+  // SRQ, held in qp.resp.current_recv until the message completes; nullptr if none.
   transport::RecvWqe* take_receive(transport::QueuePair& qp);
   // Segments resolved when their WR was posted, before a registration
   // changed or went (ibv_rereg_mr, ibv_dereg_mr), have their keys checked

@@ -19,7 +19,7 @@ bool EngineState::take_extent_payload(QueuePair& qp, wire::RocePacket& packet, E
               (packet.op->kind == wire::OpKind::send || packet.op->kind == wire::OpKind::rdma_write || response);
   auto named = transport::parse_extent_payload(packet.payload);
   // Selective repeat would hold the packet after a gap and read its payload later.
-  if (!lone || !named || qp.reorder) {
+  if (!lone || !named || qp.resp.reorder) {
     ++counters.malformed_packets;
     return false;
   }
@@ -32,7 +32,7 @@ bool EngineState::take_extent_payload(QueuePair& qp, wire::RocePacket& packet, E
       return false;
     }
     bool responding = qp.state == QpState::rtr || qp.state == QpState::rts || qp.state == QpState::sqd;
-    if (responding && psn == qp.expected_psn) fail_responder(qp, psn, wire::NakCode::remote_operational_error);
+    if (responding && psn == qp.resp.expected_psn) fail_responder(qp, psn, wire::NakCode::remote_operational_error);
     return false;
   }
   packet.payload = *bytes;
@@ -63,7 +63,7 @@ std::size_t EngineState::read_response_by_extent(QueuePair& qp, transport::Respo
                        backing.offset + static_cast<std::uint64_t>(*source - region->addr)};
   transport::emit_extent_payload({extent, remaining}, &out[layout->payload_offset]);
   ++counters.extent_packets_sent;
-  qp.outputs.pop_front();
+  qp.resp.outputs.pop_front();
   std::size_t length = finish_packet(out, *layout);
   account_data_packet(qp, length, now);
   return length;

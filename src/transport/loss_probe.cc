@@ -26,15 +26,15 @@ using transport::psn_before;
 using transport::psn_diff;
 
 void EngineState::on_probe_timer(QueuePair& qp, TimeNs now) {
-  qp.probe_deadline = kNever;
+  qp.req.probe_deadline = kNever;
   bool sending = qp.state == QpState::rts || qp.state == QpState::sqd;
-  if (!sending || qp.rnr_resume_at != kNever || !qp.any_sent || unacked_psn(qp) == qp.next_psn) return;
-  qp.probe_pending = true;
-  ++qp.probes_unanswered;
+  if (!sending || qp.comp.rnr_resume_at != kNever || !qp.req.any_sent || unacked_psn(qp) == qp.req.next_psn) return;
+  qp.req.probe_pending = true;
+  ++qp.req.probes_unanswered;
   mark_ready(qp);
-  qp.probe_interval *= 2;
-  if (qp.retransmit_deadline != kNever && now + qp.probe_interval < qp.retransmit_deadline) {
-    qp.probe_deadline = now + qp.probe_interval;
+  qp.req.probe_interval *= 2;
+  if (qp.comp.retransmit_deadline != kNever && now + qp.req.probe_interval < qp.comp.retransmit_deadline) {
+    qp.req.probe_deadline = now + qp.req.probe_interval;
   }
 }
 
@@ -42,11 +42,11 @@ void EngineState::on_probe_timer(QueuePair& qp, TimeNs now) {
 // acknowledged (even ones). A READ is asked again from its first missing
 // response (a duplicate READ would make the responder send it all again).
 std::size_t EngineState::send_loss_probe(QueuePair& qp, MutableByteSpan out, TimeNs now) {
-  qp.probe_pending = false;
-  bool newest = qp.probes_unanswered % 2 == 1;
-  std::uint32_t target = newest ? qp.highest_sent_psn : unacked_psn(qp);
-  for (std::size_t i = qp.send_queue.size(); i-- > 0;) {
-    SendWqe& wqe = qp.send_queue[i];
+  qp.req.probe_pending = false;
+  bool newest = qp.req.probes_unanswered % 2 == 1;
+  std::uint32_t target = newest ? qp.req.highest_sent_psn : unacked_psn(qp);
+  for (std::size_t i = qp.req.send_queue.size(); i-- > 0;) {
+    SendWqe& wqe = qp.req.send_queue[i];
     if (!wqe.started || wqe.done || wqe.packet_count == 0) continue;
     if (!newest && psn_before(target, wqe.first_psn)) continue;  // the oldest is in an earlier WQE
     std::uint32_t index;

@@ -16,19 +16,19 @@ void EngineState::paths_delivered(transport::QueuePair& qp, std::uint32_t from, 
   // Bounded by the window: an ACK never covers more PSNs than can be in flight.
   std::int32_t count = std::min<std::int32_t>(psn_diff(through, from) + 1,
                                               static_cast<std::int32_t>(config.max_inflight_packets));
-  for (std::int32_t i = 0; i < count; ++i) qp.paths->delivered(psn_add(from, i), now);
+  for (std::int32_t i = 0; i < count; ++i) qp.req.paths->delivered(psn_add(from, i), now);
 }
 
 void EngineState::find_lost_paths(transport::QueuePair& qp, TimeNs now) {
-  if (!qp.any_sent) return;
+  if (!qp.req.any_sent) return;
   std::vector<std::uint32_t>& lost = lost_scratch;
   lost.clear();
-  auto has = [&qp](std::uint32_t psn) { return psn_at_or_before(psn, qp.acked_psn) || qp.sacks->marked(psn); };
-  qp.paths->find_lost(psn_add(qp.acked_psn, 1), qp.highest_sent_psn, now, has, lost);
+  auto has = [&qp](std::uint32_t psn) { return psn_at_or_before(psn, qp.comp.acked_psn) || qp.comp.sacks->marked(psn); };
+  qp.req.paths->find_lost(psn_add(qp.comp.acked_psn, 1), qp.req.highest_sent_psn, now, has, lost);
   for (std::uint32_t psn : lost) {
-    if (std::find(qp.trimmed_resends.begin(), qp.trimmed_resends.end(), psn) != qp.trimmed_resends.end()) continue;
-    if (qp.trimmed_resends.size() >= config.max_inflight_packets) break;  // bounded; the timer covers the rest
-    qp.trimmed_resends.push_back(psn);
+    if (std::find(qp.req.trimmed_resends.begin(), qp.req.trimmed_resends.end(), psn) != qp.req.trimmed_resends.end()) continue;
+    if (qp.req.trimmed_resends.size() >= config.max_inflight_packets) break;  // bounded; the timer covers the rest
+    qp.req.trimmed_resends.push_back(psn);
   }
   if (!lost.empty()) mark_ready(qp);
 }

@@ -47,10 +47,10 @@ std::optional<RemoteRange> remote_range(const transport::SendWqe& wqe) {
 // The requester vouches for that with place_early. Two rkeys of one memory
 // are beyond what it can see; verbs leave such aliasing to the application.
 bool EngineState::may_place_early(const QueuePair& qp, const transport::SendWqe& wqe) const {
-  if (!qp.paths || !transport::places_directly(qp.multipath)) return false;
+  if (!qp.req.paths || !transport::places_directly(qp.multipath)) return false;
   if (!is_write(wqe.opcode)) return wqe.takes_receive();  // a SEND: its own receive WQE, nothing earlier writes there
   RemoteRange range = *remote_range(wqe);
-  for (const transport::SendWqe& earlier : qp.send_queue) {
+  for (const transport::SendWqe& earlier : qp.req.send_queue) {
     if (&earlier == &wqe) break;
     if (earlier.done) continue;
     if (earlier.opcode == WrOpcode::send_with_inv && earlier.invalidate_rkey == wqe.rkey) return false;
@@ -92,12 +92,12 @@ transport::RecvWqe* EngineState::early_receive(QueuePair& qp, const wire::RocePa
       packet.op->kind != wire::OpKind::send || packet.payload.empty() || !payload_length_ok(qp, packet)) {
     return nullptr;
   }
-  std::int64_t ahead = static_cast<std::int32_t>(send.message - qp.receives_taken);
+  std::int64_t ahead = static_cast<std::int32_t>(send.message - qp.resp.receives_taken);
   transport::RecvWqe* wqe = nullptr;
-  if (ahead == -1 && qp.current_recv && qp.receiving_send) {
-    wqe = &*qp.current_recv;  // the message being received now
-  } else if (ahead >= 0 && ahead < static_cast<std::int64_t>(qp.recv_queue.size())) {
-    wqe = &qp.recv_queue[static_cast<std::size_t>(ahead)];
+  if (ahead == -1 && qp.resp.current_recv && qp.resp.receiving_send) {
+    wqe = &*qp.resp.current_recv;  // the message being received now
+  } else if (ahead >= 0 && ahead < static_cast<std::int64_t>(qp.resp.recv_queue.size())) {
+    wqe = &qp.resp.recv_queue[static_cast<std::size_t>(ahead)];
   }
   if (wqe != nullptr) recheck_receive(*wqe);
   if (wqe == nullptr || wqe->local_error != WcStatus::success ||
@@ -119,7 +119,7 @@ void EngineState::hold_out_of_order(QueuePair& qp, const wire::RocePacket& packe
   bool place = target != nullptr || receive != nullptr;
   std::size_t headers_end = static_cast<std::size_t>(packet.payload.data() - bytes.data());
   std::size_t keep = !config.carry_payload ? kHeldHeaderBytes : place ? headers_end : bytes.size();
-  if (qp.reorder->hold(psn, qp.expected_psn, bytes, keep)) {  // not for a duplicate
+  if (qp.resp.reorder->hold(psn, qp.resp.expected_psn, bytes, keep)) {  // not for a duplicate
     ++counters.held_out_of_order;
     if (place && config.carry_payload) {
       if (target != nullptr) {
@@ -130,21 +130,21 @@ void EngineState::hold_out_of_order(QueuePair& qp, const wire::RocePacket& packe
     }
     if (place) ++counters.placed_out_of_order;
   }
-  bool held = qp.reorder->find(psn).has_value();  // beyond the window: report nothing new
-  queue_nak(qp, qp.expected_psn, wire::AckType::nak, static_cast<std::uint8_t>(wire::NakCode::psn_sequence_error),
-            held ? psn : qp.expected_psn);
+  bool held = qp.resp.reorder->find(psn).has_value();  // beyond the window: report nothing new
+  queue_nak(qp, qp.resp.expected_psn, wire::AckType::nak, static_cast<std::uint8_t>(wire::NakCode::psn_sequence_error),
+            held ? psn : qp.resp.expected_psn);
 }
 
 // Selective repeat: after the request at `from` executed, run the held
 // packets that now follow in order, and acknowledge the filled gap at once.
 void EngineState::deliver_held(QueuePair& qp, std::uint32_t from) {
-  qp.reorder->release(from, qp.expected_psn);
+  qp.resp.reorder->release(from, qp.resp.expected_psn);
   bool filled = false;
-  while (qp.reorder->held() > 0 && qp.state != QpState::err) {
-    std::uint32_t psn = qp.expected_psn;
-    std::optional<ByteSpan> bytes = qp.reorder->find(psn);
+  while (qp.resp.reorder->held() > 0 && qp.state != QpState::err) {
+    std::uint32_t psn = qp.resp.expected_psn;
+    std::optional<ByteSpan> bytes = qp.resp.reorder->find(psn);
     if (!bytes) break;
-    std::uint32_t length = qp.reorder->held_length(psn);
+    std::uint32_t length = qp.resp.reorder->held_length(psn);
     // Headers only: the payload was placed on arrival (a packet that was not
     // is kept whole), or never carried (the simulator, which copies nothing).
     bool placed = bytes->size() < length;
@@ -158,12 +158,12 @@ void EngineState::deliver_held(QueuePair& qp, std::uint32_t from) {
     std::optional<transport::SendPlacement> send;
     transport::take_placement_header(qp.multipath, *packet, send);  // it did on arrival
     execute_request(qp, *packet, placed, send);
-    if (qp.expected_psn == psn) break;  // RNR: the requester resends it after the timer
+    if (qp.resp.expected_psn == psn) break;  // RNR: the requester resends it after the timer
     if (qp.state == QpState::err) break;
-    qp.reorder->release(psn, qp.expected_psn);
+    qp.resp.reorder->release(psn, qp.resp.expected_psn);
     filled = true;
   }
-  if (filled && qp.state != QpState::err) queue_ack(qp, psn_add(qp.expected_psn, -1));
+  if (filled && qp.state != QpState::err) queue_ack(qp, psn_add(qp.resp.expected_psn, -1));
 }
 
 }  // namespace uroce

@@ -125,7 +125,9 @@ struct ReadAtomicRecord {
   std::uint32_t msn = 0;
 };
 
-struct QueuePair {
+// What create_qp fixed, kept when the QP goes back to RESET. An xrc_recv QP
+// takes pd, recv_cq and srq from the XRC SRQ each message names.
+struct QpCreation {
   std::uint32_t qpn = 0;
   QpType type = QpType::rc;
   std::uint32_t xrcd = 0;  // xrc_recv: its XRC domain
@@ -134,38 +136,50 @@ struct QueuePair {
   LossRecovery recovery = LossRecovery::go_back_n;
   TimeNs tail_timeout_ns = 0;  // QpInitAttr::tail_timeout_ns
   std::uint32_t tail_timeout_packets = 3;
-  bool tail_deadline = false;  // retransmit_deadline was set by the tail timeout
-  QpState state = QpState::reset;
+  TimeNs loss_probe_ns = 0;    // QpInitAttr::loss_probe_ns
+  MultipathConfig multipath;   // QpInitAttr::multipath
   std::uint32_t pd = 0;
   std::uint32_t send_cq = 0;
   std::uint32_t recv_cq = 0;
+  std::uint32_t srq = 0;  // receives come from this SRQ instead of the QP's receive queue
   bool sq_sig_all = false;
   QpCap cap;
-  QpAttr attr;  // the attributes modify_qp set
   std::uint16_t udp_source_port = 0;
   bool block_self_multicast = false;  // QpInitAttr::block_self_multicast
-  TimeNs loss_probe_ns = 0;           // QpInitAttr::loss_probe_ns
-  TimeNs probe_deadline = kNever;     // when the next loss probe goes, if nothing is acknowledged first
-  TimeNs probe_interval = 0;          // doubles with each probe, from loss_probe_ns
-  bool probe_pending = false;         // the next transmit sends the probe
-  std::uint32_t probes_unanswered = 0;  // probes since the timer was last armed by an ACK or a send
-  bool peer_local = false;  // the peer's last packet came through shared memory (RegionBacking)
+  bool congestion_controlled = false;  // a DCQCN reaction point paces it
+};
 
-  // Requester.
+// The requester: the send queue and how far its packets have gone out.
+struct RequesterState {
   std::deque<SendWqe> send_queue;  // completed WQEs are popped from the front
   std::size_t send_cursor = 0;     // index of the WQE being transmitted
   std::uint32_t send_cursor_packet = 0;  // packet index within it
   std::uint32_t next_psn = 0;      // PSN of the next new packet
-  std::uint32_t acked_psn = 0;     // the responder has everything up to here (may be mid-WQE)
+  std::uint32_t highest_sent_psn = 0;  // the last PSN a packet went out for (or a READ reserved)
+  bool any_sent = false;
   std::uint32_t outstanding_read_atomic = 0;
   std::uint32_t receive_messages_started = 0;  // SENDs and WRITEs with immediate started (direct placement numbers them)
   std::uint32_t packets_since_ack_request = 0;
+  // Selective repeat: PSNs the responder reported trimmed, to resend first (each once per report).
+  std::vector<std::uint32_t> trimmed_resends;
+  std::optional<EntropyPaths> paths;  // multipath: the requester's EVs (from RTS)
+  bool peer_local = false;  // the peer's last packet came through shared memory (RegionBacking)
+  // Loss probes (loss_probe.cc).
+  TimeNs probe_deadline = kNever;     // when the next loss probe goes, if nothing is acknowledged first
+  TimeNs probe_interval = 0;          // doubles with each probe, from loss_probe_ns
+  bool probe_pending = false;         // the next transmit sends the probe
+  std::uint32_t probes_unanswered = 0;  // probes since the timer was last armed by an ACK or a send
+};
+
+// The completer: what the responder has acknowledged, the retry budgets and
+// the timers that end a wait for an answer.
+struct CompleterState {
+  std::uint32_t acked_psn = 0;  // the responder has everything up to here (may be mid-WQE)
   std::uint8_t retries_left = 0;
   std::uint8_t rnr_retries_left = 0;
   TimeNs retransmit_deadline = kNever;
+  bool tail_deadline = false;     // retransmit_deadline was set by the tail timeout
   TimeNs rnr_resume_at = kNever;  // while waiting out an RNR NAK
-  std::uint32_t highest_sent_psn = 0;  // the last PSN a packet went out for (or a READ reserved)
-  bool any_sent = false;
   // Evidence that a READ response or atomic ACK was lost (a later response,
   // or an ACK past it) rewinds the requester once per missing PSN; the timer
   // covers a lost retry. Rewinding on every such packet would feed a storm:
@@ -173,19 +187,16 @@ struct QueuePair {
   bool implicit_rewind_done = false;
   std::uint32_t implicit_rewind_psn = 0;
   std::optional<SackScoreboard> sacks;  // selective repeat: what the responder holds
-  MultipathConfig multipath;            // QpInitAttr::multipath
-  std::optional<EntropyPaths> paths;    // multipath: the requester's EVs (from RTS)
+};
 
-
-  // Responder.
-  std::uint32_t srq = 0;                 // receives come from this SRQ instead of recv_queue
+// The responder: the receive queue, the message being received, what it owes
+// the requester, and the records it keeps for duplicate READs and atomics.
+struct ResponderState {
   std::deque<RecvWqe> recv_queue;
   std::optional<RecvWqe> current_recv;   // taken for the message being received
   std::uint32_t expected_psn = 0;
   std::uint32_t msn = 0;
   bool sequence_nak_sent = false;
-  // Selective repeat: PSNs the responder reported trimmed, to resend first (each once per report).
-  std::vector<std::uint32_t> trimmed_resends;
   bool receiving_send = false;  // a multi-packet SEND is in progress
   std::uint64_t send_offset = 0;
   bool receiving_write = false;  // a multi-packet WRITE is in progress
@@ -198,8 +209,11 @@ struct QueuePair {
   std::size_t next_record = 0;
   std::optional<ReorderBuffer> reorder;  // selective repeat: packets after a gap
   std::uint32_t receives_taken = 0;      // receive WQEs taken from the QP's own queue (direct placement counts them)
+};
 
-  // Congestion control.
+// Congestion control (congestion.cc): the reaction point's rate and pacing,
+// and the notification point's CNP spacing.
+struct CongestionState {
   std::optional<Dcqcn> dcqcn;    // reaction point, when enabled
   TimeNs next_send_time = 0;     // pacing: the next data packet may leave then
   TimeNs paced_slot_start = 0;   // ... which is this plus paced_length at the current rate
@@ -207,11 +221,28 @@ struct QueuePair {
   bool pacing_blocked = false;   // data is waiting for next_send_time
   TimeNs cnp_allowed_at = 0;     // notification point: next CNP not before
   std::map<std::pair<Gid, std::uint32_t>, TimeNs> ud_cnp_allowed_at;  // UD: the same, per source GID and QP
+};
 
-  // Asynchronous events.
-  bool sq_drain_notify = false;    // raise sq_drained when the SQD drain completes
+// Asynchronous events raised once.
+struct QpEventsRaised {
+  bool sq_drain_notify = false;            // raise sq_drained when the SQD drain completes
   bool communication_established = false;  // comm_est raised (first packet in RTR)
   bool last_wqe_reported = false;          // qp_last_wqe_reached raised (SRQ QPs in ERR)
+};
+
+// A queue pair: what it was created with, its state and attributes, and one
+// part for each role (rxe's qp->req, qp->comp and qp->resp).
+struct QueuePair : QpCreation {
+  QueuePair() = default;
+  explicit QueuePair(const QpCreation& created) : QpCreation(created) {}
+
+  QpState state = QpState::reset;
+  QpAttr attr;  // the attributes modify_qp set
+  RequesterState req;
+  CompleterState comp;
+  ResponderState resp;
+  CongestionState cc;
+  QpEventsRaised events;
 
   // Scheduling.
   bool in_ready_list = false;
@@ -219,10 +250,10 @@ struct QueuePair {
 
   // The earliest time one of the QP's timers needs attention.
   TimeNs next_deadline() const {
-    TimeNs deadline = std::min({retransmit_deadline, rnr_resume_at, probe_deadline});
-    if (pacing_blocked) deadline = std::min(deadline, next_send_time);
-    if (dcqcn) deadline = std::min(deadline, dcqcn->next_deadline());
-    if (paths) deadline = std::min(deadline, paths->loss_check_at());
+    TimeNs deadline = std::min({comp.retransmit_deadline, comp.rnr_resume_at, req.probe_deadline});
+    if (cc.pacing_blocked) deadline = std::min(deadline, cc.next_send_time);
+    if (cc.dcqcn) deadline = std::min(deadline, cc.dcqcn->next_deadline());
+    if (req.paths) deadline = std::min(deadline, req.paths->loss_check_at());
     return deadline;
   }
 };

@@ -13,6 +13,7 @@
 namespace uroce {
 
 using transport::QueuePair;
+using transport::QpCreation;
 
 namespace {
 
@@ -82,28 +83,27 @@ Expected<std::uint32_t, std::errc> Engine::create_qp(const QpInitAttr& init) {
   if (init.gsi && (init.qp_type != QpType::ud || state_->qps.contains(kGsiQpn))) {
     return unexpected(init.qp_type != QpType::ud ? std::errc::invalid_argument : std::errc::device_or_resource_busy);
   }
-  QueuePair qp;
-  qp.srq = init.srq;
-  qp.qpn = init.gsi ? kGsiQpn : state_->fresh_qpn();
-  qp.type = init.qp_type;
-  qp.recovery = init.recovery;
-  qp.tail_timeout_ns = init.tail_timeout_ns;
-  qp.tail_timeout_packets = init.tail_timeout_packets;
+  QpCreation created;
+  created.srq = init.srq;
+  created.qpn = init.gsi ? kGsiQpn : state_->fresh_qpn();
+  created.type = init.qp_type;
+  created.recovery = init.recovery;
+  created.tail_timeout_ns = init.tail_timeout_ns;
+  created.tail_timeout_packets = init.tail_timeout_packets;
   bool probes = init.qp_type == QpType::rc || init.qp_type == QpType::xrc_send;
-  qp.loss_probe_ns = probes ? init.loss_probe_ns : 0;
-  qp.multipath = init.multipath;
-  qp.pd = init.pd;
-  qp.send_cq = init.send_cq;
-  qp.recv_cq = recv_cq;
-  qp.sq_sig_all = init.sq_sig_all;
-  qp.block_self_multicast = init.block_self_multicast;
-  qp.cap = cap;
-  qp.cap.max_send_sge = std::max<std::uint32_t>(cap.max_send_sge, 1);
-  qp.cap.max_recv_sge = std::max<std::uint32_t>(cap.max_recv_sge, 1);
-  qp.udp_source_port = wire::roce_source_port(qp.qpn);
-  if (state_->config.congestion.reaction_point && init.congestion_controlled) {
-    qp.dcqcn.emplace(state_->config.congestion.dcqcn);
-  }
+  created.loss_probe_ns = probes ? init.loss_probe_ns : 0;
+  created.multipath = init.multipath;
+  created.pd = init.pd;
+  created.send_cq = init.send_cq;
+  created.recv_cq = recv_cq;
+  created.sq_sig_all = init.sq_sig_all;
+  created.block_self_multicast = init.block_self_multicast;
+  created.cap = cap;
+  created.cap.max_send_sge = std::max<std::uint32_t>(cap.max_send_sge, 1);
+  created.cap.max_recv_sge = std::max<std::uint32_t>(cap.max_recv_sge, 1);
+  created.udp_source_port = wire::roce_source_port(created.qpn);
+  created.congestion_controlled = state_->config.congestion.reaction_point && init.congestion_controlled;
+  QueuePair qp = state_->fresh_queue_pair(created);
   std::uint32_t qpn = qp.qpn;
   state_->qps.emplace(qpn, std::move(qp));
   return qpn;
@@ -115,12 +115,13 @@ Expected<std::uint32_t, std::errc> Engine::create_xrc_recv_qp(const QpInitAttr& 
   auto domain = state_->xrcds.find(init.xrcd);
   if (domain == state_->xrcds.end() || init.srq != 0 || init.gsi) return unexpected(std::errc::invalid_argument);
   if (state_->qps.size() >= attributes().max_qp) return unexpected(std::errc::not_enough_memory);
-  QueuePair qp;
-  qp.qpn = state_->fresh_qpn();
-  qp.type = QpType::xrc_recv;
-  qp.xrcd = init.xrcd;
-  qp.udp_source_port = wire::roce_source_port(qp.qpn);
-  if (state_->config.congestion.reaction_point) qp.dcqcn.emplace(state_->config.congestion.dcqcn);
+  QpCreation created;
+  created.qpn = state_->fresh_qpn();
+  created.type = QpType::xrc_recv;
+  created.xrcd = init.xrcd;
+  created.udp_source_port = wire::roce_source_port(created.qpn);
+  created.congestion_controlled = state_->config.congestion.reaction_point;
+  QueuePair qp = state_->fresh_queue_pair(created);
   ++domain->second;
   std::uint32_t qpn = qp.qpn;
   state_->qps.emplace(qpn, std::move(qp));
@@ -198,51 +199,37 @@ std::errc Engine::modify_qp(std::uint32_t qpn, const QpAttr& attr, std::uint32_t
       auto found = state_->cqs.find(cq);
       if (found != state_->cqs.end()) found->second.discard_qp(qp.qpn);
     }
-    QueuePair fresh;
-    fresh.qpn = qp.qpn;
-    fresh.type = qp.type;
-    fresh.recovery = qp.recovery;
-    fresh.tail_timeout_ns = qp.tail_timeout_ns;
-    fresh.tail_timeout_packets = qp.tail_timeout_packets;
-    fresh.loss_probe_ns = qp.loss_probe_ns;
-    fresh.multipath = qp.multipath;
-    fresh.pd = qp.pd;
-    fresh.send_cq = qp.send_cq;
-    fresh.recv_cq = qp.recv_cq;
-    fresh.sq_sig_all = qp.sq_sig_all;
-    fresh.cap = qp.cap;
-    fresh.udp_source_port = qp.udp_source_port;
-    fresh.srq = qp.type == QpType::xrc_recv ? 0 : qp.srq;  // an XRC responder takes its SRQ per message
-    fresh.xrcd = qp.xrcd;
-    if (qp.dcqcn) fresh.dcqcn.emplace(state_->config.congestion.dcqcn);
-    fresh.in_ready_list = qp.in_ready_list;
-    qp = std::move(fresh);
+    QpCreation created = qp;
+    if (qp.type == QpType::xrc_recv) created.srq = 0;  // an XRC responder takes its SRQ per message
+    bool in_ready_list = qp.in_ready_list;
+    qp = state_->fresh_queue_pair(created);
+    qp.in_ready_list = in_ready_list;
   }
-  if (mask & kQpAttrRqPsn) qp.expected_psn = attr.rq_psn;
+  if (mask & kQpAttrRqPsn) qp.resp.expected_psn = attr.rq_psn;
   if (next == QpState::rtr && previous == QpState::init) {
-    qp.records.assign(a.max_dest_rd_atomic, transport::ReadAtomicRecord{});
-    qp.next_record = 0;
+    qp.resp.records.assign(a.max_dest_rd_atomic, transport::ReadAtomicRecord{});
+    qp.resp.next_record = 0;
   }
   if (next == QpState::rtr && previous == QpState::init && qp.recovery == LossRecovery::selective_repeat) {
-    qp.reorder.emplace(state_->config.max_inflight_packets);
+    qp.resp.reorder.emplace(state_->config.max_inflight_packets);
   }
   if (mask & kQpAttrSqPsn) {
-    qp.next_psn = attr.sq_psn;
-    qp.acked_psn = transport::psn_add(attr.sq_psn, -1);
+    qp.req.next_psn = attr.sq_psn;
+    qp.comp.acked_psn = transport::psn_add(attr.sq_psn, -1);
     if (qp.recovery == LossRecovery::selective_repeat) {
-      qp.sacks.emplace(state_->config.max_inflight_packets);
-      qp.sacks->reset(attr.sq_psn);
+      qp.comp.sacks.emplace(state_->config.max_inflight_packets);
+      qp.comp.sacks->reset(attr.sq_psn);
       if (qp.multipath.entropy_values != 0) {
-        qp.paths.emplace(qp.multipath, qp.qpn, state_->config.max_inflight_packets, state_->counters);
+        qp.req.paths.emplace(qp.multipath, qp.qpn, state_->config.max_inflight_packets, state_->counters);
       }
     }
   }
   if (next == QpState::rts && previous == QpState::rtr) {
-    qp.retries_left = a.retry_cnt;
-    qp.rnr_retries_left = a.rnr_retry;
+    qp.comp.retries_left = a.retry_cnt;
+    qp.comp.rnr_retries_left = a.rnr_retry;
   }
   if (next == QpState::sqd && previous == QpState::rts) {
-    qp.sq_drain_notify = (mask & kQpAttrEnSqdAsyncNotify) && attr.en_sqd_async_notify;
+    qp.events.sq_drain_notify = (mask & kQpAttrEnSqdAsyncNotify) && attr.en_sqd_async_notify;
     state_->check_sq_drained(qp);
   }
   if (next == QpState::rts) state_->mark_ready(qp);
@@ -256,10 +243,10 @@ Expected<QpAttr, std::errc> Engine::query_qp(std::uint32_t qpn) const {
   QpAttr attr = qp.attr;
   attr.qp_state = attr.cur_qp_state = qp.state;
   attr.cap = qp.cap;
-  attr.sq_psn = qp.next_psn;       // live, as Soft-RoCE reports them
-  attr.rq_psn = qp.expected_psn;
+  attr.sq_psn = qp.req.next_psn;       // live, as Soft-RoCE reports them
+  attr.rq_psn = qp.resp.expected_psn;
   attr.sq_draining = qp.state == QpState::sqd &&
-                     std::any_of(qp.send_queue.begin(), qp.send_queue.end(),
+                     std::any_of(qp.req.send_queue.begin(), qp.req.send_queue.end(),
                                  [](const transport::SendWqe& wqe) { return wqe.started && !wqe.done; });
   return attr;
 }
@@ -339,7 +326,7 @@ std::errc Engine::post_send(std::uint32_t qpn, const SendWr& wr) {
       qp.type == QpType::xrc_recv) {
     return std::errc::invalid_argument;
   }
-  if (qp.send_queue.size() >= qp.cap.max_send_wr) return std::errc::not_enough_memory;
+  if (qp.req.send_queue.size() >= qp.cap.max_send_wr) return std::errc::not_enough_memory;
   if (wr.sg_list.size() > qp.cap.max_send_sge) return std::errc::invalid_argument;
   bool atomic = wr.opcode == WrOpcode::atomic_cmp_and_swp || wr.opcode == WrOpcode::atomic_fetch_and_add;
   bool inline_data = (wr.send_flags & kSendInline) != 0;
@@ -425,7 +412,7 @@ std::errc Engine::post_send(std::uint32_t qpn, const SendWr& wr) {
     wqe.extent = shared_extent(*sole_region, wr.sg_list[0]);
   }
 
-  qp.send_queue.push_back(std::move(wqe));
+  qp.req.send_queue.push_back(std::move(wqe));
   if (qp.state == QpState::err) {
     state_->move_to_error(qp);  // flushes it at once
   } else {
@@ -441,14 +428,14 @@ std::errc Engine::post_recv(std::uint32_t qpn, const RecvWr& wr) {
   if (qp.state == QpState::reset || qp.srq != 0 || qp.type == QpType::xrc_send || qp.type == QpType::xrc_recv) {
     return std::errc::invalid_argument;
   }
-  if (qp.recv_queue.size() >= qp.cap.max_recv_wr) return std::errc::not_enough_memory;
+  if (qp.resp.recv_queue.size() >= qp.cap.max_recv_wr) return std::errc::not_enough_memory;
   if (wr.sg_list.size() > qp.cap.max_recv_sge) return std::errc::invalid_argument;
   transport::RecvWqe wqe;
   wqe.wr_id = wr.wr_id;
   wqe.local_error = resolve_segments(state_->memory_regions, qp.pd, wr.sg_list, true, wqe.segments, wqe.capacity);
   wqe.pd = qp.pd;
   wqe.registrations = state_->memory_regions.changes();
-  qp.recv_queue.push_back(std::move(wqe));
+  qp.resp.recv_queue.push_back(std::move(wqe));
   if (qp.state == QpState::err) state_->move_to_error(qp);
   return std::errc{};
 }

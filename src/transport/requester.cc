@@ -69,25 +69,25 @@ std::uint32_t transport::SendWqe::last_psn() const { return psn_add(first_psn, s
 // infinite local ACK timeout (0) stays infinite.
 void EngineState::arm_retransmit_timer(QueuePair& qp, TimeNs now) const {
   TimeNs wait = transport::ack_timeout_ns(qp.attr.timeout);
-  qp.tail_deadline = false;
-  if (wait != kNever && qp.tail_timeout_ns != 0 && qp.tail_timeout_ns < wait && qp.any_sent) {
-    std::int64_t in_flight = psn_diff(psn_add(qp.highest_sent_psn, 1), unacked_psn(qp));
-    if (qp.sacks) in_flight -= qp.sacks->marked_count();
+  qp.comp.tail_deadline = false;
+  if (wait != kNever && qp.tail_timeout_ns != 0 && qp.tail_timeout_ns < wait && qp.req.any_sent) {
+    std::int64_t in_flight = psn_diff(psn_add(qp.req.highest_sent_psn, 1), unacked_psn(qp));
+    if (qp.comp.sacks) in_flight -= qp.comp.sacks->marked_count();
     if (in_flight <= static_cast<std::int64_t>(qp.tail_timeout_packets)) {
       wait = qp.tail_timeout_ns;
-      qp.tail_deadline = true;
+      qp.comp.tail_deadline = true;
     }
   }
-  qp.retransmit_deadline = wait == kNever ? kNever : now + wait;
+  qp.comp.retransmit_deadline = wait == kNever ? kNever : now + wait;
   // A loss probe first, while it comes well before the timeout.
   bool probe = qp.loss_probe_ns != 0 && wait != kNever && qp.loss_probe_ns < wait;
-  qp.probe_interval = qp.loss_probe_ns;
-  qp.probe_deadline = probe ? now + qp.loss_probe_ns : kNever;
-  qp.probes_unanswered = 0;
+  qp.req.probe_interval = qp.loss_probe_ns;
+  qp.req.probe_deadline = probe ? now + qp.loss_probe_ns : kNever;
+  qp.req.probes_unanswered = 0;
 }
 
 std::uint32_t EngineState::unacked_psn(const QueuePair& qp) const {
-  for (const SendWqe& wqe : qp.send_queue) {
+  for (const SendWqe& wqe : qp.req.send_queue) {
     if (!wqe.started) break;
     if (wqe.done) continue;
     if (wqe.opcode == WrOpcode::rdma_read) {
@@ -97,10 +97,10 @@ std::uint32_t EngineState::unacked_psn(const QueuePair& qp) const {
     // later ACKs say: only that carries the result.
     if (wqe.is_read_or_atomic()) return wqe.first_psn;
     // An ACK in the middle of a long message acknowledges its first part.
-    std::uint32_t after_ack = psn_add(qp.acked_psn, 1);
+    std::uint32_t after_ack = psn_add(qp.comp.acked_psn, 1);
     return psn_before(wqe.first_psn, after_ack) ? after_ack : wqe.first_psn;
   }
-  return qp.next_psn;
+  return qp.req.next_psn;
 }
 
 bool EngineState::window_full(const QueuePair& qp, std::uint32_t psn) const {
@@ -115,8 +115,8 @@ bool EngineState::window_full(const QueuePair& qp, std::uint32_t psn) const {
 // peer copy for longer than the retransmit timeout. A message larger than
 // the whole window still goes alone.
 bool EngineState::extent_window_full(const QueuePair& qp, std::uint64_t length) const {
-  std::int64_t in_flight = psn_diff(qp.next_psn, unacked_psn(qp));
-  for (const SendWqe& wqe : qp.send_queue) {
+  std::int64_t in_flight = psn_diff(qp.req.next_psn, unacked_psn(qp));
+  for (const SendWqe& wqe : qp.req.send_queue) {
     if (!wqe.started) break;
     if (!wqe.done && wqe.by_extent && wqe.opcode != WrOpcode::rdma_read) {
       in_flight += static_cast<std::int64_t>((wqe.length + mtu(qp) - 1) / mtu(qp)) - 1;
@@ -128,11 +128,11 @@ bool EngineState::extent_window_full(const QueuePair& qp, std::uint64_t length) 
 
 std::size_t EngineState::requester_transmit(QueuePair& qp, MutableByteSpan out, TimeNs now) {
   if (qp.state != QpState::rts && qp.state != QpState::sqd) return 0;
-  if (qp.rnr_resume_at != kNever) return 0;
-  if (qp.probe_pending) {
+  if (qp.comp.rnr_resume_at != kNever) return 0;
+  if (qp.req.probe_pending) {
     if (std::size_t length = send_loss_probe(qp, out, now); length > 0) return length;
   }
-  if (qp.sacks && (!qp.trimmed_resends.empty() || qp.sacks->recovering())) {
+  if (qp.comp.sacks && (!qp.req.trimmed_resends.empty() || qp.comp.sacks->recovering())) {
     if (paced_out(qp, now)) return 0;
     std::size_t length = resend_trimmed(qp, out, now);
     if (length == 0) length = resend_selected(qp, out, now);
@@ -145,69 +145,69 @@ std::size_t EngineState::requester_transmit(QueuePair& qp, MutableByteSpan out, 
   // were about to ask again) needs nothing more; a local operation (bind,
   // local invalidate) is done here, in queue order, and completes in order.
   bool local_done = false;
-  while (qp.send_cursor < qp.send_queue.size()) {
-    SendWqe& next = qp.send_queue[qp.send_cursor];
+  while (qp.req.send_cursor < qp.req.send_queue.size()) {
+    SendWqe& next = qp.req.send_queue[qp.req.send_cursor];
     if (!next.done && !(next.is_local_operation() && !next.started && qp.state == QpState::rts)) break;
     if (!next.done) {
       WcStatus status = execute_local_operation(qp, next);
       if (status != WcStatus::success) {
-        fail_request(qp, qp.next_psn, status);
+        fail_request(qp, qp.req.next_psn, status);
         return 0;
       }
       local_done = true;
     }
-    ++qp.send_cursor;
-    qp.send_cursor_packet = 0;
+    ++qp.req.send_cursor;
+    qp.req.send_cursor_packet = 0;
   }
   if (local_done) retire_completed(qp);
-  if (qp.send_cursor >= qp.send_queue.size()) return 0;
+  if (qp.req.send_cursor >= qp.req.send_queue.size()) return 0;
   if (paced_out(qp, now)) return 0;
-  SendWqe& wqe = qp.send_queue[qp.send_cursor];
+  SendWqe& wqe = qp.req.send_queue[qp.req.send_cursor];
 
   if (!wqe.started) {
     if (qp.state == QpState::sqd) return 0;
     if (wqe.local_error != WcStatus::success) {
       wqe.started = true;
-      wqe.first_psn = qp.next_psn;
+      wqe.first_psn = qp.req.next_psn;
       wqe.packet_count = 0;
-      fail_request(qp, qp.next_psn, wqe.local_error);
+      fail_request(qp, qp.req.next_psn, wqe.local_error);
       return 0;
     }
-    if (wqe.fence && qp.outstanding_read_atomic > 0) return 0;
+    if (wqe.fence && qp.req.outstanding_read_atomic > 0) return 0;
     std::uint32_t read_atomic_limit = std::max<std::uint32_t>(1, qp.attr.max_rd_atomic);
-    if (wqe.is_read_or_atomic() && qp.outstanding_read_atomic >= read_atomic_limit) return 0;
-    if (window_full(qp, qp.next_psn)) return 0;
+    if (wqe.is_read_or_atomic() && qp.req.outstanding_read_atomic >= read_atomic_limit) return 0;
+    if (window_full(qp, qp.req.next_psn)) return 0;
     // A local peer reads a long message's bytes itself: one packet names
     // them. A READ asks the peer for that; it reserves its PSNs either way.
     bool read = wqe.opcode == WrOpcode::rdma_read;
-    bool by_extent = (wqe.extent || read) && qp.peer_local && wqe.length > mtu(qp) && !qp.paths && !qp.sacks &&
+    bool by_extent = (wqe.extent || read) && qp.req.peer_local && wqe.length > mtu(qp) && !qp.req.paths && !qp.comp.sacks &&
                      qp.type == QpType::rc;
     if (by_extent && !read && extent_window_full(qp, wqe.length)) return 0;
     wqe.started = true;
-    wqe.first_psn = qp.next_psn;
+    wqe.first_psn = qp.req.next_psn;
     wqe.place_early = may_place_early(qp, wqe);
-    if (wqe.takes_receive()) wqe.receive_message = qp.receive_messages_started++;
+    if (wqe.takes_receive()) wqe.receive_message = qp.req.receive_messages_started++;
     bool atomic = wqe.opcode == WrOpcode::atomic_cmp_and_swp || wqe.opcode == WrOpcode::atomic_fetch_and_add;
     wqe.by_extent = by_extent;
     wqe.packet_count = atomic || (wqe.by_extent && !read)
                            ? 1
                            : std::max<std::uint32_t>(1, (wqe.length + mtu(qp) - 1) / mtu(qp));
-    qp.next_psn = psn_add(qp.next_psn, wqe.packet_count);
-    if (wqe.is_read_or_atomic()) ++qp.outstanding_read_atomic;
+    qp.req.next_psn = psn_add(qp.req.next_psn, wqe.packet_count);
+    if (wqe.is_read_or_atomic()) ++qp.req.outstanding_read_atomic;
   } else {
-    if (window_full(qp, psn_add(wqe.first_psn, qp.send_cursor_packet))) return 0;
+    if (window_full(qp, psn_add(wqe.first_psn, qp.req.send_cursor_packet))) return 0;
   }
 
-  std::uint32_t index = qp.send_cursor_packet;
+  std::uint32_t index = qp.req.send_cursor_packet;
   std::size_t length = send_request_packet(qp, wqe, index, out, now);
   if (length == 0) return 0;
   // READ and atomic requests are one packet whatever PSNs they reserve.
   bool whole = wqe.is_read_or_atomic() || index + 1 >= wqe.packet_count;
   if (whole) {
-    ++qp.send_cursor;
-    qp.send_cursor_packet = 0;
+    ++qp.req.send_cursor;
+    qp.req.send_cursor_packet = 0;
   } else {
-    ++qp.send_cursor_packet;
+    ++qp.req.send_cursor_packet;
   }
   account_data_packet(qp, length, now);
   if (!qp.reliable()) {
@@ -216,7 +216,7 @@ std::size_t EngineState::requester_transmit(QueuePair& qp, MutableByteSpan out, 
       wqe.done = true;
       retire_completed(qp);
     }
-  } else if (qp.retransmit_deadline == kNever || qp.tail_deadline) {
+  } else if (qp.comp.retransmit_deadline == kNever || qp.comp.tail_deadline) {
     // A tail deadline holds only while few PSNs are in flight: this one adds to them.
     arm_retransmit_timer(qp, now);
   }
@@ -227,11 +227,11 @@ std::size_t EngineState::requester_transmit(QueuePair& qp, MutableByteSpan out, 
 // the responder does not hold. A READ is asked again only from its first
 // missing response; PSNs it merely reserves are skipped.
 std::size_t EngineState::resend_selected(QueuePair& qp, MutableByteSpan out, TimeNs now) {
-  transport::SackScoreboard& sacks = *qp.sacks;
+  transport::SackScoreboard& sacks = *qp.comp.sacks;
   std::size_t wqe_index = 0;
   while (sacks.recovering()) {
     std::uint32_t psn = sacks.recovery_next();
-    if (!qp.any_sent || psn_before(qp.highest_sent_psn, psn)) {
+    if (!qp.req.any_sent || psn_before(qp.req.highest_sent_psn, psn)) {
       sacks.advance_to(sacks.recovery_end());  // never sent yet: the cursor will send it
       break;
     }
@@ -240,16 +240,16 @@ std::size_t EngineState::resend_selected(QueuePair& qp, MutableByteSpan out, Tim
       continue;
     }
     // WQEs are in PSN order: carry on from the one the last PSN fell in.
-    while (wqe_index < qp.send_queue.size() && qp.send_queue[wqe_index].started &&
-           psn_before(qp.send_queue[wqe_index].last_psn(), psn)) {
+    while (wqe_index < qp.req.send_queue.size() && qp.req.send_queue[wqe_index].started &&
+           psn_before(qp.req.send_queue[wqe_index].last_psn(), psn)) {
       ++wqe_index;
     }
-    if (wqe_index >= qp.send_queue.size() || !qp.send_queue[wqe_index].started ||
-        psn_before(psn, qp.send_queue[wqe_index].first_psn)) {
+    if (wqe_index >= qp.req.send_queue.size() || !qp.req.send_queue[wqe_index].started ||
+        psn_before(psn, qp.req.send_queue[wqe_index].first_psn)) {
       sacks.advance_to(psn_add(psn, 1));
       continue;
     }
-    SendWqe& wqe = qp.send_queue[wqe_index];
+    SendWqe& wqe = qp.req.send_queue[wqe_index];
     std::uint32_t index = static_cast<std::uint32_t>(psn_diff(psn, wqe.first_psn));
     if (wqe.is_read_or_atomic()) {
       std::uint32_t resume = wqe.opcode == WrOpcode::rdma_read ? static_cast<std::uint32_t>(wqe.read_received / mtu(qp)) : 0;
@@ -257,7 +257,7 @@ std::size_t EngineState::resend_selected(QueuePair& qp, MutableByteSpan out, Tim
       if (wqe.done || index != resume) continue;
     } else {
       sacks.advance_to(psn_add(psn, 1));
-      if (wqe.done || psn_at_or_before(psn, qp.acked_psn)) continue;
+      if (wqe.done || psn_at_or_before(psn, qp.comp.acked_psn)) continue;
     }
     std::size_t length = send_request_packet(qp, wqe, index, out, now);
     if (length > 0) return length;
@@ -323,25 +323,25 @@ std::size_t EngineState::send_request_packet(QueuePair& qp, SendWqe& wqe, std::u
     headers.xrceth = wire::XrcethRepr{wqe.xrc_srqn};
   }
   if (qp.reliable()) {  // UC has no acknowledgements to ask for
-    ++qp.packets_since_ack_request;
-    std::uint32_t interval = qp.paths ? std::min(config.ack_request_interval, qp.multipath.ack_every_packets)
+    ++qp.req.packets_since_ack_request;
+    std::uint32_t interval = qp.req.paths ? std::min(config.ack_request_interval, qp.multipath.ack_every_packets)
                                       : config.ack_request_interval;
-    headers.bth.ack_req = ack_request || last_packet || qp.packets_since_ack_request >= interval;
-    if (headers.bth.ack_req) qp.packets_since_ack_request = 0;
+    headers.bth.ack_req = ack_request || last_packet || qp.req.packets_since_ack_request >= interval;
+    if (headers.bth.ack_req) qp.req.packets_since_ack_request = 0;
   }
 
   // Multipath: each packet on the next EV (its UDP source port).
   std::uint16_t port = qp.udp_source_port;
-  if (qp.paths) {
-    bool more_behind = !last_packet || &wqe != &qp.send_queue.back();
-    port = qp.paths->send(psn, now, !wqe.is_read_or_atomic(), more_behind);
+  if (qp.req.paths) {
+    bool more_behind = !last_packet || &wqe != &qp.req.send_queue.back();
+    port = qp.req.paths->send(psn, now, !wqe.is_read_or_atomic(), more_behind);
   }
   auto layout = qp.type == QpType::ud
                     ? begin_packet_to(wqe.ud_destination, wqe.ud_remote_qpn, qp.udp_source_port, headers,
                                       payload_length, out)
                     : begin_packet_to(qp.attr.ah_attr, qp.attr.dest_qp_num, port, headers,
                                       payload_length + placement_header, out,
-                                      qp.paths ? transport::ev_flow_label(port) : 0);
+                                      qp.req.paths ? transport::ev_flow_label(port) : 0);
   if (!layout) return 0;
   std::uint8_t* payload = &out[layout->payload_offset];
   if (placement_header == transport::kWritePlacementLength) {
@@ -362,19 +362,19 @@ std::size_t EngineState::send_request_packet(QueuePair& qp, SendWqe& wqe, std::u
     transport::gather(wqe.segments, payload_offset, payload, payload_length);
   }
 
-  if (qp.any_sent && psn_at_or_before(psn, qp.highest_sent_psn)) {
+  if (qp.req.any_sent && psn_at_or_before(psn, qp.req.highest_sent_psn)) {
     ++counters.retransmitted_packets;
   } else {
     // A READ request covers every PSN its responses will use.
-    qp.highest_sent_psn = wqe.opcode == WrOpcode::rdma_read ? wqe.last_psn() : psn;
-    qp.any_sent = true;
+    qp.req.highest_sent_psn = wqe.opcode == WrOpcode::rdma_read ? wqe.last_psn() : psn;
+    qp.req.any_sent = true;
   }
   return finish_packet(out, *layout);
 }
 
 WcStatus EngineState::execute_local_operation(QueuePair& qp, SendWqe& wqe) {
   wqe.started = true;
-  wqe.first_psn = qp.next_psn;
+  wqe.first_psn = qp.req.next_psn;
   wqe.packet_count = 0;
   WcStatus status = WcStatus::success;
   if (wqe.opcode == WrOpcode::bind_mw) {
@@ -387,8 +387,8 @@ WcStatus EngineState::execute_local_operation(QueuePair& qp, SendWqe& wqe) {
 }
 
 void EngineState::retire_completed(QueuePair& qp) {
-  while (!qp.send_queue.empty() && qp.send_queue.front().done) {
-    SendWqe& wqe = qp.send_queue.front();
+  while (!qp.req.send_queue.empty() && qp.req.send_queue.front().done) {
+    SendWqe& wqe = qp.req.send_queue.front();
     if (wqe.signaled || qp.sq_sig_all || wqe.status != WcStatus::success) {
       WorkCompletion wc;
       wc.wr_id = wqe.wr_id;
@@ -400,12 +400,12 @@ void EngineState::retire_completed(QueuePair& qp) {
     }
     // The responder keeps a record per READ/atomic until the requester moves
     // past it in order, so the limit counts until retirement, not completion.
-    if (wqe.is_read_or_atomic() && wqe.packet_count > 0) --qp.outstanding_read_atomic;
-    qp.send_queue.pop_front();
-    if (qp.send_cursor > 0) {
-      --qp.send_cursor;
+    if (wqe.is_read_or_atomic() && wqe.packet_count > 0) --qp.req.outstanding_read_atomic;
+    qp.req.send_queue.pop_front();
+    if (qp.req.send_cursor > 0) {
+      --qp.req.send_cursor;
     } else {
-      qp.send_cursor_packet = 0;  // the WQE under the cursor is gone: start the next one
+      qp.req.send_cursor_packet = 0;  // the WQE under the cursor is gone: start the next one
     }
   }
 }
@@ -415,17 +415,17 @@ void EngineState::retire_completed(QueuePair& qp) {
 // missing means the response was lost: go back to it.
 void EngineState::acknowledge_through(QueuePair& qp, std::uint32_t psn, TimeNs now) {
   bool progress = false;
-  if (psn_before(qp.acked_psn, psn)) {
-    if (qp.paths) paths_delivered(qp, psn_add(qp.acked_psn, 1), psn, now);
-    if (qp.sacks) qp.sacks->forget_before(psn_add(qp.acked_psn, 1), psn_add(psn, 1));
-    qp.acked_psn = psn;
+  if (psn_before(qp.comp.acked_psn, psn)) {
+    if (qp.req.paths) paths_delivered(qp, psn_add(qp.comp.acked_psn, 1), psn, now);
+    if (qp.comp.sacks) qp.comp.sacks->forget_before(psn_add(qp.comp.acked_psn, 1), psn_add(psn, 1));
+    qp.comp.acked_psn = psn;
     progress = true;
   }
   // Acknowledgements are cumulative: an earlier ACK may have covered SEND and
   // WRITE WQEs that waited behind a READ finished only now.
-  psn = qp.acked_psn;
-  for (std::size_t i = 0; i < qp.send_queue.size(); ++i) {
-    SendWqe& wqe = qp.send_queue[i];
+  psn = qp.comp.acked_psn;
+  for (std::size_t i = 0; i < qp.req.send_queue.size(); ++i) {
+    SendWqe& wqe = qp.req.send_queue[i];
     if (!wqe.started || !psn_at_or_before(wqe.first_psn, psn)) break;
     if (wqe.done) continue;
     if (wqe.is_read_or_atomic()) {
@@ -437,38 +437,38 @@ void EngineState::acknowledge_through(QueuePair& qp, std::uint32_t psn, TimeNs n
     progress = true;
   }
   retire_completed(qp);
-  if (qp.sacks) qp.sacks->catch_up(unacked_psn(qp));
-  if (qp.paths) find_lost_paths(qp, now);
-  if (progress) qp.retries_left = qp.attr.retry_cnt;
-  bool outstanding = unacked_psn(qp) != qp.next_psn;
+  if (qp.comp.sacks) qp.comp.sacks->catch_up(unacked_psn(qp));
+  if (qp.req.paths) find_lost_paths(qp, now);
+  if (progress) qp.comp.retries_left = qp.attr.retry_cnt;
+  bool outstanding = unacked_psn(qp) != qp.req.next_psn;
   if (outstanding) {
     arm_retransmit_timer(qp, now);
   } else {
-    qp.retransmit_deadline = kNever;
-    qp.probe_deadline = kNever;
+    qp.comp.retransmit_deadline = kNever;
+    qp.req.probe_deadline = kNever;
   }
   mark_ready(qp);
 }
 
 void EngineState::rewind_to(QueuePair& qp, std::uint32_t psn) {
-  for (std::size_t i = 0; i < qp.send_queue.size(); ++i) {
-    const SendWqe& wqe = qp.send_queue[i];
+  for (std::size_t i = 0; i < qp.req.send_queue.size(); ++i) {
+    const SendWqe& wqe = qp.req.send_queue[i];
     if (!wqe.started) break;
     if (wqe.done || !psn_at_or_before(psn, wqe.last_psn())) continue;
-    qp.send_cursor = i;
-    qp.send_cursor_packet = psn_before(psn, wqe.first_psn) ? 0 : static_cast<std::uint32_t>(psn_diff(psn, wqe.first_psn));
-    if (wqe.is_read_or_atomic() && wqe.opcode != WrOpcode::rdma_read) qp.send_cursor_packet = 0;
+    qp.req.send_cursor = i;
+    qp.req.send_cursor_packet = psn_before(psn, wqe.first_psn) ? 0 : static_cast<std::uint32_t>(psn_diff(psn, wqe.first_psn));
+    if (wqe.is_read_or_atomic() && wqe.opcode != WrOpcode::rdma_read) qp.req.send_cursor_packet = 0;
     mark_ready(qp);
     return;
   }
 }
 
 void EngineState::rewind_once(QueuePair& qp, std::uint32_t psn) {
-  if (qp.implicit_rewind_done && qp.implicit_rewind_psn == psn) return;
-  qp.implicit_rewind_done = true;
-  qp.implicit_rewind_psn = psn;
-  if (qp.sacks) {
-    qp.sacks->restart(psn, psn_add(psn, 1));
+  if (qp.comp.implicit_rewind_done && qp.comp.implicit_rewind_psn == psn) return;
+  qp.comp.implicit_rewind_done = true;
+  qp.comp.implicit_rewind_psn = psn;
+  if (qp.comp.sacks) {
+    qp.comp.sacks->restart(psn, psn_add(psn, 1));
     mark_ready(qp);
     return;
   }
@@ -478,20 +478,20 @@ void EngineState::rewind_once(QueuePair& qp, std::uint32_t psn) {
 // Selective repeat: the responder expects `expected` and holds `held` (or,
 // when held is not a PSN after expected that we sent, nothing new).
 void EngineState::on_selective_nak(QueuePair& qp, std::uint32_t expected, std::uint32_t held, TimeNs now) {
-  bool reported = psn_before(expected, held) && psn_before(held, qp.next_psn);
+  bool reported = psn_before(expected, held) && psn_before(held, qp.req.next_psn);
   // Marked first, so the timer acknowledge_through arms counts the held PSN
   // out of those in flight (the tail timeout may then apply).
-  if (reported) qp.sacks->mark(held);
-  if (reported && qp.paths) paths_delivered(qp, held, held, now);
+  if (reported) qp.comp.sacks->mark(held);
+  if (reported && qp.req.paths) paths_delivered(qp, held, held, now);
   acknowledge_through(qp, psn_add(expected, -1), now);
   // Multipath: a gap is reordering between paths until the reorder window
   // says otherwise (acknowledge_through looked); resend nothing on it alone.
-  if (!qp.paths) qp.sacks->recover(expected, reported ? held : psn_add(expected, 1));
+  if (!qp.req.paths) qp.comp.sacks->recover(expected, reported ? held : psn_add(expected, 1));
   mark_ready(qp);
 }
 
 void EngineState::fail_request(QueuePair& qp, std::uint32_t psn, WcStatus status) {
-  for (SendWqe& wqe : qp.send_queue) {
+  for (SendWqe& wqe : qp.req.send_queue) {
     if (wqe.done) continue;
     if (!wqe.started || psn_at_or_before(psn, wqe.last_psn()) || wqe.packet_count == 0) {
       wqe.done = true;
@@ -506,7 +506,7 @@ void EngineState::fail_request(QueuePair& qp, std::uint32_t psn, WcStatus status
 void EngineState::requester_on_response(QueuePair& qp, const wire::RocePacket& packet, TimeNs now) {
   if (qp.state != QpState::rts && qp.state != QpState::sqd && qp.state != QpState::sqe) return;
   // A response for a PSN never sent is stale or forged: ignore it.
-  if (!psn_before(packet.headers.bth.psn, qp.next_psn)) return;
+  if (!psn_before(packet.headers.bth.psn, qp.req.next_psn)) return;
   switch (packet.op->kind) {
     case wire::OpKind::rdma_read_response: on_read_response(qp, packet, now); break;
     case wire::OpKind::atomic_acknowledge: on_atomic_ack(qp, packet, now); break;
@@ -520,7 +520,7 @@ void EngineState::on_ack_or_nak(QueuePair& qp, const wire::RocePacket& packet, T
   std::uint8_t syndrome = packet.headers.aeth->syndrome;
   std::uint32_t previous = psn_add(psn, -1);
   // A NAK for a PSN that was acknowledged since is stale (reordered or duplicated).
-  bool stale = psn_at_or_before(psn, qp.acked_psn);
+  bool stale = psn_at_or_before(psn, qp.comp.acked_psn);
   if (stale && wire::aeth_ack_type(syndrome) != wire::AckType::ack) return;
   switch (wire::aeth_ack_type(syndrome)) {
     case wire::AckType::ack:
@@ -529,13 +529,13 @@ void EngineState::on_ack_or_nak(QueuePair& qp, const wire::RocePacket& packet, T
     case wire::AckType::rnr_nak:
       acknowledge_through(qp, previous, now);
       if (qp.attr.rnr_retry != 7) {
-        if (qp.rnr_retries_left == 0) return fail_request(qp, psn, WcStatus::rnr_retry_exc_err);
-        --qp.rnr_retries_left;
+        if (qp.comp.rnr_retries_left == 0) return fail_request(qp, psn, WcStatus::rnr_retry_exc_err);
+        --qp.comp.rnr_retries_left;
       }
       rewind_to(qp, psn);  // both modes: the responder kept nothing from psn on
-      if (qp.sacks) qp.sacks->advance_to(qp.sacks->recovery_end());
-      qp.rnr_resume_at = now + transport::rnr_timer_ns(wire::aeth_value(syndrome));
-      qp.retransmit_deadline = kNever;
+      if (qp.comp.sacks) qp.comp.sacks->advance_to(qp.comp.sacks->recovery_end());
+      qp.comp.rnr_resume_at = now + transport::rnr_timer_ns(wire::aeth_value(syndrome));
+      qp.comp.retransmit_deadline = kNever;
       return;
     case wire::AckType::nak:
       break;
@@ -544,17 +544,17 @@ void EngineState::on_ack_or_nak(QueuePair& qp, const wire::RocePacket& packet, T
   }
   switch (static_cast<wire::NakCode>(wire::aeth_value(syndrome))) {
     case wire::NakCode::psn_sequence_error:
-      if (qp.sacks) return on_selective_nak(qp, psn, packet.headers.aeth->msn, now);
+      if (qp.comp.sacks) return on_selective_nak(qp, psn, packet.headers.aeth->msn, now);
       acknowledge_through(qp, previous, now);
       // The responder NAKs a gap once; a second NAK for the same PSN is a
       // duplicate of the first and must not restart the retransmission.
-      if (qp.implicit_rewind_done && qp.implicit_rewind_psn == psn) return;
-      if (qp.retries_left == 0) return fail_request(qp, psn, WcStatus::retry_exc_err);
-      --qp.retries_left;
+      if (qp.comp.implicit_rewind_done && qp.comp.implicit_rewind_psn == psn) return;
+      if (qp.comp.retries_left == 0) return fail_request(qp, psn, WcStatus::retry_exc_err);
+      --qp.comp.retries_left;
       rewind_once(qp, psn);
       return;
     case wire::NakCode::trimmed:
-      if (qp.paths) qp.paths->congested(arrival_port, now);  // the NAK echoes the trimmed packet's EV
+      if (qp.req.paths) qp.req.paths->congested(arrival_port, now);  // the NAK echoes the trimmed packet's EV
       return on_trimmed_nak(qp, psn);
     case wire::NakCode::invalid_request:
       acknowledge_through(qp, previous, now);
@@ -572,29 +572,29 @@ void EngineState::on_ack_or_nak(QueuePair& qp, const wire::RocePacket& packet, T
 }
 
 void EngineState::requester_on_timer(QueuePair& qp, TimeNs now) {
-  if (qp.paths && qp.paths->loss_check_at() <= now) find_lost_paths(qp, now);
-  if (qp.rnr_resume_at != kNever && qp.rnr_resume_at <= now) {
-    qp.rnr_resume_at = kNever;
-    qp.retransmit_deadline = kNever;
+  if (qp.req.paths && qp.req.paths->loss_check_at() <= now) find_lost_paths(qp, now);
+  if (qp.comp.rnr_resume_at != kNever && qp.comp.rnr_resume_at <= now) {
+    qp.comp.rnr_resume_at = kNever;
+    qp.comp.retransmit_deadline = kNever;
     mark_ready(qp);
   }
-  if (qp.retransmit_deadline == kNever || qp.retransmit_deadline > now) return;
+  if (qp.comp.retransmit_deadline == kNever || qp.comp.retransmit_deadline > now) return;
   std::uint32_t oldest = unacked_psn(qp);
-  if (oldest == qp.next_psn) {
-    qp.retransmit_deadline = kNever;
+  if (oldest == qp.req.next_psn) {
+    qp.comp.retransmit_deadline = kNever;
     return;
   }
   ++counters.timeouts;
-  qp.implicit_rewind_done = false;
-  if (qp.retries_left == 0) return fail_request(qp, oldest, WcStatus::retry_exc_err);
-  --qp.retries_left;
-  if (qp.paths) qp.paths->timed_out(oldest, now);
-  if (qp.sacks) {
+  qp.comp.implicit_rewind_done = false;
+  if (qp.comp.retries_left == 0) return fail_request(qp, oldest, WcStatus::retry_exc_err);
+  --qp.comp.retries_left;
+  if (qp.req.paths) qp.req.paths->timed_out(oldest, now);
+  if (qp.comp.sacks) {
     // Resend everything not reported held, and the oldest PSN even if it was:
     // when only ACKs were lost, that duplicate is what makes the responder
     // acknowledge again.
-    qp.sacks->unmark(oldest);
-    qp.sacks->restart(oldest, psn_add(qp.highest_sent_psn, 1));
+    qp.comp.sacks->unmark(oldest);
+    qp.comp.sacks->restart(oldest, psn_add(qp.req.highest_sent_psn, 1));
     mark_ready(qp);
   } else {
     rewind_to(qp, oldest);

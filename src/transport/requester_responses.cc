@@ -21,7 +21,7 @@ namespace {
 // unfinished WQE (only then may its responses be placed).
 std::pair<SendWqe*, bool> find_read(QueuePair& qp, std::uint32_t psn) {
   bool oldest = true;
-  for (SendWqe& wqe : qp.send_queue) {
+  for (SendWqe& wqe : qp.req.send_queue) {
     if (!wqe.started) break;
     if (wqe.done) continue;
     if (wqe.opcode == WrOpcode::rdma_read && psn_at_or_before(wqe.first_psn, psn) &&
@@ -72,7 +72,7 @@ void EngineState::on_read_response(QueuePair& qp, const wire::RocePacket& packet
     transport::scatter(read->segments, read->read_received, packet.payload.data(), packet.payload.size());
   }
   read->read_received += packet.payload.size();
-  qp.retries_left = qp.attr.retry_cnt;
+  qp.comp.retries_left = qp.attr.retry_cnt;
   if (ends) {
     read->done = true;
     acknowledge_through(qp, whole ? read->last_psn() : psn, now);  // one response by reference covers every PSN
@@ -89,7 +89,7 @@ void EngineState::on_unreadable_read_response(QueuePair& qp, std::uint32_t psn) 
 
 void EngineState::on_atomic_ack(QueuePair& qp, const wire::RocePacket& packet, TimeNs now) {
   std::uint32_t psn = packet.headers.bth.psn;
-  for (SendWqe& wqe : qp.send_queue) {
+  for (SendWqe& wqe : qp.req.send_queue) {
     if (!wqe.started) break;
     if (wqe.done || wqe.first_psn != psn) continue;
     if (wqe.opcode != WrOpcode::atomic_cmp_and_swp && wqe.opcode != WrOpcode::atomic_fetch_and_add) {

@@ -32,11 +32,11 @@ bool is_last_or_only(wire::Position position) {
 void EngineState::queue_ack(QueuePair& qp, std::uint32_t psn) {
   if (!qp.reliable()) return;
   // Coalesce: a newer ACK replaces one still waiting at the tail.
-  if (!qp.outputs.empty()) {
-    ResponderOutput& tail = qp.outputs.back();
+  if (!qp.resp.outputs.empty()) {
+    ResponderOutput& tail = qp.resp.outputs.back();
     if (tail.kind == ResponderOutput::Kind::ack && wire::aeth_ack_type(tail.syndrome) == wire::AckType::ack) {
       tail.psn = psn;
-      tail.msn = qp.msn;
+      tail.msn = qp.resp.msn;
       tail.source_port = echoed_port(qp);
       return;
     }
@@ -45,9 +45,9 @@ void EngineState::queue_ack(QueuePair& qp, std::uint32_t psn) {
   ack.kind = ResponderOutput::Kind::ack;
   ack.psn = psn;
   ack.syndrome = wire::make_syndrome(wire::AckType::ack, wire::kCreditNoLimit);
-  ack.msn = qp.msn;
+  ack.msn = qp.resp.msn;
   ack.source_port = echoed_port(qp);
-  qp.outputs.push_back(ack);
+  qp.resp.outputs.push_back(ack);
   mark_ready(qp);
 }
 
@@ -61,7 +61,7 @@ void EngineState::queue_read_response(QueuePair& qp, std::uint32_t psn, const wi
   response.length = reth.dma_length;
   response.msn = msn;
   response.by_extent = by_extent;
-  qp.outputs.push_back(response);
+  qp.resp.outputs.push_back(response);
   mark_ready(qp);
 }
 
@@ -73,7 +73,7 @@ void EngineState::queue_atomic_ack(QueuePair& qp, std::uint32_t psn, std::uint64
   ack.msn = msn;
   ack.atomic_original = original;
   ack.source_port = echoed_port(qp);
-  qp.outputs.push_back(ack);
+  qp.resp.outputs.push_back(ack);
   mark_ready(qp);
 }
 
@@ -84,9 +84,9 @@ void EngineState::queue_nak(QueuePair& qp, std::uint32_t psn, wire::AckType type
   nak.kind = ResponderOutput::Kind::ack;
   nak.psn = psn;
   nak.syndrome = wire::make_syndrome(type, code);
-  nak.msn = msn.value_or(qp.msn);
+  nak.msn = msn.value_or(qp.resp.msn);
   nak.source_port = echoed_port(qp);
-  qp.outputs.push_back(nak);
+  qp.resp.outputs.push_back(nak);
   if (type == wire::AckType::rnr_nak) {
     ++counters.rnr_naks_sent;
   } else {
@@ -124,7 +124,7 @@ bool EngineState::payload_length_ok(const QueuePair& qp, const wire::RocePacket&
 
 void EngineState::complete_receive(QueuePair& qp, const wire::RocePacket& packet, std::uint64_t byte_len,
                                    WcOpcode opcode) {
-  transport::RecvWqe& wqe = *qp.current_recv;
+  transport::RecvWqe& wqe = *qp.resp.current_recv;
   WorkCompletion wc;
   wc.wr_id = wqe.wr_id;
   wc.opcode = opcode;
@@ -139,13 +139,13 @@ void EngineState::complete_receive(QueuePair& qp, const wire::RocePacket& packet
     wc.wc_flags |= kWcWithInv;
     wc.imm_data = packet.headers.ieth->rkey;
   }
-  qp.current_recv.reset();
+  qp.resp.current_recv.reset();
   complete(qp.recv_cq, wc, packet.headers.bth.solicited_event);
 }
 
 transport::RecvWqe* EngineState::take_receive(QueuePair& qp) {
-  if (!qp.current_recv) {
-    std::deque<transport::RecvWqe>* queue = &qp.recv_queue;
+  if (!qp.resp.current_recv) {
+    std::deque<transport::RecvWqe>* queue = &qp.resp.recv_queue;
     if (qp.srq != 0) {
       auto srq = srqs.find(qp.srq);
       if (srq == srqs.end()) return nullptr;
@@ -153,9 +153,9 @@ transport::RecvWqe* EngineState::take_receive(QueuePair& qp) {
     }
     if (queue->empty()) return nullptr;
     recheck_receive(queue->front());
-    qp.current_recv = std::move(queue->front());
+    qp.resp.current_recv = std::move(queue->front());
     queue->pop_front();
-    ++qp.receives_taken;
+    ++qp.resp.receives_taken;
     if (qp.srq != 0) {
       SharedReceiveQueue& shared = srqs.find(qp.srq)->second;
       if (shared.limit != 0 && shared.queue.size() < shared.limit) {
@@ -164,7 +164,7 @@ transport::RecvWqe* EngineState::take_receive(QueuePair& qp) {
       }
     }
   }
-  return &*qp.current_recv;
+  return &*qp.resp.current_recv;
 }
 
 bool EngineState::still_registered(const std::vector<transport::Segment>& segments, std::uint32_t pd,
@@ -187,16 +187,16 @@ void EngineState::recheck_receive(transport::RecvWqe& wqe) const {
 }
 
 void EngineState::fail_receive(QueuePair& qp, WcStatus status) {
-  WorkCompletion wc{.wr_id = qp.current_recv->wr_id, .status = status, .opcode = WcOpcode::recv, .qp_num = qp.qpn};
-  qp.current_recv.reset();
+  WorkCompletion wc{.wr_id = qp.resp.current_recv->wr_id, .status = status, .opcode = WcOpcode::recv, .qp_num = qp.qpn};
+  qp.resp.current_recv.reset();
   complete(qp.recv_cq, wc);
 }
 
 void EngineState::abandon_message(QueuePair& qp) {
-  if (qp.receiving_send || qp.receiving_write) ++counters.dropped_messages;
-  qp.receiving_send = false;  // the receive WQE stays for the next message
-  qp.receiving_write = false;
-  qp.send_offset = 0;
+  if (qp.resp.receiving_send || qp.resp.receiving_write) ++counters.dropped_messages;
+  qp.resp.receiving_send = false;  // the receive WQE stays for the next message
+  qp.resp.receiving_write = false;
+  qp.resp.send_offset = 0;
 }
 
 // UC: no ACKs, no retransmission. A message that loses a packet is dropped;
@@ -204,15 +204,15 @@ void EngineState::abandon_message(QueuePair& qp) {
 void EngineState::uc_on_request(QueuePair& qp, const wire::RocePacket& packet) {
   std::uint32_t psn = packet.headers.bth.psn;
   bool starts = is_first_or_only(packet.op->position);
-  bool in_message = qp.receiving_send || qp.receiving_write;
+  bool in_message = qp.resp.receiving_send || qp.resp.receiving_write;
   if (starts) {
     if (in_message) abandon_message(qp);  // the previous message lost its tail
-  } else if (!in_message || psn != qp.expected_psn) {
+  } else if (!in_message || psn != qp.resp.expected_psn) {
     ++counters.out_of_sequence;
     abandon_message(qp);
     return;
   }
-  qp.expected_psn = psn_add(psn, 1);
+  qp.resp.expected_psn = psn_add(psn, 1);
   bool accepted = packet.op->kind == wire::OpKind::send ? on_send(qp, packet) : on_write(qp, packet);
   if (!accepted) abandon_message(qp);
 }
@@ -253,7 +253,7 @@ void EngineState::ud_on_datagram(QueuePair& qp, const wire::RocePacket& packet, 
     wc.wc_flags |= kWcWithImm;
     wc.imm_data = packet.headers.imm_dt->imm;
   }
-  qp.current_recv.reset();
+  qp.resp.current_recv.reset();
   complete(qp.recv_cq, wc, packet.headers.bth.solicited_event);
 }
 
@@ -274,13 +274,13 @@ void EngineState::responder_on_request(QueuePair& qp, const wire::RocePacket& pa
 void EngineState::rc_on_request(QueuePair& qp, const wire::RocePacket& packet, ByteSpan bytes,
                                 const std::optional<transport::SendPlacement>& send) {
   std::uint32_t psn = packet.headers.bth.psn;
-  std::int32_t distance = psn_diff(psn, qp.expected_psn);
+  std::int32_t distance = psn_diff(psn, qp.resp.expected_psn);
   if (distance > 0) {
     ++counters.out_of_sequence;
-    if (qp.reorder) return hold_out_of_order(qp, packet, bytes, send);
-    if (!qp.sequence_nak_sent) {
-      qp.sequence_nak_sent = true;
-      queue_nak(qp, qp.expected_psn, wire::AckType::nak,
+    if (qp.resp.reorder) return hold_out_of_order(qp, packet, bytes, send);
+    if (!qp.resp.sequence_nak_sent) {
+      qp.resp.sequence_nak_sent = true;
+      queue_nak(qp, qp.resp.expected_psn, wire::AckType::nak,
                 static_cast<std::uint8_t>(wire::NakCode::psn_sequence_error));
     }
     return;
@@ -290,9 +290,9 @@ void EngineState::rc_on_request(QueuePair& qp, const wire::RocePacket& packet, B
     on_duplicate(qp, packet);
     return;
   }
-  qp.sequence_nak_sent = false;
+  qp.resp.sequence_nak_sent = false;
   execute_request(qp, packet, false, send);
-  if (qp.reorder) deliver_held(qp, psn);
+  if (qp.resp.reorder) deliver_held(qp, psn);
 }
 
 // Executes the request at the expected PSN and, when it is accepted, moves
@@ -311,7 +311,7 @@ void EngineState::execute_request(QueuePair& qp, const wire::RocePacket& packet,
     default: return fail_responder(qp, psn, wire::NakCode::invalid_request);
   }
   if (!accepted) return;
-  qp.expected_psn = psn_add(qp.expected_psn, 1);
+  qp.resp.expected_psn = psn_add(qp.resp.expected_psn, 1);
   if (packet.headers.bth.ack_req) queue_ack(qp, psn);
 }
 
@@ -319,7 +319,7 @@ bool EngineState::on_send(QueuePair& qp, const wire::RocePacket& packet, bool pl
                           const std::optional<transport::SendPlacement>& send) {
   std::uint32_t psn = packet.headers.bth.psn;
   wire::Position position = packet.op->position;
-  if (is_first_or_only(position) == qp.receiving_send || qp.receiving_write) {
+  if (is_first_or_only(position) == qp.resp.receiving_send || qp.resp.receiving_write) {
     fail_responder(qp, psn, wire::NakCode::invalid_request);
     return false;
   }
@@ -332,18 +332,18 @@ bool EngineState::on_send(QueuePair& qp, const wire::RocePacket& packet, bool pl
       queue_nak(qp, psn, wire::AckType::rnr_nak, qp.attr.min_rnr_timer);
       return false;
     }
-    qp.receiving_send = true;
-    qp.send_offset = 0;
+    qp.resp.receiving_send = true;
+    qp.resp.send_offset = 0;
   }
   // Direct placement: the packet's own placement header must name exactly
   // the receive and the offset the message has got to.
-  if (send && (send->message != qp.receives_taken - 1 || send->offset != qp.send_offset)) {
+  if (send && (send->message != qp.resp.receives_taken - 1 || send->offset != qp.resp.send_offset)) {
     fail_responder(qp, psn, wire::NakCode::invalid_request);
     return false;
   }
-  transport::RecvWqe& wqe = *qp.current_recv;
+  transport::RecvWqe& wqe = *qp.resp.current_recv;
   recheck_receive(wqe);
-  if (wqe.local_error != WcStatus::success || qp.send_offset + packet.payload.size() > wqe.capacity) {
+  if (wqe.local_error != WcStatus::success || qp.resp.send_offset + packet.payload.size() > wqe.capacity) {
     WcStatus status = wqe.local_error != WcStatus::success ? wqe.local_error : WcStatus::loc_len_err;
     fail_receive(qp, status);
     fail_responder(qp, psn,
@@ -352,14 +352,14 @@ bool EngineState::on_send(QueuePair& qp, const wire::RocePacket& packet, bool pl
     return false;
   }
   if (config.carry_payload && !placed) {
-    transport::scatter(wqe.segments, qp.send_offset, packet.payload.data(), packet.payload.size());
+    transport::scatter(wqe.segments, qp.resp.send_offset, packet.payload.data(), packet.payload.size());
   }
-  qp.send_offset += packet.payload.size();
+  qp.resp.send_offset += packet.payload.size();
   if (is_last_or_only(position)) {
     if (packet.headers.ieth) memory_regions.invalidate_rkey(packet.headers.ieth->rkey, qp.pd, qp.qpn);
-    qp.receiving_send = false;
-    qp.msn = psn_add(qp.msn, 1);
-    complete_receive(qp, packet, qp.send_offset, WcOpcode::recv);
+    qp.resp.receiving_send = false;
+    qp.resp.msn = psn_add(qp.resp.msn, 1);
+    complete_receive(qp, packet, qp.resp.send_offset, WcOpcode::recv);
   }
   return true;
 }
@@ -367,7 +367,7 @@ bool EngineState::on_send(QueuePair& qp, const wire::RocePacket& packet, bool pl
 bool EngineState::on_write(QueuePair& qp, const wire::RocePacket& packet, bool placed) {
   std::uint32_t psn = packet.headers.bth.psn;
   wire::Position position = packet.op->position;
-  if (is_first_or_only(position) == qp.receiving_write || qp.receiving_send || !payload_length_ok(qp, packet)) {
+  if (is_first_or_only(position) == qp.resp.receiving_write || qp.resp.receiving_send || !payload_length_ok(qp, packet)) {
     fail_responder(qp, psn, wire::NakCode::invalid_request);
     return false;
   }
@@ -392,11 +392,11 @@ bool EngineState::on_write(QueuePair& qp, const wire::RocePacket& packet, bool p
       fail_responder(qp, psn, wire::NakCode::remote_access_error);
       return false;
     }
-    qp.receiving_write = true;
-    qp.write_va = reth.va;
-    qp.write_rkey = reth.rkey;
-    qp.write_remaining = reth.dma_length;
-    qp.write_length = reth.dma_length;
+    qp.resp.receiving_write = true;
+    qp.resp.write_va = reth.va;
+    qp.resp.write_rkey = reth.rkey;
+    qp.resp.write_remaining = reth.dma_length;
+    qp.resp.write_length = reth.dma_length;
     // The whole message must fit before its first byte lands.
     if (!memory_regions.resolve_remote(reth.rkey, qp.pd, reth.va, reth.dma_length, kAccessRemoteWrite, qp.qpn)) {
       fail_responder(qp, psn, wire::NakCode::remote_access_error);
@@ -405,7 +405,7 @@ bool EngineState::on_write(QueuePair& qp, const wire::RocePacket& packet, bool p
   }
   std::size_t length = packet.payload.size();
   bool last = is_last_or_only(position);
-  if (length > qp.write_remaining || (last && length != qp.write_remaining)) {
+  if (length > qp.resp.write_remaining || (last && length != qp.resp.write_remaining)) {
     fail_responder(qp, psn, wire::NakCode::invalid_request);
     return false;
   }
@@ -413,11 +413,11 @@ bool EngineState::on_write(QueuePair& qp, const wire::RocePacket& packet, bool p
   // where the message has got to.
   const std::optional<wire::RethRepr>& own = packet.headers.reth;
   if (!is_first_or_only(position) && own &&
-      (own->va != qp.write_va || own->rkey != qp.write_rkey || own->dma_length != qp.write_remaining)) {
+      (own->va != qp.resp.write_va || own->rkey != qp.resp.write_rkey || own->dma_length != qp.resp.write_remaining)) {
     fail_responder(qp, psn, wire::NakCode::invalid_request);
     return false;
   }
-  auto target = memory_regions.resolve_remote(qp.write_rkey, qp.pd, qp.write_va, length, kAccessRemoteWrite, qp.qpn);
+  auto target = memory_regions.resolve_remote(qp.resp.write_rkey, qp.pd, qp.resp.write_va, length, kAccessRemoteWrite, qp.qpn);
   if (!target) {
     fail_responder(qp, psn, wire::NakCode::remote_access_error);
     return false;
@@ -429,13 +429,13 @@ bool EngineState::on_write(QueuePair& qp, const wire::RocePacket& packet, bool p
   } else if (length > 0 && config.carry_payload && !placed) {
     std::memcpy(*target, packet.payload.data(), length);
   }
-  qp.write_va += length;
-  qp.write_remaining -= length;
+  qp.resp.write_va += length;
+  qp.resp.write_remaining -= length;
   if (last) {
-    qp.receiving_write = false;
-    qp.msn = psn_add(qp.msn, 1);
+    qp.resp.receiving_write = false;
+    qp.resp.msn = psn_add(qp.resp.msn, 1);
     if (with_imm) {
-      complete_receive(qp, packet, qp.write_length, WcOpcode::recv_rdma_with_imm);
+      complete_receive(qp, packet, qp.resp.write_length, WcOpcode::recv_rdma_with_imm);
     }
   }
   return true;

@@ -20,7 +20,7 @@ using transport::ResponderOutput;
 bool EngineState::on_read_request(QueuePair& qp, const wire::RocePacket& packet) {
   std::uint32_t psn = packet.headers.bth.psn;
   const wire::RethRepr& reth = *packet.headers.reth;
-  if (qp.receiving_send || qp.receiving_write || qp.records.empty()) {
+  if (qp.resp.receiving_send || qp.resp.receiving_write || qp.resp.records.empty()) {
     fail_responder(qp, psn, wire::NakCode::invalid_request);
     return false;
   }
@@ -33,20 +33,20 @@ bool EngineState::on_read_request(QueuePair& qp, const wire::RocePacket& packet)
     return false;
   }
   std::uint32_t packets = std::max<std::uint32_t>(1, (reth.dma_length + mtu(qp) - 1) / mtu(qp));
-  qp.msn = psn_add(qp.msn, 1);
-  transport::ReadAtomicRecord& record = qp.records[qp.next_record];
-  qp.next_record = (qp.next_record + 1) % qp.records.size();
-  record = transport::ReadAtomicRecord{true, false, psn, packets, reth.va, reth.rkey, reth.dma_length, 0, qp.msn};
+  qp.resp.msn = psn_add(qp.resp.msn, 1);
+  transport::ReadAtomicRecord& record = qp.resp.records[qp.resp.next_record];
+  qp.resp.next_record = (qp.resp.next_record + 1) % qp.resp.records.size();
+  record = transport::ReadAtomicRecord{true, false, psn, packets, reth.va, reth.rkey, reth.dma_length, 0, qp.resp.msn};
 
-  queue_read_response(qp, psn, reth, qp.msn, packet.headers.bth.extent_payload);
-  qp.expected_psn = psn_add(psn, packets);
+  queue_read_response(qp, psn, reth, qp.resp.msn, packet.headers.bth.extent_payload);
+  qp.resp.expected_psn = psn_add(psn, packets);
   return true;
 }
 
 bool EngineState::on_atomic(QueuePair& qp, const wire::RocePacket& packet) {
   std::uint32_t psn = packet.headers.bth.psn;
   const wire::AtomicEthRepr& atomic = *packet.headers.atomic_eth;
-  if (qp.receiving_send || qp.receiving_write || qp.records.empty() || atomic.va % 8 != 0) {
+  if (qp.resp.receiving_send || qp.resp.receiving_write || qp.resp.records.empty() || atomic.va % 8 != 0) {
     fail_responder(qp, psn, wire::NakCode::invalid_request);
     return false;
   }
@@ -71,13 +71,13 @@ bool EngineState::on_atomic(QueuePair& qp, const wire::RocePacket& packet) {
     std::memcpy(*target, &updated, sizeof updated);
   }
 
-  qp.msn = psn_add(qp.msn, 1);
-  transport::ReadAtomicRecord& record = qp.records[qp.next_record];
-  qp.next_record = (qp.next_record + 1) % qp.records.size();
-  record = transport::ReadAtomicRecord{true, true, psn, 1, atomic.va, atomic.rkey, 8, original, qp.msn};
+  qp.resp.msn = psn_add(qp.resp.msn, 1);
+  transport::ReadAtomicRecord& record = qp.resp.records[qp.resp.next_record];
+  qp.resp.next_record = (qp.resp.next_record + 1) % qp.resp.records.size();
+  record = transport::ReadAtomicRecord{true, true, psn, 1, atomic.va, atomic.rkey, 8, original, qp.resp.msn};
 
-  queue_atomic_ack(qp, psn, original, qp.msn);
-  qp.expected_psn = psn_add(psn, 1);
+  queue_atomic_ack(qp, psn, original, qp.resp.msn);
+  qp.resp.expected_psn = psn_add(psn, 1);
   return true;
 }
 
@@ -88,7 +88,7 @@ bool EngineState::on_atomic(QueuePair& qp, const wire::RocePacket& packet) {
 // the requester's timeout, and each timeout queued more: the requester ran
 // out of retries (RcSoak.DcqcnPacingUnderLossAndEcnMarks, seed 2210511476).
 void EngineState::drop_queued_responses(QueuePair& qp, std::uint32_t first_psn, std::uint32_t last_psn) {
-  std::erase_if(qp.outputs, [&](const ResponderOutput& output) {
+  std::erase_if(qp.resp.outputs, [&](const ResponderOutput& output) {
     return output.kind == ResponderOutput::Kind::read_response && psn_at_or_before(first_psn, output.psn) &&
            psn_at_or_before(output.psn, last_psn);
   });
@@ -101,7 +101,7 @@ void EngineState::on_duplicate(QueuePair& qp, const wire::RocePacket& packet) {
   switch (packet.op->kind) {
     case wire::OpKind::rdma_read_request: {
       const wire::RethRepr& reth = *packet.headers.reth;
-      for (const transport::ReadAtomicRecord& record : qp.records) {
+      for (const transport::ReadAtomicRecord& record : qp.resp.records) {
         if (!record.valid || record.is_atomic) continue;
         std::uint32_t last = psn_add(record.first_psn, std::int64_t{record.packet_count} - 1);
         if (!psn_at_or_before(record.first_psn, psn) || !psn_at_or_before(psn, last)) continue;
@@ -117,7 +117,7 @@ void EngineState::on_duplicate(QueuePair& qp, const wire::RocePacket& packet) {
     }
     case wire::OpKind::compare_swap:
     case wire::OpKind::fetch_add: {
-      for (const transport::ReadAtomicRecord& record : qp.records) {
+      for (const transport::ReadAtomicRecord& record : qp.resp.records) {
         if (!record.valid || !record.is_atomic || record.first_psn != psn) continue;
         return queue_atomic_ack(qp, psn, record.atomic_original, record.msn);
       }
@@ -125,14 +125,14 @@ void EngineState::on_duplicate(QueuePair& qp, const wire::RocePacket& packet) {
     }
     default:
       // SEND / WRITE: acknowledge everything received so far.
-      queue_ack(qp, psn_add(qp.expected_psn, -1));
+      queue_ack(qp, psn_add(qp.resp.expected_psn, -1));
       return;
   }
 }
 
 std::size_t EngineState::responder_transmit(QueuePair& qp, MutableByteSpan out, TimeNs now) {
-  if (qp.outputs.empty()) return 0;
-  ResponderOutput& next = qp.outputs.front();
+  if (qp.resp.outputs.empty()) return 0;
+  ResponderOutput& next = qp.resp.outputs.front();
   if (next.kind == ResponderOutput::Kind::read_response && paced_out(qp, now)) return 0;
   wire::TransportHeaders headers;
   std::size_t payload_length = 0;
@@ -159,7 +159,7 @@ std::size_t EngineState::responder_transmit(QueuePair& qp, MutableByteSpan out, 
       destination.traffic_class = static_cast<std::uint8_t>(config.congestion.cnp_dscp << 2);
       auto layout = begin_packet_to(destination, next.dest_qp, next.source_port != 0 ? next.source_port : qp.udp_source_port,
                                     headers, 0, out, next.source_port != 0 ? transport::ev_flow_label(next.source_port) : 0);
-      qp.outputs.pop_front();
+      qp.resp.outputs.pop_front();
       if (!layout) return 0;
       ++counters.cnps_sent;
       return finish_packet(out, *layout);
@@ -213,7 +213,7 @@ std::size_t EngineState::responder_transmit(QueuePair& qp, MutableByteSpan out, 
   }
   bool data = next.kind == ResponderOutput::Kind::read_response;
   if (finished) {
-    qp.outputs.pop_front();
+    qp.resp.outputs.pop_front();
   } else {
     next.offset += payload_length;
     next.psn = psn_add(next.psn, 1);

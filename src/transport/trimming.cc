@@ -47,25 +47,25 @@ void EngineState::responder_on_trimmed(transport::QueuePair& qp, std::uint32_t p
   if (qp.state != QpState::rtr && qp.state != QpState::rts && qp.state != QpState::sqd && qp.state != QpState::sqe) {
     return;
   }
-  std::int32_t distance = psn_diff(psn, qp.expected_psn);
+  std::int32_t distance = psn_diff(psn, qp.resp.expected_psn);
   if (distance < 0) return;  // a duplicate's trim: the original arrived whole
   ++counters.trimmed_received;
-  if (qp.reorder) {
+  if (qp.resp.reorder) {
     queue_nak(qp, psn, wire::AckType::nak, static_cast<std::uint8_t>(wire::NakCode::trimmed));
     return;
   }
-  if (distance > 0 && qp.sequence_nak_sent) return;
-  qp.sequence_nak_sent = true;
-  queue_nak(qp, qp.expected_psn, wire::AckType::nak, static_cast<std::uint8_t>(wire::NakCode::psn_sequence_error));
+  if (distance > 0 && qp.resp.sequence_nak_sent) return;
+  qp.resp.sequence_nak_sent = true;
+  queue_nak(qp, qp.resp.expected_psn, wire::AckType::nak, static_cast<std::uint8_t>(wire::NakCode::psn_sequence_error));
 }
 
 // The requester's side: remember the PSN (once) for resend_trimmed. A
 // go-back-N requester never asked for this and ignores it.
 void EngineState::on_trimmed_nak(transport::QueuePair& qp, std::uint32_t psn) {
-  if (!qp.sacks || psn_at_or_before(psn, qp.acked_psn) || !qp.any_sent || psn_before(qp.highest_sent_psn, psn)) return;
-  if (std::find(qp.trimmed_resends.begin(), qp.trimmed_resends.end(), psn) != qp.trimmed_resends.end()) return;
-  if (qp.trimmed_resends.size() >= config.max_inflight_packets) return;  // bounded, whatever a peer sends
-  qp.trimmed_resends.push_back(psn);
+  if (!qp.comp.sacks || psn_at_or_before(psn, qp.comp.acked_psn) || !qp.req.any_sent || psn_before(qp.req.highest_sent_psn, psn)) return;
+  if (std::find(qp.req.trimmed_resends.begin(), qp.req.trimmed_resends.end(), psn) != qp.req.trimmed_resends.end()) return;
+  if (qp.req.trimmed_resends.size() >= config.max_inflight_packets) return;  // bounded, whatever a peer sends
+  qp.req.trimmed_resends.push_back(psn);
   mark_ready(qp);
 }
 
@@ -73,11 +73,11 @@ void EngineState::on_trimmed_nak(transport::QueuePair& qp, std::uint32_t psn) {
 // found by PSN, as resend_selected finds one. READs and atomics are left to
 // the selective NAKs and timers (a trimmed READ request is rare: it is small).
 std::size_t EngineState::resend_trimmed(transport::QueuePair& qp, MutableByteSpan out, TimeNs now) {
-  while (!qp.trimmed_resends.empty()) {
-    std::uint32_t psn = qp.trimmed_resends.front();
-    qp.trimmed_resends.erase(qp.trimmed_resends.begin());
-    if (psn_at_or_before(psn, qp.acked_psn)) continue;
-    for (transport::SendWqe& wqe : qp.send_queue) {
+  while (!qp.req.trimmed_resends.empty()) {
+    std::uint32_t psn = qp.req.trimmed_resends.front();
+    qp.req.trimmed_resends.erase(qp.req.trimmed_resends.begin());
+    if (psn_at_or_before(psn, qp.comp.acked_psn)) continue;
+    for (transport::SendWqe& wqe : qp.req.send_queue) {
       if (!wqe.started || wqe.done || wqe.is_read_or_atomic() || psn_before(psn, wqe.first_psn) ||
           psn_before(wqe.last_psn(), psn)) {
         continue;

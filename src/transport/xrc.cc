@@ -37,11 +37,11 @@ Expected<std::uint32_t, std::errc> Engine::create_xrc_srq(std::uint32_t pd, std:
 bool EngineState::adopt_xrc_srq(transport::QueuePair& qp, const wire::RocePacket& packet) {
   std::uint32_t srqn = packet.headers.xrceth ? packet.headers.xrceth->srqn : 0;
   auto srq = srqs.find(srqn);
-  bool mid_message = qp.receiving_send || qp.receiving_write;
+  bool mid_message = qp.resp.receiving_send || qp.resp.receiving_write;
   if (srq == srqs.end() || srq->second.xrcd == 0 || srq->second.xrcd != qp.xrcd || (mid_message && srqn != qp.srq)) {
     // Only the packet the responder expects may fail the QP (a stale duplicate is ignored, as RC's are).
     std::uint32_t psn = packet.headers.bth.psn;
-    if (psn == qp.expected_psn) fail_responder(qp, psn, wire::NakCode::invalid_request);
+    if (psn == qp.resp.expected_psn) fail_responder(qp, psn, wire::NakCode::invalid_request);
     return false;
   }
   qp.srq = srqn;

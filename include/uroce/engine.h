@@ -343,7 +343,7 @@ struct EngineCounters {
   std::uint64_t extents_from_wire = 0;   // extent packets that came from a wire: dropped
 };
 
-class EngineState;
+class EngineCore;
 
 class Engine {
  public:
@@ -473,7 +473,7 @@ class Engine {
  private:
   Expected<std::uint32_t, std::errc> create_xrc_recv_qp(const QpInitAttr& init);
 
-  std::unique_ptr<EngineState> state_;
+  std::unique_ptr<EngineCore> state_;
 };
 
 }  // namespace uroce

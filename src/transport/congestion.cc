@@ -2,20 +2,20 @@
 // DCQCN rate, and the notification point's CNPs for CE-marked data.
 #include <algorithm>
 
-#include "transport/engine_state.h"
 #include "transport/receive_checks.h"
+#include "transport/role_context.h"
 
 namespace uroce {
 
 using transport::QueuePair;
 
-bool EngineState::paced_out(QueuePair& qp, TimeNs now) {
+bool transport::RoleContext::paced_out(QueuePair& qp, TimeNs now) {
   if (!qp.cc.dcqcn || now >= qp.cc.next_send_time) return false;
   qp.cc.pacing_blocked = true;  // on_timer wakes it at next_send_time
   return true;
 }
 
-void EngineState::account_data_packet(QueuePair& qp, std::size_t length, TimeNs now) {
+void transport::RoleContext::account_data_packet(QueuePair& qp, std::size_t length, TimeNs now) {
   if (!qp.cc.dcqcn) return;
   qp.cc.dcqcn->on_bytes_sent(length);
   qp.cc.paced_slot_start = std::max(now, qp.cc.next_send_time);
@@ -26,12 +26,12 @@ void EngineState::account_data_packet(QueuePair& qp, std::size_t length, TimeNs 
 // The next data packet may leave once the last one's length has passed at
 // the rate now in force, so a rate that rises (or falls) while the QP waits
 // moves the wait, as a NIC's rate limiter does.
-void EngineState::repace(QueuePair& qp) {
+void transport::RoleContext::repace(QueuePair& qp) {
   auto gap = static_cast<TimeNs>(static_cast<double>(qp.cc.paced_length) * 8e9 / qp.cc.dcqcn->rate_bps());
   qp.cc.next_send_time = qp.cc.paced_slot_start + gap;
 }
 
-void EngineState::on_congestion_experienced(QueuePair& qp, const wire::RoceDatagram& datagram, TimeNs now) {
+void transport::RoleContext::on_congestion_experienced(QueuePair& qp, const wire::RoceDatagram& datagram, TimeNs now) {
   ++counters.ecn_marked_received;
   if (!config.congestion.notification_point) return;
   if (qp.state != QpState::rtr && qp.state != QpState::rts && qp.state != QpState::sqd) return;

@@ -1,7 +1,7 @@
 // The engine's object tables (PDs, MRs, CQs, address handles, events), the
 // receive checks' hook and datagram dispatch, transmit scheduling and timers.
-// QP and SRQ verbs and posting live in queue_verbs.cc; the RC protocol in
-// requester.cc and responder.cc.
+// QP and SRQ verbs and posting live in queue_verbs.cc; the protocol in its
+// three roles (requester.h, completer.h, responder.h).
 #include "uroce/engine.h"
 
 #include <algorithm>
@@ -9,7 +9,7 @@
 #include <cstring>
 
 #include "common/splitmix64.h"
-#include "transport/engine_state.h"
+#include "transport/engine_core.h"
 #include "transport/psn.h"
 #include "transport/receive_checks.h"
 #include "transport/xrc.h"
@@ -68,12 +68,12 @@ TimeNs rnr_timer_ns(std::uint8_t code) {
 
 }  // namespace transport
 
-EngineState::EngineState(const EngineConfig& engine_config)
-    : config(engine_config), memory_regions(engine_config.seed ^ 0x6D656D6F7279ull), qpn_state(engine_config.seed) {
+EngineCore::EngineCore(const EngineConfig& engine_config)
+    : transport::RoleContext(engine_config), qpn_state(engine_config.seed) {
   raise(AsyncEventType::port_active, 1);  // the port is up from the start
 }
 
-std::uint32_t EngineState::fresh_qpn() {
+std::uint32_t EngineCore::fresh_qpn() {
   while (true) {
     auto qpn = static_cast<std::uint32_t>(splitmix64(qpn_state) >> 40) & transport::kQpnMask;
     // 0 and 1 are the special QPs; 0xFFFFFF names a multicast group's members.
@@ -81,20 +81,14 @@ std::uint32_t EngineState::fresh_qpn() {
   }
 }
 
-void EngineState::mark_ready(QueuePair& qp) {
-  if (qp.in_ready_list) return;
-  qp.in_ready_list = true;
-  ready.push_back(qp.qpn);
-}
-
-void EngineState::schedule_timer(QueuePair& qp) {
+void EngineCore::schedule_timer(QueuePair& qp) {
   TimeNs deadline = qp.next_deadline();
   if (deadline >= qp.timer_at) return;
   qp.timer_at = deadline;
   timers.push(TimerEntry{deadline, qp.qpn});
 }
 
-TimeNs EngineState::earliest_timer() {
+TimeNs EngineCore::earliest_timer() {
   while (!timers.empty()) {
     const TimerEntry& top = timers.top();
     const QueuePair* qp = find_qp(top.qpn);
@@ -104,10 +98,10 @@ TimeNs EngineState::earliest_timer() {
   return kNever;
 }
 
-void EngineState::on_qp_timer(QueuePair& qp, TimeNs now) {
+void EngineCore::on_qp_timer(QueuePair& qp, TimeNs now) {
   bool loss_check = qp.req.paths && qp.req.paths->loss_check_at() <= now;
-  if (qp.comp.retransmit_deadline <= now || qp.comp.rnr_resume_at <= now || loss_check) requester_on_timer(qp, now);
-  if (qp.req.probe_deadline <= now) on_probe_timer(qp, now);
+  if (qp.comp.retransmit_deadline <= now || qp.comp.rnr_resume_at <= now || loss_check) completer.on_timer(qp, now);
+  if (qp.req.probe_deadline <= now) requester.on_probe_timer(qp, now);
   if (qp.cc.dcqcn) {
     qp.cc.dcqcn->on_timer(now);
     repace(qp);
@@ -116,114 +110,6 @@ void EngineState::on_qp_timer(QueuePair& qp, TimeNs now) {
     qp.cc.pacing_blocked = false;
     mark_ready(qp);
   }
-}
-
-void EngineState::complete(std::uint32_t cq, const WorkCompletion& completion, bool solicited) {
-  auto it = cqs.find(cq);
-  if (it == cqs.end()) return;
-  bool was_overflowed = it->second.overflowed();
-  if (!it->second.push(completion)) {
-    if (!was_overflowed) raise(AsyncEventType::cq_err, cq);
-    return;
-  }
-  if (it->second.fires(solicited, completion.status != WcStatus::success)) cq_events.push_back(cq);
-}
-
-void EngineState::check_sq_drained(QueuePair& qp) {
-  if (qp.state != QpState::sqd || !qp.events.sq_drain_notify) return;
-  for (const transport::SendWqe& wqe : qp.req.send_queue) {
-    if (!wqe.started) break;
-    if (!wqe.done) return;
-  }
-  qp.events.sq_drain_notify = false;
-  raise(AsyncEventType::sq_drained, qp.qpn);
-}
-
-void EngineState::move_to_error(QueuePair& qp) {
-  qp.state = QpState::err;
-  if (qp.srq != 0 && !qp.events.last_wqe_reported) {
-    qp.events.last_wqe_reported = true;
-    raise(AsyncEventType::qp_last_wqe_reached, qp.qpn);
-  }
-  for (transport::SendWqe& wqe : qp.req.send_queue) {
-    if (!wqe.done) {
-      wqe.done = true;
-      wqe.status = WcStatus::wr_flush_err;
-    }
-  }
-  retire_completed(qp);  // flushed WQEs complete whether signaled or not (ibv semantics)
-  // The QP's own receives are flushed; an SRQ's stay for its other QPs.
-  if (qp.resp.current_recv) qp.resp.recv_queue.push_front(std::move(*qp.resp.current_recv));
-  qp.resp.current_recv.reset();
-  for (const transport::RecvWqe& wqe : qp.resp.recv_queue) {
-    complete(qp.recv_cq, WorkCompletion{.wr_id = wqe.wr_id, .status = WcStatus::wr_flush_err,
-                                        .opcode = WcOpcode::recv, .qp_num = qp.qpn});
-  }
-  qp.resp.recv_queue.clear();
-  qp.resp.outputs.clear();
-  qp.req.send_cursor = 0;
-  qp.req.send_cursor_packet = 0;
-  qp.req.outstanding_read_atomic = 0;
-  qp.resp.receiving_send = qp.resp.receiving_write = false;
-  if (qp.resp.reorder) qp.resp.reorder->clear();
-  if (qp.comp.sacks) qp.comp.sacks->clear();
-  if (qp.req.paths) qp.req.paths->clear();
-  qp.comp.retransmit_deadline = kNever;
-  qp.comp.rnr_resume_at = kNever;
-}
-
-wire::WireResult<wire::DatagramLayout> EngineState::begin_packet_to(const AddressVector& av, std::uint32_t dest_qp,
-                                                                    std::uint16_t source_port,
-                                                                    const wire::TransportHeaders& headers,
-                                                                    std::size_t payload_length,
-                                                                    MutableByteSpan out, std::uint32_t flow_label) {
-  wire::RoceDatagramSpec spec;
-  spec.headers = headers;
-  spec.headers.bth.dest_qp = dest_qp;
-  spec.headers.bth.pkey = wire::kDefaultPkey;
-  spec.udp.src_port = source_port;
-  auto dscp = static_cast<std::uint8_t>(av.traffic_class >> 2);
-  // Data is ECN-capable; ACKs and CNPs are not, as RNICs send them, so no
-  // switch marks them and no CNP answers them.
-  const wire::OpcodeInfo* op = wire::find_opcode(headers.bth.opcode);
-  wire::Ecn ecn = op != nullptr && op->ecn_capable() ? wire::Ecn::ect0 : wire::Ecn::not_ect;
-  const Gid& source = av.sgid == Gid{} ? config.gid : av.sgid;
-  built = Transmit{};
-  built.destination = av.dgid;
-  built.source_port = source_port;
-  built.destination_port = spec.udp.dst_port;
-  built.traffic_class = static_cast<std::uint8_t>(dscp << 2 | static_cast<std::uint8_t>(ecn));
-  built.ipv4 = gid_is_ipv4(source) && gid_is_ipv4(av.dgid);
-  built.kind = headers.bth.opcode == wire::opcode::kRcAcknowledge ? TransmitKind::acknowledge
-               : headers.bth.opcode == wire::opcode::kCnp       ? TransmitKind::cnp
-                                                                : TransmitKind::data;
-  if (built.ipv4) {
-    wire::Ipv4Repr ip;
-    ip.dscp = dscp;
-    ip.ecn = ecn;
-    ip.ttl = av.hop_limit;
-    std::copy_n(source.begin() + 12, 4, ip.src.begin());
-    std::copy_n(av.dgid.begin() + 12, 4, ip.dst.begin());
-    spec.ip = ip;
-  } else {
-    wire::Ipv6Repr ip;
-    ip.dscp = dscp;
-    ip.ecn = ecn;
-    ip.flow_label = flow_label != 0 ? flow_label : av.flow_label;
-    ip.hop_limit = av.hop_limit;
-    ip.src = source;
-    ip.dst = av.dgid;
-    spec.ip = ip;
-  }
-  auto layout = wire::begin_roce_datagram(spec, payload_length, out);
-  if (layout) built.udp_payload_offset = layout->ip_header_length + wire::kUdpHeaderLength;
-  return layout;
-}
-
-std::size_t EngineState::finish_packet(MutableByteSpan out, const wire::DatagramLayout& layout) {
-  if (config.carry_payload && config.seal_icrc) wire::seal_roce_datagram(out, layout);
-  ++counters.packets_sent;
-  return layout.length;
 }
 
 // ---------------------------------------------------------------------------
@@ -243,7 +129,7 @@ std::string_view to_string(AsyncEventType type) {
   return "unknown event";
 }
 
-Engine::Engine(const EngineConfig& config) : state_(std::make_unique<EngineState>(config)) {}
+Engine::Engine(const EngineConfig& config) : state_(std::make_unique<EngineCore>(config)) {}
 Engine::~Engine() = default;
 
 const DeviceAttributes& Engine::attributes() const { return state_->config.attributes; }
@@ -356,7 +242,6 @@ std::optional<std::uint32_t> Engine::poll_cq_event() {
 
 bool Engine::cq_event_pending() const { return !state_->cq_events.empty(); }
 
-
 std::optional<AsyncEvent> Engine::poll_async_event() {
   if (state_->events.empty()) return std::nullopt;
   AsyncEvent event = state_->events.front();
@@ -367,7 +252,7 @@ std::optional<AsyncEvent> Engine::poll_async_event() {
 Expected<std::uint32_t, std::errc> Engine::create_ah(std::uint32_t pd, const AddressVector& av) {
   if (!state_->pds.contains(pd)) return unexpected(std::errc::invalid_argument);
   std::uint32_t ah = state_->next_ah++;
-  state_->address_handles.emplace(ah, EngineState::AddressHandle{pd, av});
+  state_->address_handles.emplace(ah, EngineCore::AddressHandle{pd, av});
   return ah;
 }
 
@@ -376,7 +261,7 @@ std::errc Engine::destroy_ah(std::uint32_t ah) {
 }
 
 void Engine::on_datagram(std::span<const std::uint8_t> bytes, TimeNs now, bool verify_icrc, ExtentSource* extents) {
-  EngineState& s = *state_;
+  EngineCore& s = *state_;
   ++s.counters.packets_received;
   auto datagram = wire::parse_roce_datagram(bytes, verify_icrc ? wire::IcrcCheck::verify : wire::IcrcCheck::skip);
   if (!datagram) {
@@ -442,14 +327,16 @@ void Engine::on_datagram(std::span<const std::uint8_t> bytes, TimeNs now, bool v
   switch (packet.op->kind) {
     case wire::OpKind::acknowledge:
     case wire::OpKind::atomic_acknowledge:
-    case wire::OpKind::rdma_read_response: s.requester_on_response(qp, packet, now); break;
+    case wire::OpKind::rdma_read_response:
+      s.completer.on_response(qp, packet, now);
+      break;
     default:
       if (type == QpType::ud) {
-        s.ud_on_datagram(qp, packet, datagram->ip_header);
-      } else if (type == QpType::xrc_recv && !s.adopt_xrc_srq(qp, packet)) {
+        s.responder.on_datagram(qp, packet, datagram->ip_header);
+      } else if (type == QpType::xrc_recv && !s.responder.adopt_xrc_srq(qp, packet)) {
         break;
       } else {
-        s.responder_on_request(qp, packet, datagram->udp_payload);
+        s.responder.on_request(qp, packet, datagram->udp_payload);
       }
       break;
   }
@@ -458,7 +345,7 @@ void Engine::on_datagram(std::span<const std::uint8_t> bytes, TimeNs now, bool v
 }
 
 Transmit Engine::poll_transmit(std::span<std::uint8_t> out, TimeNs now) {
-  EngineState& s = *state_;
+  EngineCore& s = *state_;
   while (!s.ready.empty()) {
     std::uint32_t qpn = s.ready.front();
     s.ready.pop_front();
@@ -466,8 +353,8 @@ Transmit Engine::poll_transmit(std::span<std::uint8_t> out, TimeNs now) {
     if (found == nullptr) continue;
     QueuePair& qp = *found;
     qp.in_ready_list = false;
-    std::size_t length = s.responder_transmit(qp, out, now);
-    if (length == 0) length = s.requester_transmit(qp, out, now);
+    std::size_t length = s.responder.transmit(qp, out, now);
+    if (length == 0) length = s.requester.transmit(qp, out, now);
     s.schedule_timer(qp);
     s.check_sq_drained(qp);
     if (length > 0) {
@@ -483,7 +370,7 @@ Transmit Engine::poll_transmit(std::span<std::uint8_t> out, TimeNs now) {
 TimeNs Engine::next_deadline() const { return state_->earliest_timer(); }
 
 void Engine::on_timer(TimeNs now) {
-  EngineState& s = *state_;
+  EngineCore& s = *state_;
   // Take every due entry first: handling one may re-arm it for now again.
   std::vector<std::uint32_t>& due = s.due_timers;
   due.clear();

@@ -4,14 +4,14 @@
 // everything after that (PSN, rkey, bounds, receive WQE, completion) is the
 // ordinary handling of an ONLY packet; a READ asked for by reference is
 // answered with one response naming the bytes, where its region is shared.
-#include "transport/engine_state.h"
+#include "transport/engine_core.h"
 #include "transport/payload_extent.h"
 
 namespace uroce {
 
 using transport::QueuePair;
 
-bool EngineState::take_extent_payload(QueuePair& qp, wire::RocePacket& packet, ExtentSource& extents) {
+bool EngineCore::take_extent_payload(QueuePair& qp, wire::RocePacket& packet, ExtentSource& extents) {
   // A READ request with the bit asks for its response by reference: it has no payload.
   if (packet.op->kind == wire::OpKind::rdma_read_request) return true;
   bool response = packet.op->kind == wire::OpKind::rdma_read_response;
@@ -28,11 +28,11 @@ bool EngineState::take_extent_payload(QueuePair& qp, wire::RocePacket& packet, E
     ++counters.extents_unreadable;
     std::uint32_t psn = packet.headers.bth.psn;
     if (response) {
-      on_unreadable_read_response(qp, psn);
+      completer.on_unreadable_read_response(qp, psn);
       return false;
     }
     bool responding = qp.state == QpState::rtr || qp.state == QpState::rts || qp.state == QpState::sqd;
-    if (responding && psn == qp.resp.expected_psn) fail_responder(qp, psn, wire::NakCode::remote_operational_error);
+    if (responding && psn == qp.resp.expected_psn) responder.fail(qp, psn, wire::NakCode::remote_operational_error);
     return false;
   }
   packet.payload = *bytes;
@@ -40,32 +40,32 @@ bool EngineState::take_extent_payload(QueuePair& qp, wire::RocePacket& packet, E
   return true;
 }
 
-std::size_t EngineState::read_response_by_extent(QueuePair& qp, transport::ResponderOutput& next, MutableByteSpan out,
-                                                 TimeNs now) {
+std::size_t transport::Responder::read_response_by_extent(QueuePair& qp, transport::ResponderOutput& next,
+                                                          MutableByteSpan out, TimeNs now) {
   std::uint64_t remaining = next.length - next.offset;
-  if (!next.by_extent || remaining <= mtu(qp)) return 0;
-  const verbs::MemoryRegion* region = memory_regions.find_remote(next.rkey);
+  if (!next.by_extent || remaining <= context_.mtu(qp)) return 0;
+  const verbs::MemoryRegion* region = context_.memory_regions.find_remote(next.rkey);
   if (region == nullptr || !region->backing) return 0;
   // The checks every response packet gets; the packets' path NAKs a failure.
-  auto source =
-      memory_regions.resolve_remote(next.rkey, qp.pd, next.va + next.offset, remaining, kAccessRemoteRead, qp.qpn);
+  auto source = context_.memory_regions.resolve_remote(next.rkey, qp.pd, next.va + next.offset, remaining,
+                                                       kAccessRemoteRead, qp.qpn);
   if (!source) return 0;
   wire::TransportHeaders headers;
   headers.bth.opcode = wire::opcode::kRcRdmaReadResponseOnly;
   headers.bth.psn = next.psn;
   headers.bth.extent_payload = true;
   headers.aeth = wire::AethRepr{wire::make_syndrome(wire::AckType::ack, wire::kCreditNoLimit), next.msn};
-  auto layout = begin_packet_to(qp.attr.ah_attr, qp.attr.dest_qp_num, qp.udp_source_port, headers,
-                                transport::kExtentPayloadLength, out);
+  auto layout = context_.begin_packet_to(qp.attr.ah_attr, qp.attr.dest_qp_num, qp.udp_source_port, headers,
+                                         transport::kExtentPayloadLength, out);
   if (!layout) return 0;
   const RegionBacking& backing = *region->backing;
   PayloadExtent extent{backing.pid, backing.fd, backing.id,
                        backing.offset + static_cast<std::uint64_t>(*source - region->addr)};
   transport::emit_extent_payload({extent, remaining}, &out[layout->payload_offset]);
-  ++counters.extent_packets_sent;
+  ++context_.counters.extent_packets_sent;
   qp.resp.outputs.pop_front();
-  std::size_t length = finish_packet(out, *layout);
-  account_data_packet(qp, length, now);
+  std::size_t length = context_.finish_packet(out, *layout);
+  context_.account_data_packet(qp, length, now);
   return length;
 }
 

@@ -16,7 +16,7 @@
 // comes, is the same as without them.
 #include <algorithm>
 
-#include "transport/engine_state.h"
+#include "transport/requester.h"
 
 namespace uroce {
 
@@ -25,13 +25,13 @@ using transport::SendWqe;
 using transport::psn_before;
 using transport::psn_diff;
 
-void EngineState::on_probe_timer(QueuePair& qp, TimeNs now) {
+void transport::Requester::on_probe_timer(QueuePair& qp, TimeNs now) {
   qp.req.probe_deadline = kNever;
   bool sending = qp.state == QpState::rts || qp.state == QpState::sqd;
   if (!sending || qp.comp.rnr_resume_at != kNever || !qp.req.any_sent || unacked_psn(qp) == qp.req.next_psn) return;
   qp.req.probe_pending = true;
   ++qp.req.probes_unanswered;
-  mark_ready(qp);
+  context_.mark_ready(qp);
   qp.req.probe_interval *= 2;
   if (qp.comp.retransmit_deadline != kNever && now + qp.req.probe_interval < qp.comp.retransmit_deadline) {
     qp.req.probe_deadline = now + qp.req.probe_interval;
@@ -41,7 +41,7 @@ void EngineState::on_probe_timer(QueuePair& qp, TimeNs now) {
 // The packet of the highest PSN sent (odd probes) or of the oldest PSN not
 // acknowledged (even ones). A READ is asked again from its first missing
 // response (a duplicate READ would make the responder send it all again).
-std::size_t EngineState::send_loss_probe(QueuePair& qp, MutableByteSpan out, TimeNs now) {
+std::size_t transport::Requester::send_loss_probe(QueuePair& qp, MutableByteSpan out, TimeNs now) {
   qp.req.probe_pending = false;
   bool newest = qp.req.probes_unanswered % 2 == 1;
   std::uint32_t target = newest ? qp.req.highest_sent_psn : unacked_psn(qp);
@@ -51,7 +51,7 @@ std::size_t EngineState::send_loss_probe(QueuePair& qp, MutableByteSpan out, Tim
     if (!newest && psn_before(target, wqe.first_psn)) continue;  // the oldest is in an earlier WQE
     std::uint32_t index;
     if (wqe.opcode == WrOpcode::rdma_read) {
-      index = static_cast<std::uint32_t>(wqe.read_received / mtu(qp));
+      index = static_cast<std::uint32_t>(wqe.read_received / context_.mtu(qp));
     } else if (wqe.is_read_or_atomic()) {
       index = 0;
     } else {
@@ -62,8 +62,8 @@ std::size_t EngineState::send_loss_probe(QueuePair& qp, MutableByteSpan out, Tim
     // AckReq on the probe: the responder answers it at once.
     std::size_t length = send_request_packet(qp, wqe, index, out, now, /*ack_request=*/true);
     if (length > 0) {
-      ++counters.loss_probes;
-      account_data_packet(qp, length, now);
+      ++context_.counters.loss_probes;
+      context_.account_data_packet(qp, length, now);
     }
     return length;
   }

@@ -3,7 +3,7 @@
 // joins and leaves the groups themselves (runtime/device_multicast.cc).
 #include <algorithm>
 
-#include "transport/engine_state.h"
+#include "transport/engine_core.h"
 #include "transport/receive_checks.h"
 #include "transport/xrc.h"
 
@@ -44,7 +44,7 @@ std::vector<Gid> Engine::multicast_groups_of(std::uint32_t qpn) const {
 
 // Only a UD SEND may go to a group; each member checks the Q_Key as for a
 // datagram of its own. A member that blocks its own loopback skips what it sent.
-void EngineState::on_multicast(const wire::RoceDatagram& datagram, ByteSpan ip_header) {
+void EngineCore::on_multicast(const wire::RoceDatagram& datagram, ByteSpan ip_header) {
   const wire::RocePacket& packet = datagram.packet;
   auto found = multicast_groups.find(transport::destination_gid(datagram));
   if (found == multicast_groups.end() || transport::receiving_qp_type(*packet.op) != QpType::ud ||
@@ -59,7 +59,7 @@ void EngineState::on_multicast(const wire::RoceDatagram& datagram, ByteSpan ip_h
     if (qp == nullptr) continue;
     if (qp->block_self_multicast && from_this_engine && packet.headers.deth->src_qp == qpn) continue;
     if (transport::drop_if_rejected(counters, transport::check_sender(*qp, datagram))) continue;
-    ud_on_datagram(*qp, packet, ip_header);
+    responder.on_datagram(*qp, packet, ip_header);
   }
 }
 

@@ -7,8 +7,9 @@
 #include <algorithm>
 #include <cstring>
 
-#include "transport/engine_state.h"
 #include "transport/psn.h"
+#include "transport/requester.h"
+#include "transport/responder.h"
 
 namespace uroce {
 
@@ -46,7 +47,7 @@ std::optional<RemoteRange> remote_range(const transport::SendWqe& wqe) {
 // (a SEND with invalidate ahead of it must make it fail, as in PSN order).
 // The requester vouches for that with place_early. Two rkeys of one memory
 // are beyond what it can see; verbs leave such aliasing to the application.
-bool EngineState::may_place_early(const QueuePair& qp, const transport::SendWqe& wqe) const {
+bool transport::Requester::may_place_early(const QueuePair& qp, const transport::SendWqe& wqe) const {
   if (!qp.req.paths || !transport::places_directly(qp.multipath)) return false;
   if (!is_write(wqe.opcode)) return wqe.takes_receive();  // a SEND: its own receive WQE, nothing earlier writes there
   RemoteRange range = *remote_range(wqe);
@@ -66,7 +67,7 @@ bool EngineState::may_place_early(const QueuePair& qp, const transport::SendWqe&
 // alone must pass; nullptr when it must wait for its turn. So must a WRITE
 // with immediate's last packet: its receive WQE may be missing (RNR), and a
 // request refused for RNR must find memory as it was.
-std::uint8_t* EngineState::early_target(const QueuePair& qp, const wire::RocePacket& packet) {
+std::uint8_t* transport::Responder::early_target(const QueuePair& qp, const wire::RocePacket& packet) {
   if (!packet.headers.bth.place_early || !transport::places_directly(qp.multipath) ||
       packet.op->kind != wire::OpKind::rdma_write || packet.headers.imm_dt || !packet.headers.reth) {
     return nullptr;
@@ -78,7 +79,7 @@ std::uint8_t* EngineState::early_target(const QueuePair& qp, const wire::RocePac
       (qp.attr.qp_access_flags & kAccessRemoteWrite) == 0) {
     return nullptr;
   }
-  auto target = memory_regions.resolve_remote(reth.rkey, qp.pd, reth.va, length, kAccessRemoteWrite, qp.qpn);
+  auto target = context_.memory_regions.resolve_remote(reth.rkey, qp.pd, reth.va, length, kAccessRemoteWrite, qp.qpn);
   return target ? *target : nullptr;
 }
 
@@ -86,8 +87,8 @@ std::uint8_t* EngineState::early_target(const QueuePair& qp, const wire::RocePac
 // it is posted already and the packet fits in it at its offset; nullptr
 // when it must wait for its turn. Receives from an SRQ are taken only in
 // turn: which one a message gets is not known before.
-transport::RecvWqe* EngineState::early_receive(QueuePair& qp, const wire::RocePacket& packet,
-                                               const transport::SendPlacement& send) const {
+transport::RecvWqe* transport::Responder::early_receive(QueuePair& qp, const wire::RocePacket& packet,
+                                                        const transport::SendPlacement& send) const {
   if (!packet.headers.bth.place_early || !transport::places_directly(qp.multipath) || qp.srq != 0 ||
       packet.op->kind != wire::OpKind::send || packet.payload.empty() || !payload_length_ok(qp, packet)) {
     return nullptr;
@@ -111,24 +112,24 @@ transport::RecvWqe* EngineState::early_receive(QueuePair& qp, const wire::RocePa
 // the requester resends only what is missing. Without payloads (the
 // simulator) only the headers are worth keeping; after direct placement,
 // only the headers and the placement header.
-void EngineState::hold_out_of_order(QueuePair& qp, const wire::RocePacket& packet, ByteSpan bytes,
-                                    const std::optional<transport::SendPlacement>& send) {
+void transport::Responder::hold_out_of_order(QueuePair& qp, const wire::RocePacket& packet, ByteSpan bytes,
+                                             const std::optional<transport::SendPlacement>& send) {
   std::uint32_t psn = packet.headers.bth.psn;
   std::uint8_t* target = send ? nullptr : early_target(qp, packet);
   transport::RecvWqe* receive = send ? early_receive(qp, packet, *send) : nullptr;
   bool place = target != nullptr || receive != nullptr;
   std::size_t headers_end = static_cast<std::size_t>(packet.payload.data() - bytes.data());
-  std::size_t keep = !config.carry_payload ? kHeldHeaderBytes : place ? headers_end : bytes.size();
+  std::size_t keep = !context_.config.carry_payload ? kHeldHeaderBytes : place ? headers_end : bytes.size();
   if (qp.resp.reorder->hold(psn, qp.resp.expected_psn, bytes, keep)) {  // not for a duplicate
-    ++counters.held_out_of_order;
-    if (place && config.carry_payload) {
+    ++context_.counters.held_out_of_order;
+    if (place && context_.config.carry_payload) {
       if (target != nullptr) {
         std::memcpy(target, packet.payload.data(), packet.payload.size());
       } else {
         transport::scatter(receive->segments, send->offset, packet.payload.data(), packet.payload.size());
       }
     }
-    if (place) ++counters.placed_out_of_order;
+    if (place) ++context_.counters.placed_out_of_order;
   }
   bool held = qp.resp.reorder->find(psn).has_value();  // beyond the window: report nothing new
   queue_nak(qp, qp.resp.expected_psn, wire::AckType::nak, static_cast<std::uint8_t>(wire::NakCode::psn_sequence_error),
@@ -137,7 +138,7 @@ void EngineState::hold_out_of_order(QueuePair& qp, const wire::RocePacket& packe
 
 // Selective repeat: after the request at `from` executed, run the held
 // packets that now follow in order, and acknowledge the filled gap at once.
-void EngineState::deliver_held(QueuePair& qp, std::uint32_t from) {
+void transport::Responder::deliver_held(QueuePair& qp, std::uint32_t from) {
   qp.resp.reorder->release(from, qp.resp.expected_psn);
   bool filled = false;
   while (qp.resp.reorder->held() > 0 && qp.state != QpState::err) {
@@ -149,9 +150,9 @@ void EngineState::deliver_held(QueuePair& qp, std::uint32_t from) {
     // is kept whole), or never carried (the simulator, which copies nothing).
     bool placed = bytes->size() < length;
     if (placed) {  // what follows the headers in the scratch is never read
-      if (replay_scratch.size() < length) replay_scratch.resize(length);
-      std::copy(bytes->begin(), bytes->end(), replay_scratch.begin());
-      bytes = ByteSpan(replay_scratch).first(length);
+      if (replay_scratch_.size() < length) replay_scratch_.resize(length);
+      std::copy(bytes->begin(), bytes->end(), replay_scratch_.begin());
+      bytes = ByteSpan(replay_scratch_).first(length);
     }
     auto packet = wire::parse_roce_packet(*bytes);  // it parsed on arrival; this cannot fail
     if (!packet) break;

@@ -136,8 +136,8 @@ struct QpCreation {
   LossRecovery recovery = LossRecovery::go_back_n;
   TimeNs tail_timeout_ns = 0;  // QpInitAttr::tail_timeout_ns
   std::uint32_t tail_timeout_packets = 3;
-  TimeNs loss_probe_ns = 0;    // QpInitAttr::loss_probe_ns
-  MultipathConfig multipath;   // QpInitAttr::multipath
+  TimeNs loss_probe_ns = 0;   // QpInitAttr::loss_probe_ns
+  MultipathConfig multipath;  // QpInitAttr::multipath
   std::uint32_t pd = 0;
   std::uint32_t send_cq = 0;
   std::uint32_t recv_cq = 0;
@@ -163,11 +163,11 @@ struct RequesterState {
   // Selective repeat: PSNs the responder reported trimmed, to resend first (each once per report).
   std::vector<std::uint32_t> trimmed_resends;
   std::optional<EntropyPaths> paths;  // multipath: the requester's EVs (from RTS)
-  bool peer_local = false;  // the peer's last packet came through shared memory (RegionBacking)
+  bool peer_local = false;            // the peer's last packet came through shared memory (RegionBacking)
   // Loss probes (loss_probe.cc).
-  TimeNs probe_deadline = kNever;     // when the next loss probe goes, if nothing is acknowledged first
-  TimeNs probe_interval = 0;          // doubles with each probe, from loss_probe_ns
-  bool probe_pending = false;         // the next transmit sends the probe
+  TimeNs probe_deadline = kNever;       // when the next loss probe goes, if nothing is acknowledged first
+  TimeNs probe_interval = 0;            // doubles with each probe, from loss_probe_ns
+  bool probe_pending = false;           // the next transmit sends the probe
   std::uint32_t probes_unanswered = 0;  // probes since the timer was last armed by an ACK or a send
 };
 

@@ -5,15 +5,15 @@
 #include <algorithm>
 #include <cstring>
 
-#include "transport/engine_state.h"
+#include "transport/engine_core.h"
 #include "transport/psn.h"
 #include "uroce/engine.h"
 #include "verbs/qp_state_machine.h"
 
 namespace uroce {
 
-using transport::QueuePair;
 using transport::QpCreation;
+using transport::QueuePair;
 
 namespace {
 
@@ -110,7 +110,7 @@ Expected<std::uint32_t, std::errc> Engine::create_qp(const QpInitAttr& init) {
 }
 
 // The responder half of XRC: a domain, and nothing else of its own until a
-// request names an XRC SRQ (EngineState::adopt_xrc_srq).
+// request names an XRC SRQ (EngineCore::adopt_xrc_srq).
 Expected<std::uint32_t, std::errc> Engine::create_xrc_recv_qp(const QpInitAttr& init) {
   auto domain = state_->xrcds.find(init.xrcd);
   if (domain == state_->xrcds.end() || init.srq != 0 || init.gsi) return unexpected(std::errc::invalid_argument);
@@ -243,11 +243,11 @@ Expected<QpAttr, std::errc> Engine::query_qp(std::uint32_t qpn) const {
   QpAttr attr = qp.attr;
   attr.qp_state = attr.cur_qp_state = qp.state;
   attr.cap = qp.cap;
-  attr.sq_psn = qp.req.next_psn;       // live, as Soft-RoCE reports them
+  attr.sq_psn = qp.req.next_psn;  // live, as Soft-RoCE reports them
   attr.rq_psn = qp.resp.expected_psn;
-  attr.sq_draining = qp.state == QpState::sqd &&
-                     std::any_of(qp.req.send_queue.begin(), qp.req.send_queue.end(),
-                                 [](const transport::SendWqe& wqe) { return wqe.started && !wqe.done; });
+  attr.sq_draining =
+      qp.state == QpState::sqd && std::any_of(qp.req.send_queue.begin(), qp.req.send_queue.end(),
+                                              [](const transport::SendWqe& wqe) { return wqe.started && !wqe.done; });
   return attr;
 }
 
@@ -258,7 +258,7 @@ Expected<std::uint32_t, std::errc> Engine::create_srq(std::uint32_t pd, std::uin
   }
   if (state_->srqs.size() >= limits.max_srq) return unexpected(std::errc::not_enough_memory);
   std::uint32_t srq = state_->next_srq++;
-  state_->srqs.emplace(srq, EngineState::SharedReceiveQueue{pd, max_wr, std::max<std::uint32_t>(max_sge, 1), {}});
+  state_->srqs.emplace(srq, transport::SharedReceiveQueue{pd, max_wr, std::max<std::uint32_t>(max_sge, 1), {}});
   return srq;
 }
 
@@ -275,7 +275,7 @@ std::errc Engine::destroy_srq(std::uint32_t srq) {
 std::errc Engine::post_srq_recv(std::uint32_t srq, const RecvWr& wr) {
   auto it = state_->srqs.find(srq);
   if (it == state_->srqs.end()) return std::errc::invalid_argument;
-  EngineState::SharedReceiveQueue& shared = it->second;
+  transport::SharedReceiveQueue& shared = it->second;
   if (shared.queue.size() >= shared.max_wr) return std::errc::not_enough_memory;
   if (wr.sg_list.size() > shared.max_sge) return std::errc::invalid_argument;
   transport::RecvWqe wqe;
@@ -353,7 +353,7 @@ std::errc Engine::post_send(std::uint32_t qpn, const SendWr& wr) {
   bool rc_only =
       wr.opcode == WrOpcode::rdma_read || atomic || atomic_write || wr.opcode == WrOpcode::send_with_inv;
   if (qp.type == QpType::uc && rc_only) return std::errc::invalid_argument;
-  const EngineState::AddressHandle* destination = nullptr;
+  const EngineCore::AddressHandle* destination = nullptr;
   if (qp.type == QpType::ud) {
     if (wr.opcode != WrOpcode::send && wr.opcode != WrOpcode::send_with_imm) return std::errc::invalid_argument;
     auto ah = state_->address_handles.find(wr.ud.ah);

@@ -1,13 +1,12 @@
-// The RC requester: segments send-queue WQEs into request packets, tracks the
-// PSN window, completes WQEs in order as ACKs arrive, and recovers by
-// go-back-N on NAKs and timeouts (the Local ACK Timeout, 4.096 us << timeout,
-// and retry_cnt tries, as the IBTA specification sets them). READ
-// responses and atomic ACKs: requester_responses.cc.
+// The requester: segments send-queue WQEs into request packets within the
+// PSN window, the read/atomic limit and the pace, and resends from where the
+// completer (completer.cc) rewinds it.
+#include "transport/requester.h"
+
 #include <algorithm>
 #include <cstring>
 
 #include "transport/direct_placement.h"
-#include "transport/engine_state.h"
 #include "transport/payload_extent.h"
 #include "transport/psn.h"
 
@@ -41,20 +40,6 @@ std::uint8_t send_opcode(WrOpcode op, wire::Position position) {
   return kRcSendOnly;
 }
 
-WcOpcode completion_opcode(WrOpcode op) {
-  switch (op) {
-    case WrOpcode::rdma_write:
-    case WrOpcode::rdma_write_with_imm: return WcOpcode::rdma_write;
-    case WrOpcode::rdma_read: return WcOpcode::rdma_read;
-    case WrOpcode::atomic_cmp_and_swp: return WcOpcode::comp_swap;
-    case WrOpcode::atomic_fetch_and_add: return WcOpcode::fetch_add;
-    case WrOpcode::atomic_write: return WcOpcode::atomic_write;
-    case WrOpcode::bind_mw: return WcOpcode::bind_mw;
-    case WrOpcode::local_inv: return WcOpcode::local_inv;
-    default: return WcOpcode::send;
-  }
-}
-
 wire::Position position_of(std::uint32_t index, std::uint32_t count) {
   if (count == 1) return wire::Position::only;
   if (index == 0) return wire::Position::first;
@@ -67,7 +52,7 @@ std::uint32_t transport::SendWqe::last_psn() const { return psn_add(first_psn, s
 
 // The local ACK timeout, or the tail timeout while few PSNs are in flight. An
 // infinite local ACK timeout (0) stays infinite.
-void EngineState::arm_retransmit_timer(QueuePair& qp, TimeNs now) const {
+void transport::Requester::arm_retransmit_timer(QueuePair& qp, TimeNs now) const {
   TimeNs wait = transport::ack_timeout_ns(qp.attr.timeout);
   qp.comp.tail_deadline = false;
   if (wait != kNever && qp.tail_timeout_ns != 0 && qp.tail_timeout_ns < wait && qp.req.any_sent) {
@@ -86,12 +71,12 @@ void EngineState::arm_retransmit_timer(QueuePair& qp, TimeNs now) const {
   qp.req.probes_unanswered = 0;
 }
 
-std::uint32_t EngineState::unacked_psn(const QueuePair& qp) const {
+std::uint32_t transport::Requester::unacked_psn(const QueuePair& qp) const {
   for (const SendWqe& wqe : qp.req.send_queue) {
     if (!wqe.started) break;
     if (wqe.done) continue;
     if (wqe.opcode == WrOpcode::rdma_read) {
-      return psn_add(wqe.first_psn, static_cast<std::int64_t>(wqe.read_received / mtu(qp)));
+      return psn_add(wqe.first_psn, static_cast<std::int64_t>(wqe.read_received / context_.mtu(qp)));
     }
     // An atomic is unacknowledged until its own ATOMIC ACK arrives, whatever
     // later ACKs say: only that carries the result.
@@ -103,9 +88,9 @@ std::uint32_t EngineState::unacked_psn(const QueuePair& qp) const {
   return qp.req.next_psn;
 }
 
-bool EngineState::window_full(const QueuePair& qp, std::uint32_t psn) const {
+bool transport::Requester::window_full(const QueuePair& qp, std::uint32_t psn) const {
   if (!qp.reliable()) return false;  // nothing is ever acknowledged on UC or UD
-  return psn_diff(psn, unacked_psn(qp)) >= static_cast<std::int32_t>(config.max_inflight_packets);
+  return psn_diff(psn, unacked_psn(qp)) >= static_cast<std::int32_t>(context_.config.max_inflight_packets);
 }
 
 // A SEND or WRITE by reference takes one PSN but makes the peer copy as
@@ -114,30 +99,30 @@ bool EngineState::window_full(const QueuePair& qp, std::uint32_t psn) const {
 // MTUs), and not that many whole messages, which at 8 MiB each made the
 // peer copy for longer than the retransmit timeout. A message larger than
 // the whole window still goes alone.
-bool EngineState::extent_window_full(const QueuePair& qp, std::uint64_t length) const {
+bool transport::Requester::extent_window_full(const QueuePair& qp, std::uint64_t length) const {
   std::int64_t in_flight = psn_diff(qp.req.next_psn, unacked_psn(qp));
   for (const SendWqe& wqe : qp.req.send_queue) {
     if (!wqe.started) break;
     if (!wqe.done && wqe.by_extent && wqe.opcode != WrOpcode::rdma_read) {
-      in_flight += static_cast<std::int64_t>((wqe.length + mtu(qp) - 1) / mtu(qp)) - 1;
+      in_flight += static_cast<std::int64_t>((wqe.length + context_.mtu(qp) - 1) / context_.mtu(qp)) - 1;
     }
   }
-  std::int64_t needed = static_cast<std::int64_t>((length + mtu(qp) - 1) / mtu(qp));
-  return in_flight > 0 && in_flight + needed > static_cast<std::int64_t>(config.max_inflight_packets);
+  std::int64_t needed = static_cast<std::int64_t>((length + context_.mtu(qp) - 1) / context_.mtu(qp));
+  return in_flight > 0 && in_flight + needed > static_cast<std::int64_t>(context_.config.max_inflight_packets);
 }
 
-std::size_t EngineState::requester_transmit(QueuePair& qp, MutableByteSpan out, TimeNs now) {
+std::size_t transport::Requester::transmit(QueuePair& qp, MutableByteSpan out, TimeNs now) {
   if (qp.state != QpState::rts && qp.state != QpState::sqd) return 0;
   if (qp.comp.rnr_resume_at != kNever) return 0;
   if (qp.req.probe_pending) {
     if (std::size_t length = send_loss_probe(qp, out, now); length > 0) return length;
   }
   if (qp.comp.sacks && (!qp.req.trimmed_resends.empty() || qp.comp.sacks->recovering())) {
-    if (paced_out(qp, now)) return 0;
+    if (context_.paced_out(qp, now)) return 0;
     std::size_t length = resend_trimmed(qp, out, now);
     if (length == 0) length = resend_selected(qp, out, now);
     if (length > 0) {
-      account_data_packet(qp, length, now);
+      context_.account_data_packet(qp, length, now);
       return length;
     }
   }
@@ -151,7 +136,7 @@ std::size_t EngineState::requester_transmit(QueuePair& qp, MutableByteSpan out, 
     if (!next.done) {
       WcStatus status = execute_local_operation(qp, next);
       if (status != WcStatus::success) {
-        fail_request(qp, qp.req.next_psn, status);
+        context_.fail_request(qp, qp.req.next_psn, status);
         return 0;
       }
       local_done = true;
@@ -159,9 +144,9 @@ std::size_t EngineState::requester_transmit(QueuePair& qp, MutableByteSpan out, 
     ++qp.req.send_cursor;
     qp.req.send_cursor_packet = 0;
   }
-  if (local_done) retire_completed(qp);
+  if (local_done) context_.retire_completed(qp);
   if (qp.req.send_cursor >= qp.req.send_queue.size()) return 0;
-  if (paced_out(qp, now)) return 0;
+  if (context_.paced_out(qp, now)) return 0;
   SendWqe& wqe = qp.req.send_queue[qp.req.send_cursor];
 
   if (!wqe.started) {
@@ -170,7 +155,7 @@ std::size_t EngineState::requester_transmit(QueuePair& qp, MutableByteSpan out, 
       wqe.started = true;
       wqe.first_psn = qp.req.next_psn;
       wqe.packet_count = 0;
-      fail_request(qp, qp.req.next_psn, wqe.local_error);
+      context_.fail_request(qp, qp.req.next_psn, wqe.local_error);
       return 0;
     }
     if (wqe.fence && qp.req.outstanding_read_atomic > 0) return 0;
@@ -180,8 +165,8 @@ std::size_t EngineState::requester_transmit(QueuePair& qp, MutableByteSpan out, 
     // A local peer reads a long message's bytes itself: one packet names
     // them. A READ asks the peer for that; it reserves its PSNs either way.
     bool read = wqe.opcode == WrOpcode::rdma_read;
-    bool by_extent = (wqe.extent || read) && qp.req.peer_local && wqe.length > mtu(qp) && !qp.req.paths && !qp.comp.sacks &&
-                     qp.type == QpType::rc;
+    bool by_extent = (wqe.extent || read) && qp.req.peer_local && wqe.length > context_.mtu(qp) && !qp.req.paths &&
+                     !qp.comp.sacks && qp.type == QpType::rc;
     if (by_extent && !read && extent_window_full(qp, wqe.length)) return 0;
     wqe.started = true;
     wqe.first_psn = qp.req.next_psn;
@@ -191,7 +176,7 @@ std::size_t EngineState::requester_transmit(QueuePair& qp, MutableByteSpan out, 
     wqe.by_extent = by_extent;
     wqe.packet_count = atomic || (wqe.by_extent && !read)
                            ? 1
-                           : std::max<std::uint32_t>(1, (wqe.length + mtu(qp) - 1) / mtu(qp));
+                           : std::max<std::uint32_t>(1, (wqe.length + context_.mtu(qp) - 1) / context_.mtu(qp));
     qp.req.next_psn = psn_add(qp.req.next_psn, wqe.packet_count);
     if (wqe.is_read_or_atomic()) ++qp.req.outstanding_read_atomic;
   } else {
@@ -209,12 +194,12 @@ std::size_t EngineState::requester_transmit(QueuePair& qp, MutableByteSpan out, 
   } else {
     ++qp.req.send_cursor_packet;
   }
-  account_data_packet(qp, length, now);
+  context_.account_data_packet(qp, length, now);
   if (!qp.reliable()) {
     // Unreliable: a UC or UD WQE is complete once its last packet is on the wire.
     if (whole) {
       wqe.done = true;
-      retire_completed(qp);
+      context_.retire_completed(qp);
     }
   } else if (qp.comp.retransmit_deadline == kNever || qp.comp.tail_deadline) {
     // A tail deadline holds only while few PSNs are in flight: this one adds to them.
@@ -226,7 +211,7 @@ std::size_t EngineState::requester_transmit(QueuePair& qp, MutableByteSpan out, 
 // Selective repeat: sends the next PSN in the scoreboard's resend range that
 // the responder does not hold. A READ is asked again only from its first
 // missing response; PSNs it merely reserves are skipped.
-std::size_t EngineState::resend_selected(QueuePair& qp, MutableByteSpan out, TimeNs now) {
+std::size_t transport::Requester::resend_selected(QueuePair& qp, MutableByteSpan out, TimeNs now) {
   transport::SackScoreboard& sacks = *qp.comp.sacks;
   std::size_t wqe_index = 0;
   while (sacks.recovering()) {
@@ -252,7 +237,8 @@ std::size_t EngineState::resend_selected(QueuePair& qp, MutableByteSpan out, Tim
     SendWqe& wqe = qp.req.send_queue[wqe_index];
     std::uint32_t index = static_cast<std::uint32_t>(psn_diff(psn, wqe.first_psn));
     if (wqe.is_read_or_atomic()) {
-      std::uint32_t resume = wqe.opcode == WrOpcode::rdma_read ? static_cast<std::uint32_t>(wqe.read_received / mtu(qp)) : 0;
+      std::uint32_t resume =
+          wqe.opcode == WrOpcode::rdma_read ? static_cast<std::uint32_t>(wqe.read_received / context_.mtu(qp)) : 0;
       sacks.advance_to(psn_add(wqe.last_psn(), 1));
       if (wqe.done || index != resume) continue;
     } else {
@@ -265,8 +251,8 @@ std::size_t EngineState::resend_selected(QueuePair& qp, MutableByteSpan out, Tim
   return 0;
 }
 
-std::size_t EngineState::send_request_packet(QueuePair& qp, SendWqe& wqe, std::uint32_t index, MutableByteSpan out,
-                                             TimeNs now, bool ack_request) {
+std::size_t transport::Requester::send_request_packet(QueuePair& qp, SendWqe& wqe, std::uint32_t index,
+                                                      MutableByteSpan out, TimeNs now, bool ack_request) {
   std::uint32_t psn = psn_add(wqe.first_psn, index);
   wire::TransportHeaders headers;
   headers.bth.psn = psn;
@@ -278,7 +264,7 @@ std::size_t EngineState::send_request_packet(QueuePair& qp, SendWqe& wqe, std::u
   switch (wqe.opcode) {
     case WrOpcode::rdma_read: {
       // A re-request after lost responses asks only for what is missing.
-      std::uint64_t offset = std::uint64_t{index} * mtu(qp);
+      std::uint64_t offset = std::uint64_t{index} * context_.mtu(qp);
       headers.bth.opcode = wire::opcode::kRcRdmaReadRequest;
       headers.reth = wire::RethRepr{wqe.remote_addr + offset, wqe.rkey, static_cast<std::uint32_t>(wqe.length - offset)};
       headers.bth.extent_payload = wqe.by_extent;
@@ -302,8 +288,9 @@ std::size_t EngineState::send_request_packet(QueuePair& qp, SendWqe& wqe, std::u
         headers.bth.opcode = imm ? wire::opcode::kUdSendOnlyWithImmediate : wire::opcode::kUdSendOnly;
         headers.deth = wire::DethRepr{wqe.ud_qkey, qp.qpn};
       }
-      payload_offset = std::uint64_t{index} * mtu(qp);
-      payload_length = static_cast<std::uint32_t>(std::min<std::uint64_t>(mtu(qp), wqe.length - payload_offset));
+      payload_offset = std::uint64_t{index} * context_.mtu(qp);
+      payload_length =
+          static_cast<std::uint32_t>(std::min<std::uint64_t>(context_.mtu(qp), wqe.length - payload_offset));
       if (wqe.by_extent) {
         payload_length = transport::kExtentPayloadLength;
         headers.bth.extent_payload = true;
@@ -324,8 +311,9 @@ std::size_t EngineState::send_request_packet(QueuePair& qp, SendWqe& wqe, std::u
   }
   if (qp.reliable()) {  // UC has no acknowledgements to ask for
     ++qp.req.packets_since_ack_request;
-    std::uint32_t interval = qp.req.paths ? std::min(config.ack_request_interval, qp.multipath.ack_every_packets)
-                                      : config.ack_request_interval;
+    std::uint32_t interval = qp.req.paths
+                                 ? std::min(context_.config.ack_request_interval, qp.multipath.ack_every_packets)
+                                 : context_.config.ack_request_interval;
     headers.bth.ack_req = ack_request || last_packet || qp.req.packets_since_ack_request >= interval;
     if (headers.bth.ack_req) qp.req.packets_since_ack_request = 0;
   }
@@ -336,12 +324,11 @@ std::size_t EngineState::send_request_packet(QueuePair& qp, SendWqe& wqe, std::u
     bool more_behind = !last_packet || &wqe != &qp.req.send_queue.back();
     port = qp.req.paths->send(psn, now, !wqe.is_read_or_atomic(), more_behind);
   }
-  auto layout = qp.type == QpType::ud
-                    ? begin_packet_to(wqe.ud_destination, wqe.ud_remote_qpn, qp.udp_source_port, headers,
-                                      payload_length, out)
-                    : begin_packet_to(qp.attr.ah_attr, qp.attr.dest_qp_num, port, headers,
-                                      payload_length + placement_header, out,
-                                      qp.req.paths ? transport::ev_flow_label(port) : 0);
+  auto layout = qp.type == QpType::ud ? context_.begin_packet_to(wqe.ud_destination, wqe.ud_remote_qpn,
+                                                                 qp.udp_source_port, headers, payload_length, out)
+                                      : context_.begin_packet_to(qp.attr.ah_attr, qp.attr.dest_qp_num, port, headers,
+                                                                 payload_length + placement_header, out,
+                                                                 qp.req.paths ? transport::ev_flow_label(port) : 0);
   if (!layout) return 0;
   std::uint8_t* payload = &out[layout->payload_offset];
   if (placement_header == transport::kWritePlacementLength) {
@@ -353,8 +340,8 @@ std::size_t EngineState::send_request_packet(QueuePair& qp, SendWqe& wqe, std::u
   payload += placement_header;
   if (wqe.by_extent && wqe.opcode != WrOpcode::rdma_read) {  // a READ's bit asks; it names nothing
     transport::emit_extent_payload({*wqe.extent, wqe.length}, payload);
-    ++counters.extent_packets_sent;
-  } else if (!config.carry_payload) {
+    ++context_.counters.extent_packets_sent;
+  } else if (!context_.config.carry_payload) {
     // lengths only
   } else if (!wqe.inline_data.empty()) {
     std::memcpy(payload, wqe.inline_data.data() + payload_offset, payload_length);
@@ -363,243 +350,53 @@ std::size_t EngineState::send_request_packet(QueuePair& qp, SendWqe& wqe, std::u
   }
 
   if (qp.req.any_sent && psn_at_or_before(psn, qp.req.highest_sent_psn)) {
-    ++counters.retransmitted_packets;
+    ++context_.counters.retransmitted_packets;
   } else {
     // A READ request covers every PSN its responses will use.
     qp.req.highest_sent_psn = wqe.opcode == WrOpcode::rdma_read ? wqe.last_psn() : psn;
     qp.req.any_sent = true;
   }
-  return finish_packet(out, *layout);
+  return context_.finish_packet(out, *layout);
 }
 
-WcStatus EngineState::execute_local_operation(QueuePair& qp, SendWqe& wqe) {
+WcStatus transport::Requester::execute_local_operation(QueuePair& qp, SendWqe& wqe) {
   wqe.started = true;
   wqe.first_psn = qp.req.next_psn;
   wqe.packet_count = 0;
   WcStatus status = WcStatus::success;
   if (wqe.opcode == WrOpcode::bind_mw) {
-    status = memory_regions.bind_window(qp.qpn, qp.pd, wqe.bind);
-  } else if (!memory_regions.invalidate_rkey(wqe.invalidate_rkey, qp.pd, qp.qpn)) {
+    status = context_.memory_regions.bind_window(qp.qpn, qp.pd, wqe.bind);
+  } else if (!context_.memory_regions.invalidate_rkey(wqe.invalidate_rkey, qp.pd, qp.qpn)) {
     status = WcStatus::loc_qp_op_err;  // no such key of this QP's to invalidate
   }
   if (status == WcStatus::success) wqe.done = true;
   return status;
 }
 
-void EngineState::retire_completed(QueuePair& qp) {
-  while (!qp.req.send_queue.empty() && qp.req.send_queue.front().done) {
-    SendWqe& wqe = qp.req.send_queue.front();
-    if (wqe.signaled || qp.sq_sig_all || wqe.status != WcStatus::success) {
-      WorkCompletion wc;
-      wc.wr_id = wqe.wr_id;
-      wc.status = wqe.status;
-      wc.opcode = completion_opcode(wqe.opcode);
-      wc.byte_len = wqe.length;
-      wc.qp_num = qp.qpn;
-      complete(qp.send_cq, wc);
-    }
-    // The responder keeps a record per READ/atomic until the requester moves
-    // past it in order, so the limit counts until retirement, not completion.
-    if (wqe.is_read_or_atomic() && wqe.packet_count > 0) --qp.req.outstanding_read_atomic;
-    qp.req.send_queue.pop_front();
-    if (qp.req.send_cursor > 0) {
-      --qp.req.send_cursor;
-    } else {
-      qp.req.send_cursor_packet = 0;  // the WQE under the cursor is gone: start the next one
-    }
-  }
-}
-
-// Everything up to and including psn was received by the responder. SEND and
-// WRITE WQEs in that range are done; a READ or atomic there whose response is
-// missing means the response was lost: go back to it.
-void EngineState::acknowledge_through(QueuePair& qp, std::uint32_t psn, TimeNs now) {
-  bool progress = false;
-  if (psn_before(qp.comp.acked_psn, psn)) {
-    if (qp.req.paths) paths_delivered(qp, psn_add(qp.comp.acked_psn, 1), psn, now);
-    if (qp.comp.sacks) qp.comp.sacks->forget_before(psn_add(qp.comp.acked_psn, 1), psn_add(psn, 1));
-    qp.comp.acked_psn = psn;
-    progress = true;
-  }
-  // Acknowledgements are cumulative: an earlier ACK may have covered SEND and
-  // WRITE WQEs that waited behind a READ finished only now.
-  psn = qp.comp.acked_psn;
-  for (std::size_t i = 0; i < qp.req.send_queue.size(); ++i) {
-    SendWqe& wqe = qp.req.send_queue[i];
-    if (!wqe.started || !psn_at_or_before(wqe.first_psn, psn)) break;
-    if (wqe.done) continue;
-    if (wqe.is_read_or_atomic()) {
-      if (psn_at_or_before(wqe.last_psn(), psn)) rewind_once(qp, unacked_psn(qp));
-      break;
-    }
-    if (!psn_at_or_before(wqe.last_psn(), psn)) break;
-    wqe.done = true;
-    progress = true;
-  }
-  retire_completed(qp);
-  if (qp.comp.sacks) qp.comp.sacks->catch_up(unacked_psn(qp));
-  if (qp.req.paths) find_lost_paths(qp, now);
-  if (progress) qp.comp.retries_left = qp.attr.retry_cnt;
-  bool outstanding = unacked_psn(qp) != qp.req.next_psn;
-  if (outstanding) {
-    arm_retransmit_timer(qp, now);
-  } else {
-    qp.comp.retransmit_deadline = kNever;
-    qp.req.probe_deadline = kNever;
-  }
-  mark_ready(qp);
-}
-
-void EngineState::rewind_to(QueuePair& qp, std::uint32_t psn) {
+void transport::Requester::rewind_to(QueuePair& qp, std::uint32_t psn) {
   for (std::size_t i = 0; i < qp.req.send_queue.size(); ++i) {
     const SendWqe& wqe = qp.req.send_queue[i];
     if (!wqe.started) break;
     if (wqe.done || !psn_at_or_before(psn, wqe.last_psn())) continue;
     qp.req.send_cursor = i;
-    qp.req.send_cursor_packet = psn_before(psn, wqe.first_psn) ? 0 : static_cast<std::uint32_t>(psn_diff(psn, wqe.first_psn));
+    qp.req.send_cursor_packet =
+        psn_before(psn, wqe.first_psn) ? 0 : static_cast<std::uint32_t>(psn_diff(psn, wqe.first_psn));
     if (wqe.is_read_or_atomic() && wqe.opcode != WrOpcode::rdma_read) qp.req.send_cursor_packet = 0;
-    mark_ready(qp);
+    context_.mark_ready(qp);
     return;
   }
 }
 
-void EngineState::rewind_once(QueuePair& qp, std::uint32_t psn) {
+void transport::Requester::rewind_once(QueuePair& qp, std::uint32_t psn) {
   if (qp.comp.implicit_rewind_done && qp.comp.implicit_rewind_psn == psn) return;
   qp.comp.implicit_rewind_done = true;
   qp.comp.implicit_rewind_psn = psn;
   if (qp.comp.sacks) {
     qp.comp.sacks->restart(psn, psn_add(psn, 1));
-    mark_ready(qp);
+    context_.mark_ready(qp);
     return;
   }
   rewind_to(qp, psn);
-}
-
-// Selective repeat: the responder expects `expected` and holds `held` (or,
-// when held is not a PSN after expected that we sent, nothing new).
-void EngineState::on_selective_nak(QueuePair& qp, std::uint32_t expected, std::uint32_t held, TimeNs now) {
-  bool reported = psn_before(expected, held) && psn_before(held, qp.req.next_psn);
-  // Marked first, so the timer acknowledge_through arms counts the held PSN
-  // out of those in flight (the tail timeout may then apply).
-  if (reported) qp.comp.sacks->mark(held);
-  if (reported && qp.req.paths) paths_delivered(qp, held, held, now);
-  acknowledge_through(qp, psn_add(expected, -1), now);
-  // Multipath: a gap is reordering between paths until the reorder window
-  // says otherwise (acknowledge_through looked); resend nothing on it alone.
-  if (!qp.req.paths) qp.comp.sacks->recover(expected, reported ? held : psn_add(expected, 1));
-  mark_ready(qp);
-}
-
-void EngineState::fail_request(QueuePair& qp, std::uint32_t psn, WcStatus status) {
-  for (SendWqe& wqe : qp.req.send_queue) {
-    if (wqe.done) continue;
-    if (!wqe.started || psn_at_or_before(psn, wqe.last_psn()) || wqe.packet_count == 0) {
-      wqe.done = true;
-      wqe.status = status;
-      break;
-    }
-  }
-  retire_completed(qp);
-  move_to_error(qp);
-}
-
-void EngineState::requester_on_response(QueuePair& qp, const wire::RocePacket& packet, TimeNs now) {
-  if (qp.state != QpState::rts && qp.state != QpState::sqd && qp.state != QpState::sqe) return;
-  // A response for a PSN never sent is stale or forged: ignore it.
-  if (!psn_before(packet.headers.bth.psn, qp.req.next_psn)) return;
-  switch (packet.op->kind) {
-    case wire::OpKind::rdma_read_response: on_read_response(qp, packet, now); break;
-    case wire::OpKind::atomic_acknowledge: on_atomic_ack(qp, packet, now); break;
-    case wire::OpKind::acknowledge: on_ack_or_nak(qp, packet, now); break;
-    default: break;
-  }
-}
-
-void EngineState::on_ack_or_nak(QueuePair& qp, const wire::RocePacket& packet, TimeNs now) {
-  std::uint32_t psn = packet.headers.bth.psn;
-  std::uint8_t syndrome = packet.headers.aeth->syndrome;
-  std::uint32_t previous = psn_add(psn, -1);
-  // A NAK for a PSN that was acknowledged since is stale (reordered or duplicated).
-  bool stale = psn_at_or_before(psn, qp.comp.acked_psn);
-  if (stale && wire::aeth_ack_type(syndrome) != wire::AckType::ack) return;
-  switch (wire::aeth_ack_type(syndrome)) {
-    case wire::AckType::ack:
-      acknowledge_through(qp, psn, now);
-      return;
-    case wire::AckType::rnr_nak:
-      acknowledge_through(qp, previous, now);
-      if (qp.attr.rnr_retry != 7) {
-        if (qp.comp.rnr_retries_left == 0) return fail_request(qp, psn, WcStatus::rnr_retry_exc_err);
-        --qp.comp.rnr_retries_left;
-      }
-      rewind_to(qp, psn);  // both modes: the responder kept nothing from psn on
-      if (qp.comp.sacks) qp.comp.sacks->advance_to(qp.comp.sacks->recovery_end());
-      qp.comp.rnr_resume_at = now + transport::rnr_timer_ns(wire::aeth_value(syndrome));
-      qp.comp.retransmit_deadline = kNever;
-      return;
-    case wire::AckType::nak:
-      break;
-    case wire::AckType::reserved:
-      return;
-  }
-  switch (static_cast<wire::NakCode>(wire::aeth_value(syndrome))) {
-    case wire::NakCode::psn_sequence_error:
-      if (qp.comp.sacks) return on_selective_nak(qp, psn, packet.headers.aeth->msn, now);
-      acknowledge_through(qp, previous, now);
-      // The responder NAKs a gap once; a second NAK for the same PSN is a
-      // duplicate of the first and must not restart the retransmission.
-      if (qp.comp.implicit_rewind_done && qp.comp.implicit_rewind_psn == psn) return;
-      if (qp.comp.retries_left == 0) return fail_request(qp, psn, WcStatus::retry_exc_err);
-      --qp.comp.retries_left;
-      rewind_once(qp, psn);
-      return;
-    case wire::NakCode::trimmed:
-      if (qp.req.paths) qp.req.paths->congested(arrival_port, now);  // the NAK echoes the trimmed packet's EV
-      return on_trimmed_nak(qp, psn);
-    case wire::NakCode::invalid_request:
-      acknowledge_through(qp, previous, now);
-      return fail_request(qp, psn, WcStatus::rem_inv_req_err);
-    case wire::NakCode::remote_access_error:
-      acknowledge_through(qp, previous, now);
-      return fail_request(qp, psn, WcStatus::rem_access_err);
-    case wire::NakCode::remote_operational_error:
-      acknowledge_through(qp, previous, now);
-      return fail_request(qp, psn, WcStatus::rem_op_err);
-    default:
-      acknowledge_through(qp, previous, now);
-      return fail_request(qp, psn, WcStatus::bad_resp_err);
-  }
-}
-
-void EngineState::requester_on_timer(QueuePair& qp, TimeNs now) {
-  if (qp.req.paths && qp.req.paths->loss_check_at() <= now) find_lost_paths(qp, now);
-  if (qp.comp.rnr_resume_at != kNever && qp.comp.rnr_resume_at <= now) {
-    qp.comp.rnr_resume_at = kNever;
-    qp.comp.retransmit_deadline = kNever;
-    mark_ready(qp);
-  }
-  if (qp.comp.retransmit_deadline == kNever || qp.comp.retransmit_deadline > now) return;
-  std::uint32_t oldest = unacked_psn(qp);
-  if (oldest == qp.req.next_psn) {
-    qp.comp.retransmit_deadline = kNever;
-    return;
-  }
-  ++counters.timeouts;
-  qp.comp.implicit_rewind_done = false;
-  if (qp.comp.retries_left == 0) return fail_request(qp, oldest, WcStatus::retry_exc_err);
-  --qp.comp.retries_left;
-  if (qp.req.paths) qp.req.paths->timed_out(oldest, now);
-  if (qp.comp.sacks) {
-    // Resend everything not reported held, and the oldest PSN even if it was:
-    // when only ACKs were lost, that duplicate is what makes the responder
-    // acknowledge again.
-    qp.comp.sacks->unmark(oldest);
-    qp.comp.sacks->restart(oldest, psn_add(qp.req.highest_sent_psn, 1));
-    mark_ready(qp);
-  } else {
-    rewind_to(qp, oldest);
-  }
-  arm_retransmit_timer(qp, now);
 }
 
 }  // namespace uroce

@@ -6,8 +6,8 @@
 #include <cstring>
 #include <optional>
 
-#include "transport/engine_state.h"
 #include "transport/psn.h"
+#include "transport/responder.h"
 
 namespace uroce {
 
@@ -17,22 +17,22 @@ using transport::psn_diff;
 using transport::QueuePair;
 using transport::ResponderOutput;
 
-bool EngineState::on_read_request(QueuePair& qp, const wire::RocePacket& packet) {
+bool transport::Responder::on_read_request(QueuePair& qp, const wire::RocePacket& packet) {
   std::uint32_t psn = packet.headers.bth.psn;
   const wire::RethRepr& reth = *packet.headers.reth;
   if (qp.resp.receiving_send || qp.resp.receiving_write || qp.resp.records.empty()) {
-    fail_responder(qp, psn, wire::NakCode::invalid_request);
+    fail(qp, psn, wire::NakCode::invalid_request);
     return false;
   }
   if ((qp.attr.qp_access_flags & kAccessRemoteRead) == 0) {
-    fail_responder(qp, psn, wire::NakCode::remote_access_error);
+    fail(qp, psn, wire::NakCode::remote_access_error);
     return false;
   }
-  if (!memory_regions.resolve_remote(reth.rkey, qp.pd, reth.va, reth.dma_length, kAccessRemoteRead, qp.qpn)) {
-    fail_responder(qp, psn, wire::NakCode::remote_access_error);
+  if (!context_.memory_regions.resolve_remote(reth.rkey, qp.pd, reth.va, reth.dma_length, kAccessRemoteRead, qp.qpn)) {
+    fail(qp, psn, wire::NakCode::remote_access_error);
     return false;
   }
-  std::uint32_t packets = std::max<std::uint32_t>(1, (reth.dma_length + mtu(qp) - 1) / mtu(qp));
+  std::uint32_t packets = std::max<std::uint32_t>(1, (reth.dma_length + context_.mtu(qp) - 1) / context_.mtu(qp));
   qp.resp.msn = psn_add(qp.resp.msn, 1);
   transport::ReadAtomicRecord& record = qp.resp.records[qp.resp.next_record];
   qp.resp.next_record = (qp.resp.next_record + 1) % qp.resp.records.size();
@@ -43,24 +43,24 @@ bool EngineState::on_read_request(QueuePair& qp, const wire::RocePacket& packet)
   return true;
 }
 
-bool EngineState::on_atomic(QueuePair& qp, const wire::RocePacket& packet) {
+bool transport::Responder::on_atomic(QueuePair& qp, const wire::RocePacket& packet) {
   std::uint32_t psn = packet.headers.bth.psn;
   const wire::AtomicEthRepr& atomic = *packet.headers.atomic_eth;
   if (qp.resp.receiving_send || qp.resp.receiving_write || qp.resp.records.empty() || atomic.va % 8 != 0) {
-    fail_responder(qp, psn, wire::NakCode::invalid_request);
+    fail(qp, psn, wire::NakCode::invalid_request);
     return false;
   }
   if ((qp.attr.qp_access_flags & kAccessRemoteAtomic) == 0) {
-    fail_responder(qp, psn, wire::NakCode::remote_access_error);
+    fail(qp, psn, wire::NakCode::remote_access_error);
     return false;
   }
-  auto target = memory_regions.resolve_remote(atomic.rkey, qp.pd, atomic.va, 8, kAccessRemoteAtomic, qp.qpn);
+  auto target = context_.memory_regions.resolve_remote(atomic.rkey, qp.pd, atomic.va, 8, kAccessRemoteAtomic, qp.qpn);
   if (!target) {
-    fail_responder(qp, psn, wire::NakCode::remote_access_error);
+    fail(qp, psn, wire::NakCode::remote_access_error);
     return false;
   }
   std::uint64_t original = 0;
-  if (config.carry_payload) {
+  if (context_.config.carry_payload) {
     std::memcpy(&original, *target, sizeof original);
     std::uint64_t updated = original;
     if (packet.op->kind == wire::OpKind::fetch_add) {
@@ -87,7 +87,7 @@ bool EngineState::on_atomic(QueuePair& qp, const wire::RocePacket& packet) {
 // rewind with another copy of every READ in the window, its queue outgrew
 // the requester's timeout, and each timeout queued more: the requester ran
 // out of retries (RcSoak.DcqcnPacingUnderLossAndEcnMarks, seed 2210511476).
-void EngineState::drop_queued_responses(QueuePair& qp, std::uint32_t first_psn, std::uint32_t last_psn) {
+void transport::Responder::drop_queued_responses(QueuePair& qp, std::uint32_t first_psn, std::uint32_t last_psn) {
   std::erase_if(qp.resp.outputs, [&](const ResponderOutput& output) {
     return output.kind == ResponderOutput::Kind::read_response && psn_at_or_before(first_psn, output.psn) &&
            psn_at_or_before(output.psn, last_psn);
@@ -96,7 +96,7 @@ void EngineState::drop_queued_responses(QueuePair& qp, std::uint32_t first_psn, 
 
 // A request the responder has already executed: acknowledge it again, replay
 // a READ from memory, or return an atomic's saved result. Never execute twice.
-void EngineState::on_duplicate(QueuePair& qp, const wire::RocePacket& packet) {
+void transport::Responder::on_duplicate(QueuePair& qp, const wire::RocePacket& packet) {
   std::uint32_t psn = packet.headers.bth.psn;
   switch (packet.op->kind) {
     case wire::OpKind::rdma_read_request: {
@@ -106,7 +106,7 @@ void EngineState::on_duplicate(QueuePair& qp, const wire::RocePacket& packet) {
         std::uint32_t last = psn_add(record.first_psn, std::int64_t{record.packet_count} - 1);
         if (!psn_at_or_before(record.first_psn, psn) || !psn_at_or_before(psn, last)) continue;
         // The re-request may start mid-way; it must stay inside the original.
-        std::uint64_t skipped = std::uint64_t(psn_diff(psn, record.first_psn)) * mtu(qp);
+        std::uint64_t skipped = std::uint64_t(psn_diff(psn, record.first_psn)) * context_.mtu(qp);
         if (reth.rkey != record.rkey || reth.va != record.va + skipped || reth.dma_length != record.length - skipped) {
           return;
         }
@@ -130,10 +130,10 @@ void EngineState::on_duplicate(QueuePair& qp, const wire::RocePacket& packet) {
   }
 }
 
-std::size_t EngineState::responder_transmit(QueuePair& qp, MutableByteSpan out, TimeNs now) {
+std::size_t transport::Responder::transmit(QueuePair& qp, MutableByteSpan out, TimeNs now) {
   if (qp.resp.outputs.empty()) return 0;
   ResponderOutput& next = qp.resp.outputs.front();
-  if (next.kind == ResponderOutput::Kind::read_response && paced_out(qp, now)) return 0;
+  if (next.kind == ResponderOutput::Kind::read_response && context_.paced_out(qp, now)) return 0;
   wire::TransportHeaders headers;
   std::size_t payload_length = 0;
   const std::uint8_t* payload = nullptr;
@@ -156,20 +156,21 @@ std::size_t EngineState::responder_transmit(QueuePair& qp, MutableByteSpan out, 
       headers.bth.opcode = wire::opcode::kCnp;
       headers.bth.becn = true;
       AddressVector destination = next.destination;
-      destination.traffic_class = static_cast<std::uint8_t>(config.congestion.cnp_dscp << 2);
-      auto layout = begin_packet_to(destination, next.dest_qp, next.source_port != 0 ? next.source_port : qp.udp_source_port,
-                                    headers, 0, out, next.source_port != 0 ? transport::ev_flow_label(next.source_port) : 0);
+      destination.traffic_class = static_cast<std::uint8_t>(context_.config.congestion.cnp_dscp << 2);
+      auto layout = context_.begin_packet_to(
+          destination, next.dest_qp, next.source_port != 0 ? next.source_port : qp.udp_source_port, headers, 0, out,
+          next.source_port != 0 ? transport::ev_flow_label(next.source_port) : 0);
       qp.resp.outputs.pop_front();
       if (!layout) return 0;
-      ++counters.cnps_sent;
-      return finish_packet(out, *layout);
+      ++context_.counters.cnps_sent;
+      return context_.finish_packet(out, *layout);
     }
     case ResponderOutput::Kind::read_response: {
       if (std::size_t length = read_response_by_extent(qp, next, out, now)) return length;
       std::uint64_t remaining = next.length - next.offset;
-      payload_length = static_cast<std::size_t>(std::min<std::uint64_t>(mtu(qp), remaining));
+      payload_length = static_cast<std::size_t>(std::min<std::uint64_t>(context_.mtu(qp), remaining));
       bool first = next.offset == 0;
-      bool last = remaining <= mtu(qp);
+      bool last = remaining <= context_.mtu(qp);
       using namespace wire::opcode;
       headers.bth.opcode = first && last ? kRcRdmaReadResponseOnly
                            : first       ? kRcRdmaReadResponseFirst
@@ -179,13 +180,13 @@ std::size_t EngineState::responder_transmit(QueuePair& qp, MutableByteSpan out, 
       if (first || last) {
         headers.aeth = wire::AethRepr{wire::make_syndrome(wire::AckType::ack, wire::kCreditNoLimit), next.msn};
       }
-      auto source = memory_regions.resolve_remote(next.rkey, qp.pd, next.va + next.offset, payload_length,
-                                                  kAccessRemoteRead, qp.qpn);
+      auto source = context_.memory_regions.resolve_remote(next.rkey, qp.pd, next.va + next.offset, payload_length,
+                                                           kAccessRemoteRead, qp.qpn);
       if (!source) {
         // The region went away under a READ in progress.
         std::uint32_t psn = next.psn;
-        fail_responder(qp, psn, wire::NakCode::remote_access_error);
-        return responder_transmit(qp, out, now);
+        fail(qp, psn, wire::NakCode::remote_access_error);
+        return transmit(qp, out, now);
       }
       payload = *source;
       finished = last;
@@ -200,15 +201,15 @@ std::size_t EngineState::responder_transmit(QueuePair& qp, MutableByteSpan out, 
   std::uint16_t port = next.source_port != 0 ? next.source_port : qp.udp_source_port;
   const AddressVector* reply_to = &qp.attr.ah_attr;
   std::optional<AddressVector> in_ack_class;  // made only where ACKs take a class of their own
-  if (config.ack_dscp && next.kind == ResponderOutput::Kind::ack) {
+  if (context_.config.ack_dscp && next.kind == ResponderOutput::Kind::ack) {
     in_ack_class = qp.attr.ah_attr;
-    in_ack_class->traffic_class = static_cast<std::uint8_t>(*config.ack_dscp << 2);
+    in_ack_class->traffic_class = static_cast<std::uint8_t>(*context_.config.ack_dscp << 2);
     reply_to = &*in_ack_class;
   }
-  auto layout = begin_packet_to(*reply_to, qp.attr.dest_qp_num, port, headers, payload_length, out,
-                                next.source_port != 0 ? transport::ev_flow_label(next.source_port) : 0);
+  auto layout = context_.begin_packet_to(*reply_to, qp.attr.dest_qp_num, port, headers, payload_length, out,
+                                         next.source_port != 0 ? transport::ev_flow_label(next.source_port) : 0);
   if (!layout) return 0;
-  if (payload_length > 0 && config.carry_payload) {
+  if (payload_length > 0 && context_.config.carry_payload) {
     std::memcpy(&out[layout->payload_offset], payload, payload_length);
   }
   bool data = next.kind == ResponderOutput::Kind::read_response;
@@ -218,8 +219,8 @@ std::size_t EngineState::responder_transmit(QueuePair& qp, MutableByteSpan out, 
     next.offset += payload_length;
     next.psn = psn_add(next.psn, 1);
   }
-  std::size_t length = finish_packet(out, *layout);
-  if (data) account_data_packet(qp, length, now);
+  std::size_t length = context_.finish_packet(out, *layout);
+  if (data) context_.account_data_packet(qp, length, now);
   return length;
 }
 

@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <cstdint>
 
-#include "transport/engine_state.h"
+#include "transport/engine_core.h"
 #include "transport/psn.h"
 #include "transport/receive_checks.h"
 #include "wire/frame.h"
@@ -18,7 +18,7 @@ using transport::psn_before;
 using transport::psn_diff;
 
 void Engine::on_trimmed(std::span<const std::uint8_t> bytes, TimeNs /*now*/) {
-  EngineState& s = *state_;
+  EngineCore& s = *state_;
   auto datagram = wire::parse_roce_datagram(bytes, wire::IcrcCheck::skip);
   if (!datagram) {
     ++s.counters.malformed_packets;
@@ -34,7 +34,7 @@ void Engine::on_trimmed(std::span<const std::uint8_t> bytes, TimeNs /*now*/) {
   transport::QueuePair* qp = s.find_qp(packet.headers.bth.dest_qp);
   if (qp == nullptr || qp->type != QpType::rc) return;
   if (transport::drop_if_rejected(s.counters, transport::check_sender(*qp, *datagram))) return;
-  s.responder_on_trimmed(*qp, packet.headers.bth.psn);
+  s.responder.on_trimmed(*qp, packet.headers.bth.psn);
   s.schedule_timer(*qp);
 }
 
@@ -43,13 +43,13 @@ void Engine::on_trimmed(std::span<const std::uint8_t> bytes, TimeNs /*now*/) {
 // it was a resend already. Go-back-N: a PSN sequence error at the expected
 // PSN, once per gap as for a gap seen later; but a trimmed packet at the
 // expected PSN is the resend that NAK asked for, cut again, and is NAKed again.
-void EngineState::responder_on_trimmed(transport::QueuePair& qp, std::uint32_t psn) {
+void transport::Responder::on_trimmed(transport::QueuePair& qp, std::uint32_t psn) {
   if (qp.state != QpState::rtr && qp.state != QpState::rts && qp.state != QpState::sqd && qp.state != QpState::sqe) {
     return;
   }
   std::int32_t distance = psn_diff(psn, qp.resp.expected_psn);
   if (distance < 0) return;  // a duplicate's trim: the original arrived whole
-  ++counters.trimmed_received;
+  ++context_.counters.trimmed_received;
   if (qp.resp.reorder) {
     queue_nak(qp, psn, wire::AckType::nak, static_cast<std::uint8_t>(wire::NakCode::trimmed));
     return;
@@ -61,18 +61,21 @@ void EngineState::responder_on_trimmed(transport::QueuePair& qp, std::uint32_t p
 
 // The requester's side: remember the PSN (once) for resend_trimmed. A
 // go-back-N requester never asked for this and ignores it.
-void EngineState::on_trimmed_nak(transport::QueuePair& qp, std::uint32_t psn) {
-  if (!qp.comp.sacks || psn_at_or_before(psn, qp.comp.acked_psn) || !qp.req.any_sent || psn_before(qp.req.highest_sent_psn, psn)) return;
-  if (std::find(qp.req.trimmed_resends.begin(), qp.req.trimmed_resends.end(), psn) != qp.req.trimmed_resends.end()) return;
-  if (qp.req.trimmed_resends.size() >= config.max_inflight_packets) return;  // bounded, whatever a peer sends
+void transport::Completer::on_trimmed_nak(transport::QueuePair& qp, std::uint32_t psn) {
+  if (!qp.comp.sacks || psn_at_or_before(psn, qp.comp.acked_psn) || !qp.req.any_sent ||
+      psn_before(qp.req.highest_sent_psn, psn))
+    return;
+  if (std::find(qp.req.trimmed_resends.begin(), qp.req.trimmed_resends.end(), psn) != qp.req.trimmed_resends.end())
+    return;
+  if (qp.req.trimmed_resends.size() >= context_.config.max_inflight_packets) return;  // bounded, whatever a peer sends
   qp.req.trimmed_resends.push_back(psn);
-  mark_ready(qp);
+  context_.mark_ready(qp);
 }
 
 // Resends the oldest reported trimmed PSN that still needs it: its WQE is
 // found by PSN, as resend_selected finds one. READs and atomics are left to
 // the selective NAKs and timers (a trimmed READ request is rare: it is small).
-std::size_t EngineState::resend_trimmed(transport::QueuePair& qp, MutableByteSpan out, TimeNs now) {
+std::size_t transport::Requester::resend_trimmed(transport::QueuePair& qp, MutableByteSpan out, TimeNs now) {
   while (!qp.req.trimmed_resends.empty()) {
     std::uint32_t psn = qp.req.trimmed_resends.front();
     qp.req.trimmed_resends.erase(qp.req.trimmed_resends.begin());

@@ -2,7 +2,7 @@
 // request names (uroce/engine.h).
 #include "transport/xrc.h"
 
-#include "transport/engine_state.h"
+#include "transport/engine_core.h"
 #include "uroce/engine.h"
 
 namespace uroce {
@@ -27,21 +27,22 @@ Expected<std::uint32_t, std::errc> Engine::create_xrc_srq(std::uint32_t pd, std:
   if (domain == state_->xrcds.end() || !state_->cqs.contains(cq)) return unexpected(std::errc::invalid_argument);
   auto srq = create_srq(pd, max_wr, max_sge);
   if (!srq) return srq;
-  EngineState::SharedReceiveQueue& created = state_->srqs.at(*srq);
+  transport::SharedReceiveQueue& created = state_->srqs.at(*srq);
   created.xrcd = xrcd;
   created.cq = cq;
   ++domain->second;
   return srq;
 }
 
-bool EngineState::adopt_xrc_srq(transport::QueuePair& qp, const wire::RocePacket& packet) {
+bool transport::Responder::adopt_xrc_srq(transport::QueuePair& qp, const wire::RocePacket& packet) {
   std::uint32_t srqn = packet.headers.xrceth ? packet.headers.xrceth->srqn : 0;
-  auto srq = srqs.find(srqn);
+  auto srq = context_.srqs.find(srqn);
   bool mid_message = qp.resp.receiving_send || qp.resp.receiving_write;
-  if (srq == srqs.end() || srq->second.xrcd == 0 || srq->second.xrcd != qp.xrcd || (mid_message && srqn != qp.srq)) {
+  if (srq == context_.srqs.end() || srq->second.xrcd == 0 || srq->second.xrcd != qp.xrcd ||
+      (mid_message && srqn != qp.srq)) {
     // Only the packet the responder expects may fail the QP (a stale duplicate is ignored, as RC's are).
     std::uint32_t psn = packet.headers.bth.psn;
-    if (psn == qp.resp.expected_psn) fail_responder(qp, psn, wire::NakCode::invalid_request);
+    if (psn == qp.resp.expected_psn) fail(qp, psn, wire::NakCode::invalid_request);
     return false;
   }
   qp.srq = srqn;

@@ -77,7 +77,7 @@ void transport::Completer::on_selective_nak(QueuePair& qp, std::uint32_t expecte
 }
 
 void transport::Completer::on_response(QueuePair& qp, const wire::RocePacket& packet, TimeNs now) {
-  if (qp.state != QpState::rts && qp.state != QpState::sqd && qp.state != QpState::sqe) return;
+  if (!qp.completer_active()) return;
   // A response for a PSN never sent is stale or forged: ignore it.
   if (!psn_before(packet.headers.bth.psn, qp.req.next_psn)) return;
   switch (packet.op->kind) {

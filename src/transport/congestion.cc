@@ -34,7 +34,7 @@ void transport::RoleContext::repace(QueuePair& qp) {
 void transport::RoleContext::on_congestion_experienced(QueuePair& qp, const wire::RoceDatagram& datagram, TimeNs now) {
   ++counters.ecn_marked_received;
   if (!config.congestion.notification_point) return;
-  if (qp.state != QpState::rtr && qp.state != QpState::rts && qp.state != QpState::sqd) return;
+  if (!qp.responder_active()) return;
   transport::ResponderOutput cnp;
   cnp.kind = transport::ResponderOutput::Kind::cnp;
   if (qp.type == QpType::ud) {

@@ -31,8 +31,9 @@ bool EngineCore::take_extent_payload(QueuePair& qp, wire::RocePacket& packet, Ex
       completer.on_unreadable_read_response(qp, psn);
       return false;
     }
-    bool responding = qp.state == QpState::rtr || qp.state == QpState::rts || qp.state == QpState::sqd;
-    if (responding && psn == qp.resp.expected_psn) responder.fail(qp, psn, wire::NakCode::remote_operational_error);
+    if (qp.responder_active() && psn == qp.resp.expected_psn) {
+      responder.fail(qp, psn, wire::NakCode::remote_operational_error);
+    }
     return false;
   }
   packet.payload = *bytes;

@@ -27,7 +27,7 @@ using transport::psn_diff;
 
 void transport::Requester::on_probe_timer(QueuePair& qp, TimeNs now) {
   qp.req.probe_deadline = kNever;
-  bool sending = qp.state == QpState::rts || qp.state == QpState::sqd;
+  bool sending = qp.requester_active();
   if (!sending || qp.comp.rnr_resume_at != kNever || !qp.req.any_sent || unacked_psn(qp) == qp.req.next_psn) return;
   qp.req.probe_pending = true;
   ++qp.req.probes_unanswered;

@@ -24,4 +24,11 @@ inline constexpr std::int32_t psn_diff(std::uint32_t a, std::uint32_t b) {
 inline constexpr bool psn_before(std::uint32_t a, std::uint32_t b) { return psn_diff(a, b) < 0; }
 inline constexpr bool psn_at_or_before(std::uint32_t a, std::uint32_t b) { return psn_diff(a, b) <= 0; }
 
+// The PSNs a message of `length` bytes takes at this MTU: one per packet, and
+// one for an empty message. The requester numbers a SEND, WRITE or READ by it
+// and the responder counts a READ's responses by it: both ends must agree.
+inline constexpr std::uint32_t packets_for(std::uint64_t length, std::uint32_t mtu) {
+  return length == 0 ? 1 : static_cast<std::uint32_t>((length + mtu - 1) / mtu);
+}
+
 }  // namespace uroce::transport

@@ -244,6 +244,13 @@ struct QueuePair : QpCreation {
   CongestionState cc;
   QpEventsRaised events;
 
+  // The states in which each role works. A QP receives from RTR on; the
+  // send queue drains in SQD, and SQE (an unreliable send failed) stops only
+  // the requester.
+  bool requester_active() const { return state == QpState::rts || state == QpState::sqd; }
+  bool completer_active() const { return requester_active() || state == QpState::sqe; }
+  bool responder_active() const { return state == QpState::rtr || completer_active(); }
+
   // Scheduling.
   bool in_ready_list = false;
   TimeNs timer_at = kNever;  // when this QP's entry in the engine's timer heap fires

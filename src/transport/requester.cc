@@ -104,15 +104,15 @@ bool transport::Requester::extent_window_full(const QueuePair& qp, std::uint64_t
   for (const SendWqe& wqe : qp.req.send_queue) {
     if (!wqe.started) break;
     if (!wqe.done && wqe.by_extent && wqe.opcode != WrOpcode::rdma_read) {
-      in_flight += static_cast<std::int64_t>((wqe.length + context_.mtu(qp) - 1) / context_.mtu(qp)) - 1;
+      in_flight += static_cast<std::int64_t>(packets_for(wqe.length, context_.mtu(qp))) - 1;
     }
   }
-  std::int64_t needed = static_cast<std::int64_t>((length + context_.mtu(qp) - 1) / context_.mtu(qp));
+  std::int64_t needed = packets_for(length, context_.mtu(qp));
   return in_flight > 0 && in_flight + needed > static_cast<std::int64_t>(context_.config.max_inflight_packets);
 }
 
 std::size_t transport::Requester::transmit(QueuePair& qp, MutableByteSpan out, TimeNs now) {
-  if (qp.state != QpState::rts && qp.state != QpState::sqd) return 0;
+  if (!qp.requester_active()) return 0;
   if (qp.comp.rnr_resume_at != kNever) return 0;
   if (qp.req.probe_pending) {
     if (std::size_t length = send_loss_probe(qp, out, now); length > 0) return length;
@@ -176,7 +176,7 @@ std::size_t transport::Requester::transmit(QueuePair& qp, MutableByteSpan out, T
     wqe.by_extent = by_extent;
     wqe.packet_count = atomic || (wqe.by_extent && !read)
                            ? 1
-                           : std::max<std::uint32_t>(1, (wqe.length + context_.mtu(qp) - 1) / context_.mtu(qp));
+                           : packets_for(wqe.length, context_.mtu(qp));
     qp.req.next_psn = psn_add(qp.req.next_psn, wqe.packet_count);
     if (wqe.is_read_or_atomic()) ++qp.req.outstanding_read_atomic;
   } else {

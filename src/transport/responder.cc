@@ -226,7 +226,7 @@ void transport::Responder::uc_on_request(QueuePair& qp, const wire::RocePacket& 
 // needs a posted receive (there is no RNR on UD: without one it is dropped); the buffer gets
 // the 40-byte GRH area first, then the payload.
 void transport::Responder::on_datagram(QueuePair& qp, const wire::RocePacket& packet, ByteSpan ip_header) {
-  if (qp.state != QpState::rtr && qp.state != QpState::rts && qp.state != QpState::sqd && qp.state != QpState::sqe) {
+  if (!qp.responder_active()) {
     return;
   }
   transport::RecvWqe* receive = take_receive(qp);  // the Q_Key was checked on arrival
@@ -263,7 +263,7 @@ void transport::Responder::on_datagram(QueuePair& qp, const wire::RocePacket& pa
 }
 
 void transport::Responder::on_request(QueuePair& qp, const wire::RocePacket& packet, ByteSpan bytes) {
-  if (qp.state != QpState::rtr && qp.state != QpState::rts && qp.state != QpState::sqd && qp.state != QpState::sqe) {
+  if (!qp.responder_active()) {
     return;
   }
   if (qp.type == QpType::uc) return uc_on_request(qp, packet);

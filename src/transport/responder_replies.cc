@@ -32,7 +32,7 @@ bool transport::Responder::on_read_request(QueuePair& qp, const wire::RocePacket
     fail(qp, psn, wire::NakCode::remote_access_error);
     return false;
   }
-  std::uint32_t packets = std::max<std::uint32_t>(1, (reth.dma_length + context_.mtu(qp) - 1) / context_.mtu(qp));
+  std::uint32_t packets = packets_for(reth.dma_length, context_.mtu(qp));
   qp.resp.msn = psn_add(qp.resp.msn, 1);
   transport::ReadAtomicRecord& record = qp.resp.records[qp.resp.next_record];
   qp.resp.next_record = (qp.resp.next_record + 1) % qp.resp.records.size();

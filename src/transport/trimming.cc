@@ -44,7 +44,7 @@ void Engine::on_trimmed(std::span<const std::uint8_t> bytes, TimeNs /*now*/) {
 // PSN, once per gap as for a gap seen later; but a trimmed packet at the
 // expected PSN is the resend that NAK asked for, cut again, and is NAKed again.
 void transport::Responder::on_trimmed(transport::QueuePair& qp, std::uint32_t psn) {
-  if (qp.state != QpState::rtr && qp.state != QpState::rts && qp.state != QpState::sqd && qp.state != QpState::sqe) {
+  if (!qp.responder_active()) {
     return;
   }
   std::int32_t distance = psn_diff(psn, qp.resp.expected_psn);

@@ -24,5 +24,15 @@ TEST(Psn, DiffAndOrderAcrossWrap) {
   EXPECT_EQ(psn_diff(0x800001, 0), -0x7FFFFF);
 }
 
+// IBTA: a message is one packet per path MTU of payload, and an empty
+// message is one packet (a zero-length SEND, WRITE or READ still has a PSN).
+TEST(Psn, AMessageTakesOnePsnPerMtuAndAnEmptyOneTakesOne) {
+  EXPECT_EQ(packets_for(0, 1024), 1u);
+  EXPECT_EQ(packets_for(1, 1024), 1u);
+  EXPECT_EQ(packets_for(1024, 1024), 1u);
+  EXPECT_EQ(packets_for(1025, 1024), 2u);
+  EXPECT_EQ(packets_for(std::uint64_t{1} << 31, 4096), 524288u);
+}
+
 }  // namespace
 }  // namespace uroce::transport

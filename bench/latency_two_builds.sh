@@ -47,6 +47,7 @@ echo "|---:|---|---:|---:|---:|"
 for round in $(seq "$ROUNDS"); do
   for root in "$BASE" "$PWD"; do
     label=$(git -C "$root" rev-parse --short HEAD)
+    [[ $root == "$BASE" ]] && label="base $label" || label="this $label"
     echo "| $round | $label | $(native "$root") | $(library "$root" write_lat) | $(library "$root" send_lat) |"
   done
 done

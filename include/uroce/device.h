@@ -7,22 +7,19 @@
 // how the thread and a polling application share the work.
 //
 //   auto device = uroce::Device::open({.address = "127.0.0.2"});
-//   std::uint32_t pd = (*device)->call([](uroce::Engine& e) { return *e.alloc_pd(); });
+//   std::uint32_t pd = (*device)->call_and_wake([](uroce::Engine& e) { return *e.alloc_pd(); });
 //
-// Every verbs call goes through call(), which holds the device lock; the
-// engine is never touched by two threads at once.
+// Every verbs call goes through one of the calls below (call_and_wake,
+// inspect, post, post_receive, poll), each of which holds the device lock:
+// the engine is never touched by two threads at once.
 #pragma once
 
-#include <atomic>
-#include <functional>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
-#include <span>
 #include <string>
-#include <thread>
-#include <vector>
 
 #include "uroce/expected.h"
 #include "uroce/monotonic_clock.h"
@@ -32,12 +29,9 @@
 namespace uroce {
 
 namespace port {
-class Port;
 struct PortCounters;
 }
 namespace runtime {
-class CompletionSignal;
-class TransmitBatch;
 enum class AckRelease : std::uint8_t;
 }
 
@@ -114,9 +108,11 @@ class Device {
   Device& operator=(const Device&) = delete;
 
   // Runs f(engine) under the device lock (signalling completions, as
-  // post_receive), then lets the progress thread see what it posted.
+  // post_receive), then wakes the progress thread to move whatever f
+  // queued: for creating, changing and destroying objects, and for posts
+  // that the next progress round may send together.
   template <class F>
-  decltype(auto) call(F&& f) {
+  decltype(auto) call_and_wake(F&& f) {
     struct Wake {  // runs after the lock is released
       Device* device;
       ~Wake() { device->wake(); }
@@ -204,7 +200,7 @@ class Device {
 
   // The completion channel (ibv_comp_channel): an fd that polls readable
   // while the notification of an armed CQ waits to be taken. Arm a CQ with
-  // call([&](Engine& e) { return e.req_notify_cq(cq, false); }), sleep in
+  // call_and_wake([&](Engine& e) { return e.req_notify_cq(cq, false); }), sleep in
   // poll/epoll on the fd, then take the event and poll the CQ. With no
   // progress thread the fd only turns readable while progress() is driven.
   int completion_fd() const;
@@ -232,7 +228,8 @@ class Device {
   PathMtu max_path_mtu();
 
  private:
-  explicit Device(const DeviceConfig& config);
+  struct Parts;  // runtime/device_parts.h: the port, the transmit batch, the completion channel, the progress thread
+  Device(const DeviceConfig& config, std::unique_ptr<Parts> parts);
   // Runs f(engine) under the device lock, then After, still under it.
   template <void (Device::*After)(), class F>
   decltype(auto) locked_then(F&& f) {
@@ -251,61 +248,16 @@ class Device {
   void transmit_posted_locked();
   // Returns whether it ran a round.
   bool progress_polled_locked(bool found_completions);
-  // A poll or post marks the application as polling, unless it armed a CQ
-  // since: an application that sleeps on a channel polls after each event
-  // until the CQ is empty, then sleeps again, and that is not busy-polling.
-  // kEmptyPollsToPoll empty polls in a row after arming are.
-  void note_application_polls(TimeNs now, bool found_nothing) {
-    if (progress_mode_ != ProgressMode::adaptive) return;
-    if (application_sleeps_.load(std::memory_order_relaxed)) {
-      if (!found_nothing || empty_polls_after_arming_.fetch_add(1, std::memory_order_relaxed) + 1 < kEmptyPollsToPoll) {
-        return;
-      }
-      application_sleeps_.store(false, std::memory_order_relaxed);
-    }
-    application_polls_until_.store(now + handoff_ns_, std::memory_order_relaxed);
-  }
-  // Whether bare ACKs may wait for a reply: not while the application sleeps
-  // on a completion channel. It then takes its completions as events arrive,
-  // and a program that polls the send CQ once per receive event (perftest's
-  // -e) must find the send completion already there, as on hardware, whose
-  // ACK leaves on receipt rather than behind the reply.
-  bool may_hold_acks() const {
-    return progress_mode_ == ProgressMode::adaptive && !application_sleeps_.load(std::memory_order_relaxed);
-  }
+  // adaptive: the application polls (runtime/progress_handoff.h).
+  void note_application_polls(TimeNs now, bool found_nothing);
   void run_progress_thread();
-  void rest_while_application_polls(TimeNs until);
   void wake();
-  void wake_resting();
 
   Gid gid_{};
   std::mutex mutex_;
   Engine engine_;
-  std::unique_ptr<port::Port> port_;
-  // Reads local peers' shared regions for their extent packets (port::ExtentMappings).
-  std::unique_ptr<ExtentSource> extents_;
-  // The engine's datagrams on their way to the port, and the ACK hold.
-  std::unique_ptr<runtime::TransmitBatch> batch_;
-  // The completion channel's fd and the library's event listener.
-  std::unique_ptr<runtime::CompletionSignal> completions_;
-  ProgressCounters progress_counters_;  // under the lock, but for:
-  std::atomic<std::uint64_t> thread_rests_{0};
-  int wake_fd_ = -1;
-  std::atomic<bool> stop_{false};
-  std::atomic<bool> sleeping_{false};  // the thread sleeps watching the port
-  std::atomic<bool> resting_{false};   // the thread sleeps leaving the port to the application
-  ProgressMode progress_mode_;
-  TimeNs handoff_ns_;
-  TimeNs spin_ns_;
-  // adaptive: until when the application is taken to be polling.
-  std::atomic<TimeNs> application_polls_until_{0};
-  std::atomic<bool> application_sleeps_{false};  // it armed a CQ and has not busy-polled since
-  std::atomic<int> empty_polls_after_arming_{0};
-  static constexpr int kEmptyPollsToPoll = 16;
-  TimeNs thread_wakes_at_ = kNever;  // under the lock: when a sleeping thread looks again
-  TimeNs last_polled_round_ = 0;     // under the lock
+  std::unique_ptr<Parts> parts_;
   static constexpr TimeNs kPolledRoundInterval = 20'000;
-  std::thread thread_;
 };
 
 }  // namespace uroce

@@ -21,7 +21,7 @@ ibv_ah* UROCE_V11(ibv_create_ah)(ibv_pd* pd, ibv_ah_attr* attr) {
   if (error != 0) return fail_with<ibv_ah>(error);
   auto* ah = new (std::nothrow) UroceAh{};
   if (ah == nullptr) return fail_with<ibv_ah>(ENOMEM);
-  auto handle = owner.runtime->device().call([&](uroce::Engine& engine) { return engine.create_ah(owner.handle, av); });
+  auto handle = owner.runtime->device().call_and_wake([&](uroce::Engine& engine) { return engine.create_ah(owner.handle, av); });
   if (!handle) {
     delete ah;
     return fail_with<ibv_ah>(errno_of(handle.error()));
@@ -46,7 +46,7 @@ ibv_ah* ibv_create_ah_from_wc(ibv_pd* pd, ibv_wc* wc, ibv_grh* grh, uint8_t port
 
 int UROCE_V11(ibv_destroy_ah)(ibv_ah* ibv) {
   UroceAh& ah = ah_of(ibv);
-  std::errc result = ah.runtime->device().call([&](uroce::Engine& engine) { return engine.destroy_ah(ah.handle); });
+  std::errc result = ah.runtime->device().call_and_wake([&](uroce::Engine& engine) { return engine.destroy_ah(ah.handle); });
   if (result != std::errc{}) return errno_of(result);
   delete &ah;
   return 0;

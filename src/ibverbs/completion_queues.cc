@@ -111,7 +111,7 @@ ibv_cq* create_cq(ibv_context* context, int cqe, void* cq_context, ibv_comp_chan
   cq->cq.cqe = cqe;
   pthread_mutex_init(&cq->cq.mutex, nullptr);
   pthread_cond_init(&cq->cq.cond, nullptr);
-  auto handle = runtime->device().call([&](uroce::Engine& engine) {
+  auto handle = runtime->device().call_and_wake([&](uroce::Engine& engine) {
     auto created = engine.create_cq(static_cast<std::uint32_t>(cqe));
     if (created) runtime->cqs.emplace(*created, cq);
     return created;
@@ -155,7 +155,7 @@ UROCE_BIND_V11(ibv_resize_cq);
 int UROCE_V11(ibv_destroy_cq)(ibv_cq* ibv) {
   UroceCq& cq = cq_of(ibv);
   DeviceRuntime& runtime = *cq.runtime;
-  std::errc result = runtime.device().call([&](uroce::Engine& engine) {
+  std::errc result = runtime.device().call_and_wake([&](uroce::Engine& engine) {
     std::errc destroyed = engine.destroy_cq(cq.handle);
     if (destroyed == std::errc{}) runtime.cqs.erase(cq.handle);
     return destroyed;

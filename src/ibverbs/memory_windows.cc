@@ -46,7 +46,7 @@ ibv_mw* alloc_mw(ibv_pd* pd, ibv_mw_type type) {
   UrocePd& owner = pd_of(pd);
   auto* window = new (std::nothrow) UroceMw{};
   if (window == nullptr) return fail_with<ibv_mw>(ENOMEM);
-  auto rkey = owner.runtime->device().call(
+  auto rkey = owner.runtime->device().call_and_wake(
       [&](Engine& engine) { return engine.alloc_mw(owner.handle, type == IBV_MW_TYPE_1 ? 1 : 2); });
   if (!rkey) {
     delete window;
@@ -59,7 +59,7 @@ ibv_mw* alloc_mw(ibv_pd* pd, ibv_mw_type type) {
 
 int dealloc_mw(ibv_mw* mw) {
   UroceMw& window = mw_of(mw);
-  std::errc result = window.runtime->device().call([&](Engine& engine) { return engine.dealloc_mw(mw->rkey); });
+  std::errc result = window.runtime->device().call_and_wake([&](Engine& engine) { return engine.dealloc_mw(mw->rkey); });
   if (result != std::errc{}) return errno_of(result);
   delete &window;
   return 0;

@@ -59,7 +59,7 @@ ibv_mr* register_region(ibv_pd* pd, void* addr, std::size_t length, std::uint64_
   if (owner.runtime->shares_regions() && (access & IBV_ACCESS_ON_DEMAND) == 0) {
     backing = runtime::SharedRegions::process().share(addr, length);
   }
-  auto keys = owner.runtime->device().call([&](Engine& engine) {
+  auto keys = owner.runtime->device().call_and_wake([&](Engine& engine) {
     auto made = engine.reg_mr(owner.handle, addr, length, engine_access(access), backing);
     if (made) owner.runtime->mrs[made->lkey] = region;
     return made;
@@ -95,7 +95,7 @@ int advise_mr(ibv_pd* pd, ibv_advise_mr_advice advice, std::uint32_t flags, ibv_
   for (std::uint32_t i = 0; i < num_sge; ++i) {
     Sge sge{sg_list[i].addr, sg_list[i].length, sg_list[i].lkey};
     std::errc checked =
-        owner.runtime->device().call([&](Engine& engine) { return engine.check_local(owner.handle, sge, write); });
+        owner.runtime->device().call_and_wake([&](Engine& engine) { return engine.check_local(owner.handle, sge, write); });
     if (checked != std::errc{}) return errno_of(checked);
   }
   if (advice == IBV_ADVISE_MR_ADVICE_PREFETCH_NO_FAULT) return 0;
@@ -116,7 +116,7 @@ ibv_pd* UROCE_V11(ibv_alloc_pd)(ibv_context* context) {
   if (runtime == nullptr) return nullptr;
   auto* pd = new (std::nothrow) UrocePd{};
   if (pd == nullptr) return fail_with<ibv_pd>(ENOMEM);
-  auto handle = runtime->device().call([&](uroce::Engine& engine) {
+  auto handle = runtime->device().call_and_wake([&](uroce::Engine& engine) {
     auto made = engine.alloc_pd();
     if (made) runtime->pds.emplace(*made, pd);
     return made;
@@ -139,7 +139,7 @@ int UROCE_V11(ibv_dealloc_pd)(ibv_pd* pd) {
     delete &owned;
     return 0;
   }
-  std::errc result = owned.runtime->device().call([&](uroce::Engine& engine) {
+  std::errc result = owned.runtime->device().call_and_wake([&](uroce::Engine& engine) {
     std::errc done = engine.dealloc_pd(owned.handle);
     if (done == std::errc{}) owned.runtime->pds.erase(owned.handle);
     return done;
@@ -215,7 +215,7 @@ int ibv_rereg_mr(ibv_mr* mr, int flags, ibv_pd* pd, void* addr, size_t length, i
 
 int UROCE_V11(ibv_dereg_mr)(ibv_mr* mr) {
   UroceMr& region = mr_of(mr);
-  std::errc result = region.runtime->device().call([&](uroce::Engine& engine) {
+  std::errc result = region.runtime->device().call_and_wake([&](uroce::Engine& engine) {
     std::errc done = engine.dereg_mr(mr->lkey);
     if (done == std::errc{}) region.runtime->mrs.erase(mr->lkey);
     return done;

@@ -77,7 +77,7 @@ ibv_qp* create(ibv_context* context, ibv_pd* pd, const ibv_qp_init_attr& request
   if (type == IBV_QPT_RC || type == IBV_QPT_XRC_SEND) init.loss_probe_ns = runtime.loss_probe_ns();
   auto* qp = new (std::nothrow) UroceQp{};
   if (qp == nullptr) return fail_with<ibv_qp>(ENOMEM);
-  auto qpn = runtime.device().call([&](Engine& engine) -> Expected<std::uint32_t, std::errc> {
+  auto qpn = runtime.device().call_and_wake([&](Engine& engine) -> Expected<std::uint32_t, std::errc> {
     auto created = engine.create_qp(init);
     if (!created) return created;
     auto granted = engine.query_qp(*created);
@@ -210,7 +210,7 @@ int UROCE_V11(ibv_modify_qp)(ibv_qp* ibv, ibv_qp_attr* attr, int mask) {
     if (error != 0) return error;
   }
   if ((mask & IBV_QP_STATE) && attr->qp_state == IBV_QPS_ERR) qp.runtime->device().acknowledge_arrivals();
-  std::errc result = qp.runtime->device().call([&](uroce::Engine& engine) {
+  std::errc result = qp.runtime->device().call_and_wake([&](uroce::Engine& engine) {
     return engine.modify_qp(ibv->qp_num, converted, static_cast<std::uint32_t>(mask));
   });
   if (result != std::errc{}) return errno_of(result);
@@ -257,7 +257,7 @@ int UROCE_V11(ibv_destroy_qp)(ibv_qp* ibv) {
   DeviceRuntime& runtime = *qp.runtime;
   runtime.device().acknowledge_arrivals();
   runtime.device().detach_all_multicast(ibv->qp_num);
-  std::errc result = runtime.device().call([&](uroce::Engine& engine) {
+  std::errc result = runtime.device().call_and_wake([&](uroce::Engine& engine) {
     std::errc destroyed = engine.destroy_qp(ibv->qp_num);
     if (destroyed == std::errc{}) runtime.qps.erase(ibv->qp_num);
     return destroyed;

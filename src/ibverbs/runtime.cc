@@ -150,7 +150,7 @@ DeviceRuntime* runtime_of(UroceContext& context) {
     runtime = std::move(*opened);
     device.runtime = runtime;
   }
-  runtime->device().call([&](Engine&) { runtime->contexts.push_back(&context); });
+  runtime->device().call_and_wake([&](Engine&) { runtime->contexts.push_back(&context); });
   context.runtime = std::move(runtime);
   return context.runtime.get();
 }
@@ -159,7 +159,7 @@ void release_runtime(UroceContext& context) {
   std::lock_guard context_lock(context.runtime_mutex);
   if (!context.runtime) return;
   DeviceRuntime& runtime = *context.runtime;
-  runtime.device().call([&](Engine&) { std::erase(runtime.contexts, &context); });
+  runtime.device().call_and_wake([&](Engine&) { std::erase(runtime.contexts, &context); });
   std::lock_guard device_lock(context.device->runtime_mutex);
   context.runtime.reset();  // the last context closes the device
 }

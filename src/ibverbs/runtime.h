@@ -36,7 +36,7 @@ class DeviceRuntime {
   UroceDevice& ibv_device() { return ibv_device_; }
 
   // Engine handle -> library object, for the event routing. Change them only
-  // inside device().call() (under the device lock), where the routing runs.
+  // inside device().call_and_wake() (under the device lock), where the routing runs.
   std::unordered_map<std::uint32_t, UroceCq*> cqs;
   std::unordered_map<std::uint32_t, UroceQp*> qps;
   std::unordered_map<std::uint32_t, UroceSrq*> srqs;

@@ -19,7 +19,7 @@ ibv_srq* create_srq(ibv_pd* pd, ibv_srq_init_attr* init, std::uint32_t xrcd, std
   DeviceRuntime& runtime = *owner.runtime;
   auto* srq = new (std::nothrow) UroceSrq{};
   if (srq == nullptr) return fail_with<ibv_srq>(ENOMEM);
-  auto handle = runtime.device().call([&](uroce::Engine& engine) -> uroce::Expected<std::uint32_t, std::errc> {
+  auto handle = runtime.device().call_and_wake([&](uroce::Engine& engine) -> uroce::Expected<std::uint32_t, std::errc> {
     auto created = xrcd != 0 ? engine.create_xrc_srq(owner.handle, xrcd, cq, init->attr.max_wr, init->attr.max_sge)
                              : engine.create_srq(owner.handle, init->attr.max_wr, init->attr.max_sge);
     if (!created) return created;
@@ -64,7 +64,7 @@ int UROCE_V11(ibv_modify_srq)(ibv_srq* ibv, ibv_srq_attr* attr, int mask) {
   if (mask & IBV_SRQ_MAX_WR) return EOPNOTSUPP;
   UroceSrq& srq = srq_of(ibv);
   if (!(mask & IBV_SRQ_LIMIT)) return 0;
-  std::errc result = srq.runtime->device().call(
+  std::errc result = srq.runtime->device().call_and_wake(
       [&](uroce::Engine& engine) { return engine.arm_srq_limit(srq.handle, attr->srq_limit); });
   if (result != std::errc{}) return errno_of(result);
   srq.attr.srq_limit = attr->srq_limit;
@@ -81,7 +81,7 @@ UROCE_BIND_V11(ibv_query_srq);
 int UROCE_V11(ibv_destroy_srq)(ibv_srq* ibv) {
   UroceSrq& srq = srq_of(ibv);
   DeviceRuntime& runtime = *srq.runtime;
-  std::errc result = runtime.device().call([&](uroce::Engine& engine) {
+  std::errc result = runtime.device().call_and_wake([&](uroce::Engine& engine) {
     std::errc destroyed = engine.destroy_srq(srq.handle);
     if (destroyed == std::errc{}) runtime.srqs.erase(srq.handle);
     return destroyed;

@@ -54,7 +54,7 @@ ibv_xrcd* open_xrcd(ibv_context* context, ibv_xrcd_init_attr* attr) {
       delete xrcd;
       return fail_with<ibv_xrcd>(EINVAL);
     }
-    auto handle = runtime->device().call([](Engine& engine) { return engine.open_xrcd(); });
+    auto handle = runtime->device().call_and_wake([](Engine& engine) { return engine.open_xrcd(); });
     xrcd->handle = *handle;
     return &xrcd->xrcd;
   }
@@ -78,7 +78,7 @@ ibv_xrcd* open_xrcd(ibv_context* context, ibv_xrcd_init_attr* attr) {
     return fail_with<ibv_xrcd>(error);
   }
   if (found == named_domains().domains.end()) {
-    auto handle = runtime->device().call([](Engine& engine) { return engine.open_xrcd(); });
+    auto handle = runtime->device().call_and_wake([](Engine& engine) { return engine.open_xrcd(); });
     found = named_domains().domains.emplace(key, std::pair{*handle, 0}).first;
   }
   ++found->second.second;
@@ -99,7 +99,7 @@ int close_xrcd(ibv_xrcd* ibv) {
       delete xrcd;  // another open holds the domain
       return 0;
     }
-    std::errc closed = runtime->device().call([&](Engine& engine) { return engine.close_xrcd(handle); });
+    std::errc closed = runtime->device().call_and_wake([&](Engine& engine) { return engine.close_xrcd(handle); });
     if (closed != std::errc{}) {
       if (found != named_domains().domains.end()) ++found->second.second;
       return errno_of(closed);
@@ -108,7 +108,7 @@ int close_xrcd(ibv_xrcd* ibv) {
     delete xrcd;
     return 0;
   }
-  std::errc closed = runtime->device().call([&](Engine& engine) { return engine.close_xrcd(handle); });
+  std::errc closed = runtime->device().call_and_wake([&](Engine& engine) { return engine.close_xrcd(handle); });
   if (closed != std::errc{}) return errno_of(closed);
   delete xrcd;
   return 0;

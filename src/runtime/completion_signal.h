@@ -3,7 +3,7 @@
 // notification waits to be taken and goes quiet when the last is taken; a
 // listener (the libibverbs library, which keeps its own channels and event
 // queues) sees the engine after every verbs call and progress round. One of
-// the device's jobs (runtime/device.cc holds the others); it runs under the
+// the device's jobs (runtime/device_parts.h lists them); it runs under the
 // device's lock.
 #pragma once
 

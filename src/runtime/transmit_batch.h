@@ -2,8 +2,8 @@
 // a time (one system call for many datagrams): the slots it is built
 // into, what the port refused (back-pressure) kept in order for next time,
 // and the ACK-hold policy, under which bare ACKs may wait briefly for a
-// reply to carry them out. One of the device's jobs (runtime/device.cc
-// holds the others); it runs under the device's lock.
+// reply to carry them out. One of the device's jobs (runtime/device_parts.h
+// lists them); it runs under the device's lock.
 #pragma once
 
 #include <cstddef>

@@ -85,11 +85,11 @@ class RawPortTest : public ::testing::Test {
 void write_and_read_back(Device& a, Device& b, const RcOptions& options = {}) {
   Endpoint x, y;  // not a structured binding: the lambdas below capture them
   std::tie(x, y) =
-      a.call([&](Engine& ea) { return b.call([&](Engine& eb) { return connect_rc(ea, eb, options); }); });
+      a.call_and_wake([&](Engine& ea) { return b.call_and_wake([&](Engine& eb) { return connect_rc(ea, eb, options); }); });
   std::vector<std::uint8_t> local(512 << 10), remote(256 << 10, 0);
   for (std::size_t i = 0; i < local.size(); ++i) local[i] = static_cast<std::uint8_t>(i * 7 + 3);
-  MrKeys local_keys = a.call([&](Engine& e) { return *e.reg_mr(x.pd, local.data(), local.size(), kAll); });
-  MrKeys remote_keys = b.call([&](Engine& e) { return *e.reg_mr(y.pd, remote.data(), remote.size(), kAll); });
+  MrKeys local_keys = a.call_and_wake([&](Engine& e) { return *e.reg_mr(x.pd, local.data(), local.size(), kAll); });
+  MrKeys remote_keys = b.call_and_wake([&](Engine& e) { return *e.reg_mr(y.pd, remote.data(), remote.size(), kAll); });
   Sge write_sge{reinterpret_cast<std::uintptr_t>(local.data()), 256 << 10, local_keys.lkey};
   Sge read_sge{reinterpret_cast<std::uintptr_t>(local.data()) + (256 << 10), 256 << 10, local_keys.lkey};
   SendWr write;
@@ -102,8 +102,8 @@ void write_and_read_back(Device& a, Device& b, const RcOptions& options = {}) {
   read.wr_id = 2;
   read.opcode = WrOpcode::rdma_read;
   read.sg_list = {&read_sge, 1};
-  ASSERT_EQ(a.call([&](Engine& e) { return e.post_send(x.qpn, write); }), std::errc{});
-  ASSERT_EQ(a.call([&](Engine& e) { return e.post_send(x.qpn, read); }), std::errc{});
+  ASSERT_EQ(a.call_and_wake([&](Engine& e) { return e.post_send(x.qpn, write); }), std::errc{});
+  ASSERT_EQ(a.call_and_wake([&](Engine& e) { return e.post_send(x.qpn, read); }), std::errc{});
   auto done = wait_for(a, x, 2);
   ASSERT_EQ(done.size(), 2u);
   EXPECT_EQ(done[0].status, WcStatus::success) << to_string(done[0].status);
@@ -112,11 +112,11 @@ void write_and_read_back(Device& a, Device& b, const RcOptions& options = {}) {
   EXPECT_EQ(0, std::memcmp(local.data() + (256 << 10), local.data(), 256 << 10));
   // The buffers die with this function: nothing may serve a late duplicate
   // (a retransmitted READ request) from them afterwards.
-  a.call([&](Engine& e) {
+  a.call_and_wake([&](Engine& e) {
     e.destroy_qp(x.qpn);
     return e.dereg_mr(local_keys.lkey);
   });
-  b.call([&](Engine& e) {
+  b.call_and_wake([&](Engine& e) {
     e.destroy_qp(y.qpn);
     return e.dereg_mr(remote_keys.lkey);
   });
@@ -199,7 +199,7 @@ TEST_F(RawPortTest, VerifiesIcrcOverTheRealIdentificationAndDropsBadOnes) {
   std::vector<std::uint8_t> inbox(4096, 0);
   Endpoint ud;
   MrKeys keys;
-  device->call([&](Engine& e) {
+  device->call_and_wake([&](Engine& e) {
     ud = make_ud_qp(e, 0x1111);
     keys = *e.reg_mr(ud.pd, inbox.data(), inbox.size(), kAll);
     Sge sge{reinterpret_cast<std::uintptr_t>(inbox.data()), static_cast<std::uint32_t>(inbox.size()), keys.lkey};
@@ -231,7 +231,7 @@ TEST_F(RawPortTest, VerifiesIcrcOverTheRealIdentificationAndDropsBadOnes) {
   EngineCounters counters = device->counters();
   EXPECT_EQ(counters.icrc_errors, 1u);  // the corrupted copy
   EXPECT_EQ(counters.icrc_unchecked, 0u);
-  EXPECT_EQ(device->call([&](Engine&) { return drain(ud); }).size(), 0u);  // nothing more landed
+  EXPECT_EQ(device->call_and_wake([&](Engine&) { return drain(ud); }).size(), 0u);  // nothing more landed
 }
 
 // An ARP request "who has target? tell sender_ip at sender_mac", broadcast.

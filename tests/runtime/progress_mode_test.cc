@@ -78,7 +78,7 @@ Pair connected(const char* a_address, const char* b_address, TimeNs a_handoff, T
   Pair pair{open_adaptive(a_address, a_handoff), open_adaptive(b_address, b_handoff, b_ack_hold), {}, {}};
   if (!pair.a || !pair.b) return pair;
   std::tie(pair.x, pair.y) =
-      pair.a->call([&](Engine& ea) { return pair.b->call([&](Engine& eb) { return connect_rc(ea, eb); }); });
+      pair.a->call_and_wake([&](Engine& ea) { return pair.b->call_and_wake([&](Engine& eb) { return connect_rc(ea, eb); }); });
   return pair;
 }
 
@@ -95,8 +95,8 @@ SendWr write_of(Sge& sge, std::uint64_t address, std::uint32_t rkey, std::uint64
 // Registers source on a and target on b; returns a WRITE of all of source
 // into target, whose one element is sge.
 SendWr write_across(Pair& pair, std::vector<std::uint8_t>& source, std::vector<std::uint8_t>& target, Sge& sge) {
-  MrKeys source_keys = pair.a->call([&](Engine& e) { return *e.reg_mr(pair.x.pd, source.data(), source.size(), kAll); });
-  MrKeys target_keys = pair.b->call([&](Engine& e) { return *e.reg_mr(pair.y.pd, target.data(), target.size(), kAll); });
+  MrKeys source_keys = pair.a->call_and_wake([&](Engine& e) { return *e.reg_mr(pair.x.pd, source.data(), source.size(), kAll); });
+  MrKeys target_keys = pair.b->call_and_wake([&](Engine& e) { return *e.reg_mr(pair.y.pd, target.data(), target.size(), kAll); });
   sge = Sge{reinterpret_cast<std::uintptr_t>(source.data()), static_cast<std::uint32_t>(source.size()), source_keys.lkey};
   return write_of(sge, reinterpret_cast<std::uintptr_t>(target.data()), target_keys.rkey, 1);
 }
@@ -111,10 +111,10 @@ TEST(AdaptiveProgress, WritePingPongIsCarriedByThePollingApplications) {
   alignas(64) std::array<std::atomic<std::uint32_t>, 2> inbox{};   // [0] on a, [1] on b
   alignas(64) std::array<std::uint32_t, 2> outbox{};
   std::array<MrKeys, 2> in_keys, out_keys;
-  in_keys[0] = pair.a->call([&](Engine& e) { return *e.reg_mr(pair.x.pd, &inbox[0], 4, kAll); });
-  in_keys[1] = pair.b->call([&](Engine& e) { return *e.reg_mr(pair.y.pd, &inbox[1], 4, kAll); });
-  out_keys[0] = pair.a->call([&](Engine& e) { return *e.reg_mr(pair.x.pd, &outbox[0], 4, kAll); });
-  out_keys[1] = pair.b->call([&](Engine& e) { return *e.reg_mr(pair.y.pd, &outbox[1], 4, kAll); });
+  in_keys[0] = pair.a->call_and_wake([&](Engine& e) { return *e.reg_mr(pair.x.pd, &inbox[0], 4, kAll); });
+  in_keys[1] = pair.b->call_and_wake([&](Engine& e) { return *e.reg_mr(pair.y.pd, &inbox[1], 4, kAll); });
+  out_keys[0] = pair.a->call_and_wake([&](Engine& e) { return *e.reg_mr(pair.x.pd, &outbox[0], 4, kAll); });
+  out_keys[1] = pair.b->call_and_wake([&](Engine& e) { return *e.reg_mr(pair.y.pd, &outbox[1], 4, kAll); });
   std::atomic<bool> failed{false};
 
   auto side = [&](int me, Device& device, const Endpoint& end, bool serves_first) {
@@ -160,8 +160,8 @@ TEST(AdaptiveProgress, HeldAckLeavesAloneWhenNoReplyComes) {
   Pair pair = connected("127.0.6.4", "127.0.6.5", kHour, kHour);
   ASSERT_TRUE(pair.a && pair.b);
   std::vector<std::uint8_t> source(4096, 0x5A), target(4096, 0);
-  MrKeys source_keys = pair.a->call([&](Engine& e) { return *e.reg_mr(pair.x.pd, source.data(), 4096, kAll); });
-  MrKeys target_keys = pair.b->call([&](Engine& e) { return *e.reg_mr(pair.y.pd, target.data(), 4096, kAll); });
+  MrKeys source_keys = pair.a->call_and_wake([&](Engine& e) { return *e.reg_mr(pair.x.pd, source.data(), 4096, kAll); });
+  MrKeys target_keys = pair.b->call_and_wake([&](Engine& e) { return *e.reg_mr(pair.y.pd, target.data(), 4096, kAll); });
   std::atomic<bool> done{false};
   ASSERT_TRUE(poll_until_thread_rests(*pair.b, pair.y));  // b's application polls from now on: its thread rests
   std::thread receiver([&] {  // polls its (empty) CQ, as an application waiting for a SEND would
@@ -232,8 +232,8 @@ TEST(AdaptiveProgress, ThreadServesReadsOnceTheApplicationStopsPolling) {
   ASSERT_TRUE(pair.a && pair.b);
   std::vector<std::uint8_t> exposed(64 << 10), landing(64 << 10, 0);
   for (std::size_t i = 0; i < exposed.size(); ++i) exposed[i] = static_cast<std::uint8_t>(i * 7 + 1);
-  MrKeys exposed_keys = pair.b->call([&](Engine& e) { return *e.reg_mr(pair.y.pd, exposed.data(), exposed.size(), kAll); });
-  MrKeys landing_keys = pair.a->call([&](Engine& e) { return *e.reg_mr(pair.x.pd, landing.data(), landing.size(), kAll); });
+  MrKeys exposed_keys = pair.b->call_and_wake([&](Engine& e) { return *e.reg_mr(pair.y.pd, exposed.data(), exposed.size(), kAll); });
+  MrKeys landing_keys = pair.a->call_and_wake([&](Engine& e) { return *e.reg_mr(pair.x.pd, landing.data(), landing.size(), kAll); });
   poll_one(*pair.b, pair.y, 5ms);  // b's application polled: its thread rests
   Sge sge{reinterpret_cast<std::uintptr_t>(landing.data()), static_cast<std::uint32_t>(landing.size()), landing_keys.lkey};
   for (std::uint64_t i = 1; i <= 10; ++i) {
@@ -260,12 +260,12 @@ TEST(AdaptiveProgress, ArmingTheCqHandsThePortToTheThreadAtOnce) {
   Pair pair = connected("127.0.6.8", "127.0.6.9", kHour, kHour);
   ASSERT_TRUE(pair.a && pair.b);
   std::vector<std::uint8_t> message(3000, 0x33), inbox(4096, 0);
-  MrKeys message_keys = pair.a->call([&](Engine& e) { return *e.reg_mr(pair.x.pd, message.data(), 3000, kAll); });
-  MrKeys inbox_keys = pair.b->call([&](Engine& e) { return *e.reg_mr(pair.y.pd, inbox.data(), 4096, kAll); });
+  MrKeys message_keys = pair.a->call_and_wake([&](Engine& e) { return *e.reg_mr(pair.x.pd, message.data(), 3000, kAll); });
+  MrKeys inbox_keys = pair.b->call_and_wake([&](Engine& e) { return *e.reg_mr(pair.y.pd, inbox.data(), 4096, kAll); });
   Sge recv{reinterpret_cast<std::uintptr_t>(inbox.data()), 4096, inbox_keys.lkey};
   ASSERT_EQ(pair.b->post([&](Engine& e) { return e.post_recv(pair.y.qpn, RecvWr{5, {&recv, 1}}); }), std::errc{});
   poll_one(*pair.b, pair.y, 5ms);  // an application that polled: the thread rests for an hour...
-  ASSERT_EQ(pair.b->call([&](Engine& e) { return e.req_notify_cq(pair.y.cq, false); }), std::errc{});
+  ASSERT_EQ(pair.b->call_and_wake([&](Engine& e) { return e.req_notify_cq(pair.y.cq, false); }), std::errc{});
   pair.b->hand_progress_to_thread();  // ...until it says it sleeps (ibv_req_notify_cq does)
 
   Sge sge{reinterpret_cast<std::uintptr_t>(message.data()), 3000, message_keys.lkey};

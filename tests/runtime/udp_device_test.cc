@@ -70,24 +70,24 @@ TEST_P(DevicePaths, RcOperationsBetweenTwoDevices) {
   RcOptions options;
   options.mtu = PathMtu::mtu1024;
   Endpoint x, y;  // not a structured binding: the lambdas below capture them
-  std::tie(x, y) = a->call([&](Engine& ea) { return b->call([&](Engine& eb) { return connect_rc(ea, eb, options); }); });
+  std::tie(x, y) = a->call_and_wake([&](Engine& ea) { return b->call_and_wake([&](Engine& eb) { return connect_rc(ea, eb, options); }); });
 
   std::vector<std::uint8_t> local(1 << 20), remote(1 << 20, 0), inbox(8192, 0);
   for (std::size_t i = 0; i < local.size(); ++i) local[i] = static_cast<std::uint8_t>(i * 13 + 5);
   std::uint64_t counter = 40;
-  MrKeys local_keys = a->call([&](Engine& e) { return *e.reg_mr(x.pd, local.data(), local.size(), kAll); });
-  MrKeys remote_keys = b->call([&](Engine& e) { return *e.reg_mr(y.pd, remote.data(), remote.size(), kAll); });
-  MrKeys inbox_keys = b->call([&](Engine& e) { return *e.reg_mr(y.pd, inbox.data(), inbox.size(), kAll); });
-  MrKeys counter_keys = b->call([&](Engine& e) { return *e.reg_mr(y.pd, &counter, 8, kAll); });
+  MrKeys local_keys = a->call_and_wake([&](Engine& e) { return *e.reg_mr(x.pd, local.data(), local.size(), kAll); });
+  MrKeys remote_keys = b->call_and_wake([&](Engine& e) { return *e.reg_mr(y.pd, remote.data(), remote.size(), kAll); });
+  MrKeys inbox_keys = b->call_and_wake([&](Engine& e) { return *e.reg_mr(y.pd, inbox.data(), inbox.size(), kAll); });
+  MrKeys counter_keys = b->call_and_wake([&](Engine& e) { return *e.reg_mr(y.pd, &counter, 8, kAll); });
   Sge recv{reinterpret_cast<std::uintptr_t>(inbox.data()), 8192, inbox_keys.lkey};
-  ASSERT_EQ(b->call([&](Engine& e) { return e.post_recv(y.qpn, RecvWr{9, {&recv, 1}}); }), std::errc{});
+  ASSERT_EQ(b->call_and_wake([&](Engine& e) { return e.post_recv(y.qpn, RecvWr{9, {&recv, 1}}); }), std::errc{});
 
   // WRITE 512 KiB, READ it back elsewhere, SEND 5000 bytes, FETCH_ADD.
   Sge write_sge{reinterpret_cast<std::uintptr_t>(local.data()), 512 << 10, local_keys.lkey};
   Sge read_sge{reinterpret_cast<std::uintptr_t>(local.data()) + (512 << 10), 512 << 10, local_keys.lkey};
   Sge send_sge{reinterpret_cast<std::uintptr_t>(local.data()) + 100, 5000, local_keys.lkey};
   std::uint64_t fetched = 0;
-  MrKeys fetched_keys = a->call([&](Engine& e) { return *e.reg_mr(x.pd, &fetched, 8, kAll); });
+  MrKeys fetched_keys = a->call_and_wake([&](Engine& e) { return *e.reg_mr(x.pd, &fetched, 8, kAll); });
   Sge atomic_sge{reinterpret_cast<std::uintptr_t>(&fetched), 8, fetched_keys.lkey};
   std::vector<SendWr> wrs(4);
   for (std::size_t i = 0; i < wrs.size(); ++i) {
@@ -105,7 +105,7 @@ TEST_P(DevicePaths, RcOperationsBetweenTwoDevices) {
   wrs[3].opcode = WrOpcode::atomic_fetch_and_add;
   wrs[3].sg_list = {&atomic_sge, 1};
   wrs[3].atomic = {reinterpret_cast<std::uintptr_t>(&counter), 2, 0, counter_keys.rkey};
-  for (const SendWr& wr : wrs) ASSERT_EQ(a->call([&](Engine& e) { return e.post_send(x.qpn, wr); }), std::errc{});
+  for (const SendWr& wr : wrs) ASSERT_EQ(a->call_and_wake([&](Engine& e) { return e.post_send(x.qpn, wr); }), std::errc{});
 
   auto done = wait_for(*a, x, 4);
   ASSERT_EQ(done.size(), 4u);
@@ -143,9 +143,9 @@ TEST_P(DevicePaths, PeerThatVanishesFailsWorkRequestsAndTheDeviceStaysUsable) {
   options.timeout = 10;  // 4.096 us * 2^10: about 4 ms per try
   options.retry_cnt = 3;
   Endpoint x, y;
-  std::tie(x, y) = a->call([&](Engine& ea) { return b->call([&](Engine& eb) { return connect_rc(ea, eb, options); }); });
-  MrKeys local_keys = a->call([&](Engine& e) { return *e.reg_mr(x.pd, local.data(), local.size(), kAll); });
-  MrKeys remote_keys = b->call([&](Engine& e) { return *e.reg_mr(y.pd, remote.data(), remote.size(), kAll); });
+  std::tie(x, y) = a->call_and_wake([&](Engine& ea) { return b->call_and_wake([&](Engine& eb) { return connect_rc(ea, eb, options); }); });
+  MrKeys local_keys = a->call_and_wake([&](Engine& e) { return *e.reg_mr(x.pd, local.data(), local.size(), kAll); });
+  MrKeys remote_keys = b->call_and_wake([&](Engine& e) { return *e.reg_mr(y.pd, remote.data(), remote.size(), kAll); });
   Sge sge{reinterpret_cast<std::uintptr_t>(local.data()), 64 << 10, local_keys.lkey};
   SendWr wr;
   wr.opcode = WrOpcode::rdma_write;
@@ -156,7 +156,7 @@ TEST_P(DevicePaths, PeerThatVanishesFailsWorkRequestsAndTheDeviceStaysUsable) {
   auto post = [&](std::size_t from, std::size_t to) {
     for (std::size_t i = from; i < to; ++i) {
       wr.wr_id = i;
-      ASSERT_EQ(a->call([&](Engine& e) { return e.post_send(x.qpn, wr); }), std::errc{});
+      ASSERT_EQ(a->call_and_wake([&](Engine& e) { return e.post_send(x.qpn, wr); }), std::errc{});
     }
   };
   post(0, kWrites / 2);
@@ -176,18 +176,18 @@ TEST_P(DevicePaths, PeerThatVanishesFailsWorkRequestsAndTheDeviceStaysUsable) {
   ASSERT_LT(at, rest.size());
   EXPECT_EQ(rest[at].status, WcStatus::retry_exc_err);
   for (++at; at < rest.size(); ++at) EXPECT_EQ(rest[at].status, WcStatus::wr_flush_err) << "completion " << at;
-  EXPECT_EQ(a->call([&](Engine& e) { return e.query_qp(x.qpn)->qp_state; }), QpState::err);
+  EXPECT_EQ(a->call_and_wake([&](Engine& e) { return e.query_qp(x.qpn)->qp_state; }), QpState::err);
 
   // The same device connects to a new peer and WRITEs again.
   auto c = open(11);
   ASSERT_TRUE(c);
   Endpoint x2, z;
-  std::tie(x2, z) = a->call([&](Engine& ea) { return c->call([&](Engine& ec) { return connect_rc(ea, ec, options); }); });
-  MrKeys local2 = a->call([&](Engine& e) { return *e.reg_mr(x2.pd, local.data(), local.size(), kAll); });
-  MrKeys target_keys = c->call([&](Engine& e) { return *e.reg_mr(z.pd, target.data(), target.size(), kAll); });
+  std::tie(x2, z) = a->call_and_wake([&](Engine& ea) { return c->call_and_wake([&](Engine& ec) { return connect_rc(ea, ec, options); }); });
+  MrKeys local2 = a->call_and_wake([&](Engine& e) { return *e.reg_mr(x2.pd, local.data(), local.size(), kAll); });
+  MrKeys target_keys = c->call_and_wake([&](Engine& e) { return *e.reg_mr(z.pd, target.data(), target.size(), kAll); });
   sge.lkey = local2.lkey;
   wr.rdma = {reinterpret_cast<std::uintptr_t>(target.data()), target_keys.rkey};
-  ASSERT_EQ(a->call([&](Engine& e) { return e.post_send(x2.qpn, wr); }), std::errc{});
+  ASSERT_EQ(a->call_and_wake([&](Engine& e) { return e.post_send(x2.qpn, wr); }), std::errc{});
   auto done = wait_for(*a, x2, 1);
   ASSERT_EQ(done.size(), 1u);
   EXPECT_EQ(done[0].status, WcStatus::success);
@@ -205,13 +205,13 @@ TEST_P(DevicePaths, CompletionChannelWakesASleepingApplication) {
   auto b = open(13);
   ASSERT_TRUE(a && b);
   Endpoint x, y;
-  std::tie(x, y) = a->call([&](Engine& ea) { return b->call([&](Engine& eb) { return connect_rc(ea, eb); }); });
+  std::tie(x, y) = a->call_and_wake([&](Engine& ea) { return b->call_and_wake([&](Engine& eb) { return connect_rc(ea, eb); }); });
   std::vector<std::uint8_t> local(3000, 9), inbox(4096, 0);
-  MrKeys local_keys = a->call([&](Engine& e) { return *e.reg_mr(x.pd, local.data(), local.size(), kAll); });
-  MrKeys inbox_keys = b->call([&](Engine& e) { return *e.reg_mr(y.pd, inbox.data(), inbox.size(), kAll); });
+  MrKeys local_keys = a->call_and_wake([&](Engine& e) { return *e.reg_mr(x.pd, local.data(), local.size(), kAll); });
+  MrKeys inbox_keys = b->call_and_wake([&](Engine& e) { return *e.reg_mr(y.pd, inbox.data(), inbox.size(), kAll); });
   Sge recv{reinterpret_cast<std::uintptr_t>(inbox.data()), 4096, inbox_keys.lkey};
-  ASSERT_EQ(b->call([&](Engine& e) { return e.post_recv(y.qpn, RecvWr{5, {&recv, 1}}); }), std::errc{});
-  ASSERT_EQ(b->call([&](Engine& e) { return e.req_notify_cq(y.cq, true); }), std::errc{});
+  ASSERT_EQ(b->call_and_wake([&](Engine& e) { return e.post_recv(y.qpn, RecvWr{5, {&recv, 1}}); }), std::errc{});
+  ASSERT_EQ(b->call_and_wake([&](Engine& e) { return e.req_notify_cq(y.cq, true); }), std::errc{});
   pollfd channel{b->completion_fd(), POLLIN, 0};
   EXPECT_EQ(::poll(&channel, 1, 0), 0);  // nothing yet
 
@@ -220,10 +220,10 @@ TEST_P(DevicePaths, CompletionChannelWakesASleepingApplication) {
   wr.opcode = WrOpcode::send;
   wr.send_flags = kSendSolicited;
   wr.sg_list = {&sge, 1};
-  ASSERT_EQ(a->call([&](Engine& e) { return e.post_send(x.qpn, wr); }), std::errc{});
+  ASSERT_EQ(a->call_and_wake([&](Engine& e) { return e.post_send(x.qpn, wr); }), std::errc{});
   ASSERT_EQ(::poll(&channel, 1, 10'000), 1);  // woken by the arrival, not by polling
   EXPECT_EQ(b->get_cq_event(), std::optional<std::uint32_t>(y.cq));
-  auto received = b->call([&](Engine&) { return drain(y); });
+  auto received = b->call_and_wake([&](Engine&) { return drain(y); });
   ASSERT_EQ(received.size(), 1u);
   EXPECT_EQ(received[0].byte_len, 3000u);
   EXPECT_EQ(0, std::memcmp(inbox.data(), local.data(), 3000));

@@ -192,8 +192,8 @@ TEST_P(Floods, AreCountedMemoryStaysBoundedAndATransferBesideCompletes) {
   victim_options.recovery = flood == Flood::reorder_gaps ? LossRecovery::selective_repeat : LossRecovery::go_back_n;
   victim_options.sq_psn = victim_options.rq_psn = kVictimPsn;
   std::pair<Endpoint, Endpoint> transfer, victim;
-  target->call([&](Engine& t) {
-    peer->call([&](Engine& p) {
+  target->call_and_wake([&](Engine& t) {
+    peer->call_and_wake([&](Engine& p) {
       transfer = connect_rc(p, t, transfer_options);
       victim = connect_rc(p, t, victim_options);
     });
@@ -201,11 +201,11 @@ TEST_P(Floods, AreCountedMemoryStaysBoundedAndATransferBesideCompletes) {
   std::mt19937_64 rng(5);
   for (auto& byte : source) byte = static_cast<std::uint8_t>(rng());
   MrKeys source_keys{}, back_keys{}, sink_keys{};
-  peer->call([&](Engine& p) {
+  peer->call_and_wake([&](Engine& p) {
     source_keys = *p.reg_mr(transfer.first.pd, source.data(), source.size(), kAccessLocalWrite);
     back_keys = *p.reg_mr(transfer.first.pd, back.data(), back.size(), kAccessLocalWrite);
   });
-  target->call([&](Engine& t) {
+  target->call_and_wake([&](Engine& t) {
     sink_keys = *t.reg_mr(transfer.second.pd, sink.data(), sink.size(),
                           kAccessLocalWrite | kAccessRemoteWrite | kAccessRemoteRead);
   });

@@ -49,8 +49,8 @@ TEST(ForcedDrops, NoLossStallsAWriteStreamForTheLocalAckTimeout) {
   std::vector<std::uint8_t> source(kWriteBytes * kInFlight), target(kWriteBytes * kInFlight);
   std::unique_ptr<Device> a = open_device("127.0.0.1");
   std::unique_ptr<Device> b = open_device("127.0.0.2");
-  Engine& engine_a = *a->call([](Engine& e) { return &e; });
-  Engine& engine_b = *b->call([](Engine& e) { return &e; });
+  Engine& engine_a = *a->call_and_wake([](Engine& e) { return &e; });
+  Engine& engine_b = *b->call_and_wake([](Engine& e) { return &e; });
   RcOptions options;
   options.timeout = 18;  // 1.07 s
   options.mtu = PathMtu::mtu4096;

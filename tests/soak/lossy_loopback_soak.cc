@@ -43,8 +43,8 @@ TEST_P(LossyLoopback, EveryMessageArrivesAsSent) {
   std::unique_ptr<Device> b = open_device("127.0.0.2");
   // Without a progress thread only this thread touches the engines, between
   // its progress() calls; the traffic model works on them directly.
-  Engine& engine_a = *a->call([](Engine& e) { return &e; });
-  Engine& engine_b = *b->call([](Engine& e) { return &e; });
+  Engine& engine_a = *a->call_and_wake([](Engine& e) { return &e; });
+  Engine& engine_b = *b->call_and_wake([](Engine& e) { return &e; });
   RcOptions options;
   options.recovery = GetParam();
   options.timeout = 12;  // 16.8 ms: loopback's RTT is microseconds

@@ -82,7 +82,7 @@ void PerfSession::open_device() {
   region_base_ = buffer_.data() + ((page - start % page) % page);
   bool sends = options_.verb() == PerfVerb::send;
   std::uint32_t receives = sends ? options_.rx_depth : 1;
-  device_->call([&](Engine& engine) {
+  device_->call_and_wake([&](Engine& engine) {
     pd_ = must(engine.alloc_pd(), "alloc_pd");
     cq_ = must(engine.create_cq(options_.qps * (options_.tx_depth + receives) + 16), "create_cq");
     register_buffer(engine);
@@ -114,7 +114,7 @@ void PerfSession::open_device() {
 
 PerfSession::~PerfSession() {
   if (!shared_) return;
-  device_->call([&](Engine& engine) { return engine.dereg_mr(keys_.lkey); });
+  device_->call_and_wake([&](Engine& engine) { return engine.dereg_mr(keys_.lkey); });
   runtime::SharedRegions::process().unshare(region_base_, region_length_);
 }
 
@@ -145,7 +145,7 @@ void PerfSession::connect() {
     qp.remote = must(channel_->exchange(qp.local, timeout()), "exchanging QP information");
     mtu_ = std::min(qp.local.mtu, qp.remote.mtu);  // the path MTU both sides accept
   }
-  device_->call([&](Engine& engine) {
+  device_->call_and_wake([&](Engine& engine) {
     for (PerfQp& qp : qps_) {
       QpAttr attr;
       attr.qp_state = QpState::rtr;
@@ -213,7 +213,7 @@ void PerfSession::post_send(PerfQp& qp, const SendWr& wr) {
   // Latency: as the library's ibv_post_send, the WQE leaves from this thread
   // at once, with any ACK the device holds for a reply behind it. Bandwidth:
   // the next progress round sends what a window of posts queued, together.
-  must(options_.latency() ? device_->post(post) : device_->call(post), "post_send");
+  must(options_.latency() ? device_->post(post) : device_->call_and_wake(post), "post_send");
   ++qp.posted;
   ++qp.outstanding;
 }
@@ -223,7 +223,7 @@ void PerfSession::post_receive(PerfQp& qp) {
   RecvWr wr;
   wr.wr_id = qp.qpn;
   wr.sg_list = {&entry, 1};
-  must(device_->call([&](Engine& engine) { return engine.post_recv(qp.qpn, wr); }), "post_recv");
+  must(device_->call_and_wake([&](Engine& engine) { return engine.post_recv(qp.qpn, wr); }), "post_recv");
 }
 
 std::size_t PerfSession::poll(std::span<WorkCompletion> out) {

@@ -6,7 +6,7 @@
 # simulates; the engine example builds against the installed engine
 # through pkg-config and through the CMake package, and its WRITE arrives.
 #   tests/packaging/installed_uroce_works.sh PREFIX
-# Addresses: 127.0.14.0/24 (tests/ADDRESSES.md).
+# Addresses: 127.0.14.0/24 (tests/ADDRESSES.md; under ctest it runs in a namespace of its own).
 set -euo pipefail
 prefix=$(realpath "${1:?usage: $0 PREFIX}")
 uroce=$prefix/bin/uroce

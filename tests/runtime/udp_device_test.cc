@@ -3,8 +3,7 @@
 // READ, SEND and atomics through the kernel, and again through the
 // intra-host path (DevicePaths: the same tests on both); and the UDP port's
 // ICRC policy for arrivals whose IPv4 Identification it cannot see.
-// Addresses are in 127.0.1.0/24 (127.0.11.0/24 on the intra-host path), one
-// pair per test, so tests may run in parallel.
+// Each test runs in a network namespace of its own (tests/support/isolated.sh).
 #include <gtest/gtest.h>
 
 #include <arpa/inet.h>

@@ -1,8 +1,8 @@
 // `uroce perf` as a user runs it: a server process and a client process over
 // loopback addresses, perftest's table on both sides, --verify, and clear
 // errors (exit 1) or usage errors (exit 2), for all eight tests, several QPs,
-// -D and both progress modes. Each test uses its own addresses
-// in 127.0.2.0/24 and its own TCP port, so tests may run in parallel.
+// -D and both progress modes. Each test runs in a network namespace of its
+// own (tests/support/isolated.sh).
 #include <gtest/gtest.h>
 
 #include <future>

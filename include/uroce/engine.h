@@ -473,7 +473,7 @@ class Engine {
  private:
   Expected<std::uint32_t, std::errc> create_xrc_recv_qp(const QpInitAttr& init);
 
-  std::unique_ptr<EngineCore> state_;
+  std::unique_ptr<EngineCore> core_;
 };
 
 }  // namespace uroce

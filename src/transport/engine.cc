@@ -129,139 +129,139 @@ std::string_view to_string(AsyncEventType type) {
   return "unknown event";
 }
 
-Engine::Engine(const EngineConfig& config) : state_(std::make_unique<EngineCore>(config)) {}
+Engine::Engine(const EngineConfig& config) : core_(std::make_unique<EngineCore>(config)) {}
 Engine::~Engine() = default;
 
-const DeviceAttributes& Engine::attributes() const { return state_->config.attributes; }
-const Gid& Engine::gid() const { return state_->config.gid; }
-const EngineCounters& Engine::counters() const { return state_->counters; }
+const DeviceAttributes& Engine::attributes() const { return core_->config.attributes; }
+const Gid& Engine::gid() const { return core_->config.gid; }
+const EngineCounters& Engine::counters() const { return core_->counters; }
 
 Expected<std::uint32_t, std::errc> Engine::alloc_pd() {
-  if (state_->pds.size() >= attributes().max_pd) return unexpected(std::errc::not_enough_memory);
-  std::uint32_t pd = state_->next_pd++;
-  state_->pds.insert(pd);
+  if (core_->pds.size() >= attributes().max_pd) return unexpected(std::errc::not_enough_memory);
+  std::uint32_t pd = core_->next_pd++;
+  core_->pds.insert(pd);
   return pd;
 }
 
 std::errc Engine::dealloc_pd(std::uint32_t pd) {
-  if (!state_->pds.contains(pd)) return std::errc::invalid_argument;
-  if (state_->memory_regions.pd_in_use(pd)) return std::errc::device_or_resource_busy;
-  for (const auto& [qpn, qp] : state_->qps) {
+  if (!core_->pds.contains(pd)) return std::errc::invalid_argument;
+  if (core_->memory_regions.pd_in_use(pd)) return std::errc::device_or_resource_busy;
+  for (const auto& [qpn, qp] : core_->qps) {
     if (qp.pd == pd) return std::errc::device_or_resource_busy;
   }
-  for (const auto& [ah, handle] : state_->address_handles) {
+  for (const auto& [ah, handle] : core_->address_handles) {
     if (handle.pd == pd) return std::errc::device_or_resource_busy;
   }
-  for (const auto& [srq, shared] : state_->srqs) {
+  for (const auto& [srq, shared] : core_->srqs) {
     if (shared.pd == pd) return std::errc::device_or_resource_busy;
   }
-  state_->pds.erase(pd);
+  core_->pds.erase(pd);
   return std::errc{};
 }
 
 Expected<MrKeys, std::errc> Engine::reg_mr(std::uint32_t pd, void* addr, std::uint64_t length, std::uint32_t access,
                                            const std::optional<RegionBacking>& backing) {
-  if (!state_->pds.contains(pd)) return unexpected(std::errc::invalid_argument);
+  if (!core_->pds.contains(pd)) return unexpected(std::errc::invalid_argument);
   if (length > attributes().max_mr_size && !verbs::is_implicit_region(addr, length, access)) {
     return unexpected(std::errc::invalid_argument);
   }
-  if (state_->memory_regions.size() >= attributes().max_mr) return unexpected(std::errc::not_enough_memory);
-  auto region = state_->memory_regions.register_region(pd, addr, length, access, backing);
+  if (core_->memory_regions.size() >= attributes().max_mr) return unexpected(std::errc::not_enough_memory);
+  auto region = core_->memory_regions.register_region(pd, addr, length, access, backing);
   if (!region) return unexpected(region.error());
   return MrKeys{(*region)->lkey, (*region)->rkey};
 }
 
 std::errc Engine::rereg_mr(std::uint32_t lkey, std::uint32_t pd, void* addr, std::uint64_t length,
                            std::uint32_t access, const std::optional<RegionBacking>& backing) {
-  if (!state_->pds.contains(pd)) return std::errc::invalid_argument;
+  if (!core_->pds.contains(pd)) return std::errc::invalid_argument;
   if (length > attributes().max_mr_size && !verbs::is_implicit_region(addr, length, access)) {
     return std::errc::invalid_argument;
   }
-  return state_->memory_regions.reregister(lkey, pd, addr, length, access, backing);
+  return core_->memory_regions.reregister(lkey, pd, addr, length, access, backing);
 }
 
 std::errc Engine::check_local(std::uint32_t pd, const Sge& sge, bool write) const {
-  auto found = state_->memory_regions.resolve_local(sge.lkey, pd, sge.addr, sge.length, write);
+  auto found = core_->memory_regions.resolve_local(sge.lkey, pd, sge.addr, sge.length, write);
   if (found) return std::errc{};
   return found.error() == verbs::AccessError::unmapped ? std::errc::bad_address : std::errc::invalid_argument;
 }
 
 Expected<std::uint32_t, std::errc> Engine::alloc_mw(std::uint32_t pd, std::uint8_t type) {
-  if (!state_->pds.contains(pd)) return unexpected(std::errc::invalid_argument);
-  return state_->memory_regions.allocate_window(pd, type);
+  if (!core_->pds.contains(pd)) return unexpected(std::errc::invalid_argument);
+  return core_->memory_regions.allocate_window(pd, type);
 }
 
-std::errc Engine::dealloc_mw(std::uint32_t rkey) { return state_->memory_regions.deallocate_window(rkey); }
+std::errc Engine::dealloc_mw(std::uint32_t rkey) { return core_->memory_regions.deallocate_window(rkey); }
 
-std::errc Engine::dereg_mr(std::uint32_t lkey) { return state_->memory_regions.deregister(lkey); }
+std::errc Engine::dereg_mr(std::uint32_t lkey) { return core_->memory_regions.deregister(lkey); }
 
 Expected<std::uint32_t, std::errc> Engine::create_cq(std::uint32_t cqe) {
   if (cqe == 0 || cqe > attributes().max_cqe) return unexpected(std::errc::invalid_argument);
-  if (state_->cqs.size() >= attributes().max_cq) return unexpected(std::errc::not_enough_memory);
-  std::uint32_t cq = state_->next_cq++;
-  state_->cqs.emplace(cq, verbs::CompletionQueue(cqe));
+  if (core_->cqs.size() >= attributes().max_cq) return unexpected(std::errc::not_enough_memory);
+  std::uint32_t cq = core_->next_cq++;
+  core_->cqs.emplace(cq, verbs::CompletionQueue(cqe));
   return cq;
 }
 
 std::errc Engine::resize_cq(std::uint32_t cq, std::uint32_t cqe) {
-  auto it = state_->cqs.find(cq);
-  if (it == state_->cqs.end() || cqe > attributes().max_cqe) return std::errc::invalid_argument;
+  auto it = core_->cqs.find(cq);
+  if (it == core_->cqs.end() || cqe > attributes().max_cqe) return std::errc::invalid_argument;
   return it->second.resize(cqe) ? std::errc{} : std::errc::invalid_argument;
 }
 
 std::errc Engine::destroy_cq(std::uint32_t cq) {
-  if (!state_->cqs.contains(cq)) return std::errc::invalid_argument;
-  for (const auto& [qpn, qp] : state_->qps) {
+  if (!core_->cqs.contains(cq)) return std::errc::invalid_argument;
+  for (const auto& [qpn, qp] : core_->qps) {
     if (qp.send_cq == cq || qp.recv_cq == cq) return std::errc::device_or_resource_busy;
   }
-  state_->cqs.erase(cq);
-  std::erase(state_->cq_events, cq);
+  core_->cqs.erase(cq);
+  std::erase(core_->cq_events, cq);
   return std::errc{};
 }
 
 Expected<std::size_t, std::errc> Engine::poll_cq(std::uint32_t cq, std::span<WorkCompletion> out) {
-  auto it = state_->cqs.find(cq);
-  if (it == state_->cqs.end()) return unexpected(std::errc::invalid_argument);
+  auto it = core_->cqs.find(cq);
+  if (it == core_->cqs.end()) return unexpected(std::errc::invalid_argument);
   if (it->second.overflowed()) return unexpected(std::errc::no_buffer_space);
   return it->second.poll(out);
 }
 
 std::errc Engine::req_notify_cq(std::uint32_t cq, bool solicited_only) {
-  auto it = state_->cqs.find(cq);
-  if (it == state_->cqs.end()) return std::errc::invalid_argument;
+  auto it = core_->cqs.find(cq);
+  if (it == core_->cqs.end()) return std::errc::invalid_argument;
   it->second.arm(solicited_only);
   return std::errc{};
 }
 
 std::optional<std::uint32_t> Engine::poll_cq_event() {
-  if (state_->cq_events.empty()) return std::nullopt;
-  std::uint32_t cq = state_->cq_events.front();
-  state_->cq_events.pop_front();
+  if (core_->cq_events.empty()) return std::nullopt;
+  std::uint32_t cq = core_->cq_events.front();
+  core_->cq_events.pop_front();
   return cq;
 }
 
-bool Engine::cq_event_pending() const { return !state_->cq_events.empty(); }
+bool Engine::cq_event_pending() const { return !core_->cq_events.empty(); }
 
 std::optional<AsyncEvent> Engine::poll_async_event() {
-  if (state_->events.empty()) return std::nullopt;
-  AsyncEvent event = state_->events.front();
-  state_->events.pop_front();
+  if (core_->events.empty()) return std::nullopt;
+  AsyncEvent event = core_->events.front();
+  core_->events.pop_front();
   return event;
 }
 
 Expected<std::uint32_t, std::errc> Engine::create_ah(std::uint32_t pd, const AddressVector& av) {
-  if (!state_->pds.contains(pd)) return unexpected(std::errc::invalid_argument);
-  std::uint32_t ah = state_->next_ah++;
-  state_->address_handles.emplace(ah, EngineCore::AddressHandle{pd, av});
+  if (!core_->pds.contains(pd)) return unexpected(std::errc::invalid_argument);
+  std::uint32_t ah = core_->next_ah++;
+  core_->address_handles.emplace(ah, EngineCore::AddressHandle{pd, av});
   return ah;
 }
 
 std::errc Engine::destroy_ah(std::uint32_t ah) {
-  return state_->address_handles.erase(ah) == 1 ? std::errc{} : std::errc::invalid_argument;
+  return core_->address_handles.erase(ah) == 1 ? std::errc{} : std::errc::invalid_argument;
 }
 
 void Engine::on_datagram(std::span<const std::uint8_t> bytes, TimeNs now, bool verify_icrc, ExtentSource* extents) {
-  EngineCore& s = *state_;
+  EngineCore& s = *core_;
   ++s.counters.packets_received;
   auto datagram = wire::parse_roce_datagram(bytes, verify_icrc ? wire::IcrcCheck::verify : wire::IcrcCheck::skip);
   if (!datagram) {
@@ -345,7 +345,7 @@ void Engine::on_datagram(std::span<const std::uint8_t> bytes, TimeNs now, bool v
 }
 
 Transmit Engine::poll_transmit(std::span<std::uint8_t> out, TimeNs now) {
-  EngineCore& s = *state_;
+  EngineCore& s = *core_;
   while (!s.ready.empty()) {
     std::uint32_t qpn = s.ready.front();
     s.ready.pop_front();
@@ -367,10 +367,10 @@ Transmit Engine::poll_transmit(std::span<std::uint8_t> out, TimeNs now) {
   return {};
 }
 
-TimeNs Engine::next_deadline() const { return state_->earliest_timer(); }
+TimeNs Engine::next_deadline() const { return core_->earliest_timer(); }
 
 void Engine::on_timer(TimeNs now) {
-  EngineCore& s = *state_;
+  EngineCore& s = *core_;
   // Take every due entry first: handling one may re-arm it for now again.
   std::vector<std::uint32_t>& due = s.due_timers;
   due.clear();
@@ -389,15 +389,15 @@ void Engine::on_timer(TimeNs now) {
 }
 
 Expected<double, std::errc> Engine::qp_rate_bps(std::uint32_t qpn) const {
-  auto it = state_->qps.find(qpn);
-  if (it == state_->qps.end()) return unexpected(std::errc::invalid_argument);
+  auto it = core_->qps.find(qpn);
+  if (it == core_->qps.end()) return unexpected(std::errc::invalid_argument);
   const QueuePair& qp = it->second;
-  return qp.cc.dcqcn ? qp.cc.dcqcn->rate_bps() : state_->config.congestion.dcqcn.line_rate_bps;
+  return qp.cc.dcqcn ? qp.cc.dcqcn->rate_bps() : core_->config.congestion.dcqcn.line_rate_bps;
 }
 
 std::string Engine::describe() const {
   std::string text;
-  for (const auto& [qpn, qp] : state_->qps) {
+  for (const auto& [qpn, qp] : core_->qps) {
     char line[512];
     std::snprintf(line, sizeof line,
                   "qp %06x %s sq=%zu cursor=%zu/%u next_psn=%06x acked=%06x rd_atomic=%u deadline=%lld rnr=%lld "

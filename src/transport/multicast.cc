@@ -12,31 +12,31 @@ namespace uroce {
 using transport::QueuePair;
 
 Expected<bool, std::errc> Engine::attach_multicast(std::uint32_t qpn, const Gid& group) {
-  QueuePair* qp = state_->find_qp(qpn);
+  QueuePair* qp = core_->find_qp(qpn);
   if (qp == nullptr || qp->type != QpType::ud || !gid_is_multicast(group)) {
     return unexpected(std::errc::invalid_argument);
   }
-  std::vector<std::uint32_t>& members = state_->multicast_groups[group];
+  std::vector<std::uint32_t>& members = core_->multicast_groups[group];
   if (std::find(members.begin(), members.end(), qpn) != members.end()) return false;
   members.push_back(qpn);
   return members.size() == 1;
 }
 
 Expected<bool, std::errc> Engine::detach_multicast(std::uint32_t qpn, const Gid& group) {
-  auto found = state_->multicast_groups.find(group);
-  if (found == state_->multicast_groups.end()) return unexpected(std::errc::invalid_argument);
+  auto found = core_->multicast_groups.find(group);
+  if (found == core_->multicast_groups.end()) return unexpected(std::errc::invalid_argument);
   std::vector<std::uint32_t>& members = found->second;
   auto member = std::find(members.begin(), members.end(), qpn);
   if (member == members.end()) return unexpected(std::errc::invalid_argument);
   members.erase(member);
   if (!members.empty()) return false;
-  state_->multicast_groups.erase(found);
+  core_->multicast_groups.erase(found);
   return true;
 }
 
 std::vector<Gid> Engine::multicast_groups_of(std::uint32_t qpn) const {
   std::vector<Gid> groups;
-  for (const auto& [group, members] : state_->multicast_groups) {
+  for (const auto& [group, members] : core_->multicast_groups) {
     if (std::find(members.begin(), members.end(), qpn) != members.end()) groups.push_back(group);
   }
   return groups;

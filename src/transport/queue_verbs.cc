@@ -50,7 +50,7 @@ Expected<std::uint32_t, std::errc> Engine::create_qp(const QpInitAttr& init) {
   if (init.qp_type == QpType::xrc_recv) return create_xrc_recv_qp(init);
   // An xrc_send QP receives nothing: its receive CQ, if not given, is its send CQ.
   std::uint32_t recv_cq = init.qp_type == QpType::xrc_send && init.recv_cq == 0 ? init.send_cq : init.recv_cq;
-  if (!state_->pds.contains(init.pd) || !state_->cqs.contains(init.send_cq) || !state_->cqs.contains(recv_cq)) {
+  if (!core_->pds.contains(init.pd) || !core_->cqs.contains(init.send_cq) || !core_->cqs.contains(recv_cq)) {
     return unexpected(std::errc::invalid_argument);
   }
   if (init.qp_type == QpType::xrc_send && (init.srq != 0 || init.cap.max_recv_wr != 0)) {
@@ -62,7 +62,7 @@ Expected<std::uint32_t, std::errc> Engine::create_qp(const QpInitAttr& init) {
     return unexpected(std::errc::invalid_argument);
   }
   if (init.tail_timeout_ns < 0 || init.loss_probe_ns < 0) return unexpected(std::errc::invalid_argument);
-  if (state_->qps.size() >= limits.max_qp) return unexpected(std::errc::not_enough_memory);
+  if (core_->qps.size() >= limits.max_qp) return unexpected(std::errc::not_enough_memory);
   if ((init.recovery == LossRecovery::selective_repeat || init.tail_timeout_ns != 0) && init.qp_type != QpType::rc) {
     return unexpected(std::errc::invalid_argument);
   }
@@ -74,18 +74,18 @@ Expected<std::uint32_t, std::errc> Engine::create_qp(const QpInitAttr& init) {
     return unexpected(std::errc::invalid_argument);
   }
   if (init.srq != 0) {
-    auto srq = state_->srqs.find(init.srq);
-    if (srq == state_->srqs.end() || srq->second.pd != init.pd || init.qp_type == QpType::uc) {
+    auto srq = core_->srqs.find(init.srq);
+    if (srq == core_->srqs.end() || srq->second.pd != init.pd || init.qp_type == QpType::uc) {
       return unexpected(std::errc::invalid_argument);
     }
   }
   constexpr std::uint32_t kGsiQpn = 1;
-  if (init.gsi && (init.qp_type != QpType::ud || state_->qps.contains(kGsiQpn))) {
+  if (init.gsi && (init.qp_type != QpType::ud || core_->qps.contains(kGsiQpn))) {
     return unexpected(init.qp_type != QpType::ud ? std::errc::invalid_argument : std::errc::device_or_resource_busy);
   }
   QpCreation created;
   created.srq = init.srq;
-  created.qpn = init.gsi ? kGsiQpn : state_->fresh_qpn();
+  created.qpn = init.gsi ? kGsiQpn : core_->fresh_qpn();
   created.type = init.qp_type;
   created.recovery = init.recovery;
   created.tail_timeout_ns = init.tail_timeout_ns;
@@ -102,29 +102,29 @@ Expected<std::uint32_t, std::errc> Engine::create_qp(const QpInitAttr& init) {
   created.cap.max_send_sge = std::max<std::uint32_t>(cap.max_send_sge, 1);
   created.cap.max_recv_sge = std::max<std::uint32_t>(cap.max_recv_sge, 1);
   created.udp_source_port = wire::roce_source_port(created.qpn);
-  created.congestion_controlled = state_->config.congestion.reaction_point && init.congestion_controlled;
-  QueuePair qp = state_->fresh_queue_pair(created);
+  created.congestion_controlled = core_->config.congestion.reaction_point && init.congestion_controlled;
+  QueuePair qp = core_->fresh_queue_pair(created);
   std::uint32_t qpn = qp.qpn;
-  state_->qps.emplace(qpn, std::move(qp));
+  core_->qps.emplace(qpn, std::move(qp));
   return qpn;
 }
 
 // The responder half of XRC: a domain, and nothing else of its own until a
 // request names an XRC SRQ (EngineCore::adopt_xrc_srq).
 Expected<std::uint32_t, std::errc> Engine::create_xrc_recv_qp(const QpInitAttr& init) {
-  auto domain = state_->xrcds.find(init.xrcd);
-  if (domain == state_->xrcds.end() || init.srq != 0 || init.gsi) return unexpected(std::errc::invalid_argument);
-  if (state_->qps.size() >= attributes().max_qp) return unexpected(std::errc::not_enough_memory);
+  auto domain = core_->xrcds.find(init.xrcd);
+  if (domain == core_->xrcds.end() || init.srq != 0 || init.gsi) return unexpected(std::errc::invalid_argument);
+  if (core_->qps.size() >= attributes().max_qp) return unexpected(std::errc::not_enough_memory);
   QpCreation created;
-  created.qpn = state_->fresh_qpn();
+  created.qpn = core_->fresh_qpn();
   created.type = QpType::xrc_recv;
   created.xrcd = init.xrcd;
   created.udp_source_port = wire::roce_source_port(created.qpn);
-  created.congestion_controlled = state_->config.congestion.reaction_point;
-  QueuePair qp = state_->fresh_queue_pair(created);
+  created.congestion_controlled = core_->config.congestion.reaction_point;
+  QueuePair qp = core_->fresh_queue_pair(created);
   ++domain->second;
   std::uint32_t qpn = qp.qpn;
-  state_->qps.emplace(qpn, std::move(qp));
+  core_->qps.emplace(qpn, std::move(qp));
   return qpn;
 }
 
@@ -156,15 +156,15 @@ std::errc check_attribute_values(const QpAttr& attr, std::uint32_t mask, const D
 }  // namespace
 
 std::errc Engine::modify_qp(std::uint32_t qpn, const QpAttr& attr, std::uint32_t mask) {
-  auto it = state_->qps.find(qpn);
-  if (it == state_->qps.end()) return std::errc::invalid_argument;
+  auto it = core_->qps.find(qpn);
+  if (it == core_->qps.end()) return std::errc::invalid_argument;
   QueuePair& qp = it->second;
   if ((mask & kQpAttrCurState) && attr.cur_qp_state != qp.state) return std::errc::invalid_argument;
   QpState next = (mask & kQpAttrState) ? attr.qp_state : qp.state;
   if (std::errc e = verbs::check_qp_transition(qp.type, qp.state, next, mask); e != std::errc{}) return e;
   if (std::errc e = check_attribute_values(attr, mask, attributes()); e != std::errc{}) return e;
   // A controlled Q_Key (high bit set) is for privileged QPs, QP 1's 0x80010000 among them.
-  bool privileged = state_->config.allow_controlled_qkey || qp.qpn == 1;
+  bool privileged = core_->config.allow_controlled_qkey || qp.qpn == 1;
   if ((mask & kQpAttrQkey) && (attr.qkey & kControlledQkeyBit) && !privileged) {
     return std::errc::operation_not_permitted;
   }
@@ -190,19 +190,19 @@ std::errc Engine::modify_qp(std::uint32_t qpn, const QpAttr& attr, std::uint32_t
   qp.state = next;
   a.qp_state = next;
   if (next == QpState::err && previous != QpState::err) {
-    state_->move_to_error(qp);
+    core_->move_to_error(qp);
   } else if (next == QpState::reset) {
     // Its completions still waiting go too (flushed WRs included), as mlx4
     // and mlx5 clean the CQ of a QP they reset: a QP restarted from RESET
     // finds its CQs as if it were new. rdma-core's tests rely on it.
     for (std::uint32_t cq : {qp.send_cq, qp.recv_cq}) {
-      auto found = state_->cqs.find(cq);
-      if (found != state_->cqs.end()) found->second.discard_qp(qp.qpn);
+      auto found = core_->cqs.find(cq);
+      if (found != core_->cqs.end()) found->second.discard_qp(qp.qpn);
     }
     QpCreation created = qp;
     if (qp.type == QpType::xrc_recv) created.srq = 0;  // an XRC responder takes its SRQ per message
     bool in_ready_list = qp.in_ready_list;
-    qp = state_->fresh_queue_pair(created);
+    qp = core_->fresh_queue_pair(created);
     qp.in_ready_list = in_ready_list;
   }
   if (mask & kQpAttrRqPsn) qp.resp.expected_psn = attr.rq_psn;
@@ -211,16 +211,16 @@ std::errc Engine::modify_qp(std::uint32_t qpn, const QpAttr& attr, std::uint32_t
     qp.resp.next_record = 0;
   }
   if (next == QpState::rtr && previous == QpState::init && qp.recovery == LossRecovery::selective_repeat) {
-    qp.resp.reorder.emplace(state_->config.max_inflight_packets);
+    qp.resp.reorder.emplace(core_->config.max_inflight_packets);
   }
   if (mask & kQpAttrSqPsn) {
     qp.req.next_psn = attr.sq_psn;
     qp.comp.acked_psn = transport::psn_add(attr.sq_psn, -1);
     if (qp.recovery == LossRecovery::selective_repeat) {
-      qp.comp.sacks.emplace(state_->config.max_inflight_packets);
+      qp.comp.sacks.emplace(core_->config.max_inflight_packets);
       qp.comp.sacks->reset(attr.sq_psn);
       if (qp.multipath.entropy_values != 0) {
-        qp.req.paths.emplace(qp.multipath, qp.qpn, state_->config.max_inflight_packets, state_->counters);
+        qp.req.paths.emplace(qp.multipath, qp.qpn, core_->config.max_inflight_packets, core_->counters);
       }
     }
   }
@@ -230,15 +230,15 @@ std::errc Engine::modify_qp(std::uint32_t qpn, const QpAttr& attr, std::uint32_t
   }
   if (next == QpState::sqd && previous == QpState::rts) {
     qp.events.sq_drain_notify = (mask & kQpAttrEnSqdAsyncNotify) && attr.en_sqd_async_notify;
-    state_->check_sq_drained(qp);
+    core_->check_sq_drained(qp);
   }
-  if (next == QpState::rts) state_->mark_ready(qp);
+  if (next == QpState::rts) core_->mark_ready(qp);
   return std::errc{};
 }
 
 Expected<QpAttr, std::errc> Engine::query_qp(std::uint32_t qpn) const {
-  auto it = state_->qps.find(qpn);
-  if (it == state_->qps.end()) return unexpected(std::errc::invalid_argument);
+  auto it = core_->qps.find(qpn);
+  if (it == core_->qps.end()) return unexpected(std::errc::invalid_argument);
   const QueuePair& qp = it->second;
   QpAttr attr = qp.attr;
   attr.qp_state = attr.cur_qp_state = qp.state;
@@ -253,74 +253,74 @@ Expected<QpAttr, std::errc> Engine::query_qp(std::uint32_t qpn) const {
 
 Expected<std::uint32_t, std::errc> Engine::create_srq(std::uint32_t pd, std::uint32_t max_wr, std::uint32_t max_sge) {
   const DeviceAttributes& limits = attributes();
-  if (!state_->pds.contains(pd) || max_wr == 0 || max_wr > limits.max_srq_wr || max_sge > limits.max_sge) {
+  if (!core_->pds.contains(pd) || max_wr == 0 || max_wr > limits.max_srq_wr || max_sge > limits.max_sge) {
     return unexpected(std::errc::invalid_argument);
   }
-  if (state_->srqs.size() >= limits.max_srq) return unexpected(std::errc::not_enough_memory);
-  std::uint32_t srq = state_->next_srq++;
-  state_->srqs.emplace(srq, transport::SharedReceiveQueue{pd, max_wr, std::max<std::uint32_t>(max_sge, 1), {}});
+  if (core_->srqs.size() >= limits.max_srq) return unexpected(std::errc::not_enough_memory);
+  std::uint32_t srq = core_->next_srq++;
+  core_->srqs.emplace(srq, transport::SharedReceiveQueue{pd, max_wr, std::max<std::uint32_t>(max_sge, 1), {}});
   return srq;
 }
 
 std::errc Engine::destroy_srq(std::uint32_t srq) {
-  if (!state_->srqs.contains(srq)) return std::errc::invalid_argument;
-  for (const auto& [qpn, qp] : state_->qps) {
+  if (!core_->srqs.contains(srq)) return std::errc::invalid_argument;
+  for (const auto& [qpn, qp] : core_->qps) {
     if (qp.srq == srq && qp.type != QpType::xrc_recv) return std::errc::device_or_resource_busy;
   }
-  if (std::uint32_t xrcd = state_->srqs.at(srq).xrcd; xrcd != 0) --state_->xrcds.at(xrcd);
-  state_->srqs.erase(srq);
+  if (std::uint32_t xrcd = core_->srqs.at(srq).xrcd; xrcd != 0) --core_->xrcds.at(xrcd);
+  core_->srqs.erase(srq);
   return std::errc{};
 }
 
 std::errc Engine::post_srq_recv(std::uint32_t srq, const RecvWr& wr) {
-  auto it = state_->srqs.find(srq);
-  if (it == state_->srqs.end()) return std::errc::invalid_argument;
+  auto it = core_->srqs.find(srq);
+  if (it == core_->srqs.end()) return std::errc::invalid_argument;
   transport::SharedReceiveQueue& shared = it->second;
   if (shared.queue.size() >= shared.max_wr) return std::errc::not_enough_memory;
   if (wr.sg_list.size() > shared.max_sge) return std::errc::invalid_argument;
   transport::RecvWqe wqe;
   wqe.wr_id = wr.wr_id;
-  wqe.local_error = resolve_segments(state_->memory_regions, shared.pd, wr.sg_list, true, wqe.segments, wqe.capacity);
+  wqe.local_error = resolve_segments(core_->memory_regions, shared.pd, wr.sg_list, true, wqe.segments, wqe.capacity);
   wqe.pd = shared.pd;
-  wqe.registrations = state_->memory_regions.changes();
+  wqe.registrations = core_->memory_regions.changes();
   shared.queue.push_back(std::move(wqe));
   return std::errc{};
 }
 
 std::errc Engine::arm_srq_limit(std::uint32_t srq, std::uint32_t limit) {
-  auto it = state_->srqs.find(srq);
-  if (it == state_->srqs.end() || limit > it->second.max_wr) return std::errc::invalid_argument;
+  auto it = core_->srqs.find(srq);
+  if (it == core_->srqs.end() || limit > it->second.max_wr) return std::errc::invalid_argument;
   it->second.limit = limit;
   return std::errc{};
 }
 
 std::errc Engine::destroy_qp(std::uint32_t qpn) {
-  auto it = state_->qps.find(qpn);
-  if (it == state_->qps.end()) return std::errc::invalid_argument;
+  auto it = core_->qps.find(qpn);
+  if (it == core_->qps.end()) return std::errc::invalid_argument;
   for (std::uint32_t cq : {it->second.send_cq, it->second.recv_cq}) {
-    auto found = state_->cqs.find(cq);
-    if (found != state_->cqs.end()) found->second.discard_qp(qpn);
+    auto found = core_->cqs.find(cq);
+    if (found != core_->cqs.end()) found->second.discard_qp(qpn);
   }
-  if (it->second.type == QpType::xrc_recv) --state_->xrcds.at(it->second.xrcd);
+  if (it->second.type == QpType::xrc_recv) --core_->xrcds.at(it->second.xrcd);
   for (const Gid& group : multicast_groups_of(qpn)) detach_multicast(qpn, group);
-  state_->erase_qp(qpn);
+  core_->erase_qp(qpn);
   return std::errc{};
 }
 
 bool Engine::has_completions_waiting(std::uint32_t qpn) const {
-  auto it = state_->qps.find(qpn);
-  if (it == state_->qps.end()) return false;
+  auto it = core_->qps.find(qpn);
+  if (it == core_->qps.end()) return false;
   for (std::uint32_t cq : {it->second.send_cq, it->second.recv_cq}) {
-    auto found = state_->cqs.find(cq);
-    if (found != state_->cqs.end() && found->second.holds(qpn)) return true;
+    auto found = core_->cqs.find(cq);
+    if (found != core_->cqs.end() && found->second.holds(qpn)) return true;
   }
   return false;
 }
 
 
 std::errc Engine::post_send(std::uint32_t qpn, const SendWr& wr) {
-  auto it = state_->qps.find(qpn);
-  if (it == state_->qps.end()) return std::errc::invalid_argument;
+  auto it = core_->qps.find(qpn);
+  if (it == core_->qps.end()) return std::errc::invalid_argument;
   QueuePair& qp = it->second;
   if (qp.state == QpState::reset || qp.state == QpState::init || qp.state == QpState::rtr ||
       qp.type == QpType::xrc_recv) {
@@ -356,8 +356,8 @@ std::errc Engine::post_send(std::uint32_t qpn, const SendWr& wr) {
   const EngineCore::AddressHandle* destination = nullptr;
   if (qp.type == QpType::ud) {
     if (wr.opcode != WrOpcode::send && wr.opcode != WrOpcode::send_with_imm) return std::errc::invalid_argument;
-    auto ah = state_->address_handles.find(wr.ud.ah);
-    if (ah == state_->address_handles.end() || ah->second.pd != qp.pd) return std::errc::invalid_argument;
+    auto ah = core_->address_handles.find(wr.ud.ah);
+    if (ah == core_->address_handles.end() || ah->second.pd != qp.pd) return std::errc::invalid_argument;
     if (wr.ud.remote_qpn > transport::kQpnMask) return std::errc::invalid_argument;
     destination = &ah->second;
   }
@@ -385,21 +385,21 @@ std::errc Engine::post_send(std::uint32_t qpn, const SendWr& wr) {
     if (total > qp.cap.max_inline_data && !atomic_write) return std::errc::invalid_argument;
     // Inline data is copied now: the caller may reuse its buffer at once.
     wqe.inline_data.reserve(total);
-    if (!state_->config.carry_payload) wqe.inline_data.resize(total);  // lengths only: nothing to read
+    if (!core_->config.carry_payload) wqe.inline_data.resize(total);  // lengths only: nothing to read
     for (const Sge& sge : wr.sg_list) {
-      if (!state_->config.carry_payload) break;
+      if (!core_->config.carry_payload) break;
       const auto* bytes = reinterpret_cast<const std::uint8_t*>(static_cast<std::uintptr_t>(sge.addr));
       wqe.inline_data.insert(wqe.inline_data.end(), bytes, bytes + sge.length);
     }
   } else {
     bool writes_local = wr.opcode == WrOpcode::rdma_read || atomic;
     wqe.local_error =
-        resolve_segments(state_->memory_regions, qp.pd, wr.sg_list, writes_local, wqe.segments, total, &sole_region);
-    wqe.registrations = state_->memory_regions.changes();
+        resolve_segments(core_->memory_regions, qp.pd, wr.sg_list, writes_local, wqe.segments, total, &sole_region);
+    wqe.registrations = core_->memory_regions.changes();
   }
   if ((atomic || atomic_write) && total != 8) return std::errc::invalid_argument;
   if (destination != nullptr) {
-    if (total > mtu_bytes(state_->config.port_mtu)) return std::errc::invalid_argument;  // one packet per datagram
+    if (total > mtu_bytes(core_->config.port_mtu)) return std::errc::invalid_argument;  // one packet per datagram
     wqe.ud_destination = destination->av;
     wqe.ud_remote_qpn = wr.ud.remote_qpn;
     // A Q_Key with the top bit set means "use the QP's own" (IBTA 10.2.4).
@@ -414,16 +414,16 @@ std::errc Engine::post_send(std::uint32_t qpn, const SendWr& wr) {
 
   qp.req.send_queue.push_back(std::move(wqe));
   if (qp.state == QpState::err) {
-    state_->move_to_error(qp);  // flushes it at once
+    core_->move_to_error(qp);  // flushes it at once
   } else {
-    state_->mark_ready(qp);
+    core_->mark_ready(qp);
   }
   return std::errc{};
 }
 
 std::errc Engine::post_recv(std::uint32_t qpn, const RecvWr& wr) {
-  auto it = state_->qps.find(qpn);
-  if (it == state_->qps.end()) return std::errc::invalid_argument;
+  auto it = core_->qps.find(qpn);
+  if (it == core_->qps.end()) return std::errc::invalid_argument;
   QueuePair& qp = it->second;
   if (qp.state == QpState::reset || qp.srq != 0 || qp.type == QpType::xrc_send || qp.type == QpType::xrc_recv) {
     return std::errc::invalid_argument;
@@ -432,11 +432,11 @@ std::errc Engine::post_recv(std::uint32_t qpn, const RecvWr& wr) {
   if (wr.sg_list.size() > qp.cap.max_recv_sge) return std::errc::invalid_argument;
   transport::RecvWqe wqe;
   wqe.wr_id = wr.wr_id;
-  wqe.local_error = resolve_segments(state_->memory_regions, qp.pd, wr.sg_list, true, wqe.segments, wqe.capacity);
+  wqe.local_error = resolve_segments(core_->memory_regions, qp.pd, wr.sg_list, true, wqe.segments, wqe.capacity);
   wqe.pd = qp.pd;
-  wqe.registrations = state_->memory_regions.changes();
+  wqe.registrations = core_->memory_regions.changes();
   qp.resp.recv_queue.push_back(std::move(wqe));
-  if (qp.state == QpState::err) state_->move_to_error(qp);
+  if (qp.state == QpState::err) core_->move_to_error(qp);
   return std::errc{};
 }
 

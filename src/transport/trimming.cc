@@ -18,7 +18,7 @@ using transport::psn_before;
 using transport::psn_diff;
 
 void Engine::on_trimmed(std::span<const std::uint8_t> bytes, TimeNs /*now*/) {
-  EngineCore& s = *state_;
+  EngineCore& s = *core_;
   auto datagram = wire::parse_roce_datagram(bytes, wire::IcrcCheck::skip);
   if (!datagram) {
     ++s.counters.malformed_packets;

@@ -8,26 +8,26 @@
 namespace uroce {
 
 Expected<std::uint32_t, std::errc> Engine::open_xrcd() {
-  std::uint32_t xrcd = state_->next_xrcd++;
-  state_->xrcds.emplace(xrcd, 0);
+  std::uint32_t xrcd = core_->next_xrcd++;
+  core_->xrcds.emplace(xrcd, 0);
   return xrcd;
 }
 
 std::errc Engine::close_xrcd(std::uint32_t xrcd) {
-  auto it = state_->xrcds.find(xrcd);
-  if (it == state_->xrcds.end()) return std::errc::invalid_argument;
+  auto it = core_->xrcds.find(xrcd);
+  if (it == core_->xrcds.end()) return std::errc::invalid_argument;
   if (it->second > 0) return std::errc::device_or_resource_busy;  // SRQs or QPs of it remain
-  state_->xrcds.erase(it);
+  core_->xrcds.erase(it);
   return std::errc{};
 }
 
 Expected<std::uint32_t, std::errc> Engine::create_xrc_srq(std::uint32_t pd, std::uint32_t xrcd, std::uint32_t cq,
                                                           std::uint32_t max_wr, std::uint32_t max_sge) {
-  auto domain = state_->xrcds.find(xrcd);
-  if (domain == state_->xrcds.end() || !state_->cqs.contains(cq)) return unexpected(std::errc::invalid_argument);
+  auto domain = core_->xrcds.find(xrcd);
+  if (domain == core_->xrcds.end() || !core_->cqs.contains(cq)) return unexpected(std::errc::invalid_argument);
   auto srq = create_srq(pd, max_wr, max_sge);
   if (!srq) return srq;
-  transport::SharedReceiveQueue& created = state_->srqs.at(*srq);
+  transport::SharedReceiveQueue& created = core_->srqs.at(*srq);
   created.xrcd = xrcd;
   created.cq = cq;
   ++domain->second;

@@ -13,7 +13,8 @@
 #include "decode/frame_text.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  // libpcap reads files: the input goes to one, in memory-backed /dev/shm when there is one.
+  // libpcap reads files: the input goes to one, in memory-backed /dev/shm when there is one,
+  // removed once open.
   static const std::string path = [] {
     const char* dir = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp";
     return std::string(dir) + "/uroce-pcap-fuzz-" + std::to_string(getpid()) + ".pcap";
@@ -23,6 +24,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (size > 0 && std::fwrite(data, 1, size, file) != size) std::abort();
   std::fclose(file);
   auto reader = uroce::capture::PcapReader::open(path);
+  std::remove(path.c_str());  // the reader keeps the file open; nothing is left behind when the fuzzer ends
   if (!reader) return 0;
   for (int records = 0; records < 10000; ++records) {
     auto record = reader->next();

@@ -123,6 +123,20 @@ std::optional<std::string> read_attributes(const wire::Node& message, TraceNode&
   return std::nullopt;
 }
 
+// The groups a process-group node declares, added to the trace's; an
+// error says what is wrong with them.
+std::optional<std::string> add_process_groups(std::string_view values, Trace& trace) {
+  auto groups = parse_process_groups(values);
+  if (!groups) return groups.error();
+  for (ProcessGroup& group : *groups) {
+    for (const ProcessGroup& known : trace.process_groups) {
+      if (known.name == group.name) return "process group \"" + group.name + "\" is declared a second time";
+    }
+    trace.process_groups.push_back(std::move(group));
+  }
+  return std::nullopt;
+}
+
 // Checks node IDs are unique and drops dependencies on IDs not in the
 // trace (counting them).
 std::optional<std::string> check_dependencies(Trace& trace, const std::string& source) {
@@ -256,6 +270,12 @@ Expected<Trace, std::string> parse_trace(std::string_view bytes, const std::stri
     if (auto problem = read_attributes(message, node)) {
       return unexpected(fmt::format("{}: node {} (id {}): {}", source, index, node.id, *problem));
     }
+    if (node.type == kMetadataNode && node.name == kProcessGroupNodeName) {
+      node.inputs = message.inputs().values();
+      if (auto problem = add_process_groups(node.inputs, trace)) {
+        return unexpected(fmt::format("{}: node {} (id {}): {}", source, index, node.id, *problem));
+      }
+    }
     trace.nodes.push_back(std::move(node));
   }
   if (auto problem = check_dependencies(trace, source)) return unexpected(*problem);
@@ -306,6 +326,7 @@ std::string encode_trace(const Trace& trace) {
         attribute("comm_tag")->set_int64_val(node.comm_tag);
       }
       if (!node.pg_name.empty()) attribute("pg_name")->set_string_val(node.pg_name);
+      if (!node.inputs.empty()) message.mutable_inputs()->set_values(node.inputs);
       write(message);
     }
   }

@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "chakra/process_groups.h"
 #include "uroce/expected.h"
 
 namespace uroce::chakra {
@@ -56,11 +57,15 @@ struct TraceNode {
   std::optional<std::uint32_t> comm_dst;
   std::uint32_t comm_tag = 0;
   std::string pg_name;  // the process group; empty: every rank
+  std::string inputs;   // the process-group METADATA node's inputs' values (process_groups.h); empty for others
 };
 
 struct Trace {
   std::string version;    // GlobalMetadata's
   std::vector<TraceNode> nodes;  // in file order
+  // The process groups the trace declares (a PyTorch trace's
+  // "## process_group:init ##" node); none when it declares none.
+  std::vector<ProcessGroup> process_groups;
   // Dependencies on IDs that no node of the trace has, dropped (taken as
   // done): PyTorch-converted traces name call-tree parents the converter
   // did not keep.

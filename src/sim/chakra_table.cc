@@ -2,7 +2,8 @@
 // "DIR/PREFIX" names PREFIX.0.et, PREFIX.1.et... (every rank's file,
 // counted until the next is missing); ranks = [hosts] places rank r on
 // hosts[r] (default: host r); groups maps each process group's pg_name to
-// its ranks; algorithm names the collectives' algorithm (default: each
+// its ranks (groups a PyTorch trace declares need no entry; an entry
+// overrides the traces'); algorithm names the collectives' algorithm (default: each
 // operation's own; "auto": each collective's by predicted time,
 // sim/collective_choice.h, the default on GPU servers); slices cuts each
 // transfer into that many pipelined slices (default 1); channels spreads
@@ -13,8 +14,11 @@
 #include "sim/chakra_table.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
+#include <map>
+#include <set>
 
 #include "sim/toml_fields.h"
 
@@ -38,6 +42,38 @@ std::vector<std::uint32_t> rank_list(const toml::array& list, const std::string&
   }
   if (out.empty()) throw ScenarioError(where + ": a group needs at least one rank");
   return out;
+}
+
+// The process groups the traces declare (a PyTorch trace's, chakra/process_groups.h),
+// for those [chakra.groups] does not name: every file that declares a group
+// must declare it alike, and an empty list of ranks is every rank.
+void add_declared_groups(ChakraSpec& spec, const std::set<std::string>& named) {
+  auto ranks = static_cast<std::uint32_t>(spec.ranks.size());
+  std::map<std::string, std::uint32_t> declared_by;  // group -> the first rank whose trace declares it
+  for (std::uint32_t rank = 0; rank < ranks; ++rank) {
+    for (const chakra::ProcessGroup& group : spec.ranks[rank].process_groups) {
+      if (named.count(group.name)) continue;
+      std::string file = fmt::format("{}.{}.et", spec.traces, rank);
+      std::vector<std::uint32_t> members = group.ranks;
+      if (members.empty()) {
+        for (std::uint32_t r = 0; r < ranks; ++r) members.push_back(r);
+      }
+      for (std::uint32_t member : members) {
+        if (member >= ranks) {
+          throw ScenarioError(fmt::format("{}: process group \"{}\" has rank {}, but there are {} trace files", file,
+                                          group.name, member, ranks));
+        }
+      }
+      auto [first, inserted] = declared_by.emplace(group.name, rank);
+      if (inserted) {
+        spec.groups[group.name] = std::move(members);
+      } else if (spec.groups[group.name] != members) {
+        throw ScenarioError(fmt::format("{}: process group \"{}\" is ranks [{}] here, [{}] in {}.{}.et", file,
+                                        group.name, fmt::join(members, ", "), fmt::join(spec.groups[group.name], ", "),
+                                        spec.traces, first->second));
+      }
+    }
+  }
 }
 
 }  // namespace
@@ -83,14 +119,17 @@ void chakra_from(const toml::table& table, const std::string& where, Scenario& s
     if (used[host]) throw ScenarioError(fmt::format("{}.ranks: host {} runs two ranks", where, host));
     used[host] = true;
   }
+  std::set<std::string> named;
   if (const toml::node* groups = table.get("groups")) {
     if (!groups->is_table()) throw ScenarioError(where + ".groups: a table of pg_name = [ranks]");
     for (const auto& [name, list] : *groups->as_table()) {
       std::string at = where + ".groups." + std::string(name.str());
       if (!list.is_array()) throw ScenarioError(at + ": expected a list of ranks");
       spec.groups[std::string(name.str())] = rank_list(*list.as_array(), at, ranks);
+      named.insert(std::string(name.str()));
     }
   }
+  add_declared_groups(spec, named);
   // On GPU servers NCCL's defaults: its choice of algorithm, a channel per GPU (per rail).
   std::uint32_t gpus = scenario.topology.servers.gpus;
   std::string algorithm = text(table, where, "algorithm", gpus != 0 ? "auto" : "",

@@ -3,7 +3,8 @@
 // and hostile files (truncated at every byte, cycles, duplicate IDs,
 // out-of-range attributes) give an error that names
 // the file and the node; dependencies on nodes a converter left out are
-// dropped and counted.
+// dropped and counted; the process groups a PyTorch trace declares are read
+// as PyTorch records them and Chakra's converter writes them.
 #include <gtest/gtest.h>
 #include <zlib.h>
 
@@ -73,6 +74,74 @@ Trace two_nodes() {
   send.deps = {10};
   trace.nodes = {compute, send};
   return trace;
+}
+
+// PyTorch's execution trace observer records torch.distributed's
+// pg_config_info as the JSON input of "## process_group:init ##" (ranks []
+// for a group of every rank), and Chakra's converter writes a node's inputs'
+// values as Python's str() of the input list: this is that text, for a
+// default group of four ranks and two tensor-parallel pairs.
+const std::string kRecordedGroups =
+    R"(['[{"pg_name": "0", "pg_desc": "default_pg", "backend_config": "cuda:nccl", "ranks": [], )"
+    R"("group_size": 4, "group_count": 3}, {"pg_name": "1", "pg_desc": "undefined", "backend_config": )"
+    R"("cuda:nccl", "ranks": [0, 1], "group_size": 2, "group_count": 3}, {"pg_name": "2", "pg_desc": )"
+    R"("undefined", "backend_config": "cuda:nccl", "ranks": [2, 3], "group_size": 2, "group_count": 3}]'])";
+
+Trace with_groups(const std::string& inputs) {
+  Trace trace = two_nodes();
+  TraceNode groups;
+  groups.id = 1;
+  groups.name = std::string(kProcessGroupNodeName);
+  groups.type = kMetadataNode;
+  groups.inputs = inputs;
+  trace.nodes.insert(trace.nodes.begin(), groups);
+  return trace;
+}
+
+TEST(ChakraTrace, ReadsThePyTorchProcessGroupsAsChakrasConverterWritesThem) {
+  auto read = parse_trace(encode_trace(with_groups(kRecordedGroups)), "rank0.et");
+  ASSERT_TRUE(read) << read.error();
+  ASSERT_EQ(read->process_groups.size(), 3u);
+  EXPECT_EQ(read->process_groups[0].name, "0");
+  EXPECT_TRUE(read->process_groups[0].ranks.empty());  // every rank
+  EXPECT_EQ(read->process_groups[1].name, "1");
+  EXPECT_EQ(read->process_groups[1].ranks, (std::vector<std::uint32_t>{0, 1}));
+  EXPECT_EQ(read->process_groups[2].ranks, (std::vector<std::uint32_t>{2, 3}));
+  EXPECT_EQ(read->nodes.size(), 3u);  // the node stays, as a METADATA node
+
+  // The JSON list on its own, and the text uroce writes, read the same.
+  auto plain = parse_process_groups(R"([{"pg_name": 7, "ranks": [3, 1]}])");
+  ASSERT_TRUE(plain) << plain.error();
+  EXPECT_EQ((*plain)[0].name, "7");
+  EXPECT_EQ((*plain)[0].ranks, (std::vector<std::uint32_t>{3, 1}));
+  std::vector<ProcessGroup> groups{{"tp", {0, 1}}, {"it's", {}}};
+  auto again = parse_process_groups(process_groups_input(groups));
+  ASSERT_TRUE(again) << again.error();
+  ASSERT_EQ(again->size(), 2u);
+  EXPECT_EQ((*again)[1].name, "it's");
+  EXPECT_EQ((*again)[0].ranks, groups[0].ranks);
+}
+
+TEST(ChakraTrace, ProcessGroupsThatCannotBeReadAreAnErrorNamingTheNode) {
+  const std::pair<const char*, const char*> cases[] = {
+      {"['not json']", "not JSON"},
+      {R"(['{"pg_name": "1"}'])", "not a JSON list"},
+      {R"(['[{"ranks": [0]}]'])", "no pg_name"},
+      {R"(['[{"pg_name": "1"}]'])", "no list of ranks"},
+      {R"(['[{"pg_name": "1", "ranks": [0, -1]}]'])", "-1 is not a rank"},
+      {R"(['[{"pg_name": "1", "ranks": [0, 0]}]'])", "rank 0 is listed twice"},
+      {R"(['[{"pg_name": "1", "ranks": []}, {"pg_name": "1", "ranks": []}]'])", "declared twice"},
+      {R"(['[]', 'more'])", "more than one string"},
+      {R"(['[\q]'])", "not an escape"},
+      {R"(['[)", "never ends"},
+      {"", "empty"},
+  };
+  for (const auto& [inputs, reason] : cases) {
+    auto read = parse_trace(encode_trace(with_groups(inputs)), "rank0.et");
+    ASSERT_FALSE(read) << inputs;
+    EXPECT_NE(read.error().find("rank0.et: node 0 (id 1): "), std::string::npos) << read.error();
+    EXPECT_NE(read.error().find(reason), std::string::npos) << inputs << ": " << read.error();
+  }
 }
 
 TEST(ChakraTrace, ReadsAstraSimsMicrobenchmarksAsItWroteThem) {

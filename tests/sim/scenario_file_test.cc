@@ -2,10 +2,15 @@
 // expand into flows, and mistakes (unknown keys, wrong types, impossible
 // values, broken TOML) come back as errors naming the key and the file.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <filesystem>
+#include <fstream>
+#include <map>
 #include <set>
 #include <stdexcept>
 
+#include "chakra/trace.h"
 #include "sim/scenario_file.h"
 #include "sim/simulation.h"
 
@@ -402,6 +407,75 @@ TEST(ScenarioFile, AChakraTableReadsEveryRanksTrace) {
   EXPECT_EQ(job.start, 5 * kPicosecondsPerUs);
   EXPECT_EQ(job.slices, 4u);
   EXPECT_EQ(job.channels, 2u);
+}
+
+// Four ranks whose traces declare their process groups as PyTorch records
+// them (chakra/process_groups.h): each pair all-reduces in its own group,
+// then all four in the default one. `second_pair` is what rank 3's trace
+// says the pair "2" is.
+std::string traces_declaring_groups(const std::string& second_pair) {
+  std::filesystem::path dir = std::filesystem::temp_directory_path() /
+                              ("uroce-pg-" + std::to_string(::getpid()) + "-" + second_pair.substr(0, 1));
+  std::filesystem::create_directories(dir);
+  for (std::uint32_t rank = 0; rank < 4; ++rank) {
+    std::string pair = rank == 3 ? second_pair : "2, 3";
+    chakra::Trace trace;
+    trace.version = "0.0.4";
+    chakra::TraceNode groups;
+    groups.id = 1;
+    groups.name = std::string(chakra::kProcessGroupNodeName);
+    groups.type = chakra::kMetadataNode;
+    groups.inputs = R"(['[{"pg_name": "0", "ranks": []}, {"pg_name": "1", "ranks": [0, 1]}, {"pg_name": "2", "ranks": [)" +
+                    pair + R"(]}]'])";
+    chakra::TraceNode own;
+    own.id = 2;
+    own.name = "nccl:all_reduce";
+    own.type = chakra::kCommCollNode;
+    own.comm_type = chakra::CommType::all_reduce;
+    own.comm_size = 1 << 20;
+    own.pg_name = rank < 2 ? "1" : "2";
+    chakra::TraceNode everyone = own;
+    everyone.id = 3;
+    everyone.pg_name = "0";
+    everyone.deps = {2};
+    trace.nodes = {groups, own, everyone};
+    std::ofstream((dir / ("step." + std::to_string(rank) + ".et")).string(), std::ios::binary)
+        << chakra::encode_trace(trace);
+  }
+  return (dir / "step").string();
+}
+
+TEST(ScenarioFile, ProcessGroupsATraceDeclaresNeedNoGroupsTable) {
+  std::string traces = traces_declaring_groups("2, 3");
+  std::string head = "[topology]\nkind = \"star\"\nhosts = 4\n[chakra]\ntraces = \"" + traces + "\"\n";
+  auto scenario = parse_scenario(head, "groups.toml");
+  ASSERT_TRUE(scenario) << scenario.error();
+  const ChakraSpec& job = scenario->chakra[0];
+  EXPECT_EQ(job.groups.at("0"), (std::vector<std::uint32_t>{0, 1, 2, 3}));  // [] in the trace: every rank
+  EXPECT_EQ(job.groups.at("1"), (std::vector<std::uint32_t>{0, 1}));
+  EXPECT_EQ(job.groups.at("2"), (std::vector<std::uint32_t>{2, 3}));
+  SimResult result = run_simulation(*scenario);
+  ASSERT_EQ(result.chakra.size(), 1u);
+  EXPECT_EQ(result.chakra[0].ranks_finished, 4u);
+  std::map<std::string, std::uint32_t> ranks_of;
+  for (const ChakraCollectiveResult& collective : result.chakra[0].collectives) ranks_of[collective.group] = collective.ranks;
+  EXPECT_EQ(ranks_of, (std::map<std::string, std::uint32_t>{{"0", 4}, {"1", 2}, {"2", 2}}));
+
+  // Ranks that disagree about a group are an error naming both files; a
+  // [chakra.groups] entry overrides what the traces say.
+  std::string odd = traces_declaring_groups("1, 3");
+  auto disagree = parse_scenario("[topology]\nkind = \"star\"\nhosts = 4\n[chakra]\ntraces = \"" + odd + "\"\n", "odd.toml");
+  ASSERT_FALSE(disagree);
+  EXPECT_NE(disagree.error().find(odd + ".3.et: process group \"2\" is ranks [1, 3] here, [2, 3] in " + odd + ".0.et"),
+            std::string::npos)
+      << disagree.error();
+  auto overridden = parse_scenario("[topology]\nkind = \"star\"\nhosts = 4\n[chakra]\ntraces = \"" + odd +
+                                       "\"\n[chakra.groups]\n2 = [2, 3]\n",
+                                   "override.toml");
+  ASSERT_TRUE(overridden) << overridden.error();
+  EXPECT_EQ(overridden->chakra[0].groups.at("2"), (std::vector<std::uint32_t>{2, 3}));
+  std::filesystem::remove_all(std::filesystem::path(traces).parent_path());
+  std::filesystem::remove_all(std::filesystem::path(odd).parent_path());
 }
 
 TEST(ScenarioFile, ChakraTablesInAListAreJobsSharingTheFabric) {

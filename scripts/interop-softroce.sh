@@ -117,6 +117,18 @@ for module in $module_order; do [ -e /lib/modules/\$module.ko ] && insmod /lib/m
 ip link set lo up; ip link set eth0 up; ip addr add $guest_address/24 dev eth0
 ip route add 224.0.0.0/4 dev eth0  # multicast groups (mckey) leave by eth0
 rdma link add rxe0 type rxe netdev eth0
+# GID 0 is eth0's IPv6 link-local address, usable once duplicate address
+# detection has passed (about a second after the link came up): before,
+# address resolution to a link-local peer cannot send its solicitation and
+# modify_qp to RTR fails (the gid0 exchanges would race the detection).
+link_local_ready() {
+  while read -r address index length scope flags name; do
+    [ "\$name" = eth0 ] && [ "\$scope" = 20 ] && [ \$((0x\$flags & 0x40)) = 0 ] && return 0
+  done < /proc/net/if_inet6
+  return 1
+}
+tries=0
+until link_local_ready || [ \$tries -ge 50 ]; do sleep 0.2; tries=\$((tries + 1)); done
 echo "GUEST rxe ready"
 serve() {  # name port command...
   name=\$1; port=\$2; shift 2
@@ -310,6 +322,12 @@ if [ -n "$capture_cm" ]; then
   echo "interop-softroce: the kernel's CM frames are in $capture_cm"
   exit 0
 fi
+# The same on the host's side: tap0's link-local address (uroce's GID 0)
+# answers neighbor solicitations only once its own detection has passed.
+for _ in $(seq 50); do
+  [ -z "$(ip -n "$ns" -6 addr show dev tap0 tentative)" ] && break
+  sleep 0.2
+done
 echo "guest up: kernel Soft-RoCE (rxe0) at $guest_address, uroce on tap0 at $host_address"
 if [ "$cm_only" = 0 ]; then
   guest_serves rc_guest_server 18515 ibv_rc_pingpong -g 1 -p 18515

@@ -5,11 +5,6 @@
 // read_atomic_responses.cc.
 #include "transport/completer.h"
 
-#include <algorithm>
-#include <cstring>
-
-#include "transport/direct_placement.h"
-#include "transport/payload_extent.h"
 #include "transport/psn.h"
 
 namespace uroce {
@@ -17,7 +12,6 @@ namespace uroce {
 using transport::psn_add;
 using transport::psn_at_or_before;
 using transport::psn_before;
-using transport::psn_diff;
 using transport::QueuePair;
 using transport::SendWqe;
 

@@ -31,7 +31,7 @@ void print(const std::string& name, Device& device) {
                "(loss probes %llu, timeouts %llu), duplicates %llu, out of sequence %llu, NAKs sent %llu, "
                "malformed %llu; receiving rounds: thread %llu application %llu; thread sleeps %llu rests %llu; "
                "held ACKs carried %llu expired %llu; intra-host sent %llu received %llu dropped %llu; "
-               "extent packets sent %llu received %llu unreadable %llu; GSO sends %llu\n",
+               "extent packets sent %llu received %llu unreadable %llu; GSO sends %llu; loopback waits %llu\n",
                name.c_str(), static_cast<unsigned long long>(counters.packets_sent),
                static_cast<unsigned long long>(counters.packets_received),
                static_cast<unsigned long long>(counters.icrc_errors),
@@ -54,7 +54,8 @@ void print(const std::string& name, Device& device) {
                static_cast<unsigned long long>(counters.extent_packets_sent),
                static_cast<unsigned long long>(counters.extent_packets_received),
                static_cast<unsigned long long>(counters.extents_unreadable),
-               static_cast<unsigned long long>(port.gso_sends));
+               static_cast<unsigned long long>(port.gso_sends),
+               static_cast<unsigned long long>(port.loopback_waits));
 }
 
 void print_open_devices_at_exit() {

@@ -26,6 +26,7 @@ struct PortCounters {
   std::uint64_t send_errors = 0;       // datagrams dropped for a failed send (not back-pressure)
   std::uint64_t gso_sends = 0;         // UDP: runs sent as one GSO message
   std::uint64_t gro_receives = 0;      // UDP: runs the kernel merged into one receive
+  std::uint64_t loopback_waits = 0;    // UDP: sends held while a loopback receiver's queue was half full
   std::uint64_t arp_requests = 0;      // raw: requests sent to resolve a peer's MAC address
   std::uint64_t unresolved_drops = 0;  // raw: datagrams dropped while no MAC address answered
   std::uint64_t foreign_frames = 0;    // raw: frames on the interface that were not for this port

@@ -180,6 +180,7 @@ PortCounters UdpPort::counters() const {
   counters.send_errors = send_errors_;
   counters.gso_sends = gso_sends_;
   counters.gro_receives = gro_receives_;
+  counters.loopback_waits = io_->loopback_receivers.waits();
   return counters;
 }
 

@@ -104,15 +104,30 @@ std::size_t UdpPort::send(std::span<const DescribedDatagram> datagrams) {
       ++taken;
       continue;
     }
-    // One sendmmsg for the messages that leave from fd's source port; each
-    // message carries one datagram or a GSO run of them.
+    // A loopback receiver whose queue is half full is waited for, as a
+    // paused port would be (back-pressure: the device sends again shortly).
+    bool loopback = is_loopback(head.destination, ipv4_);
+    std::size_t budget = SIZE_MAX;  // bytes this call may send to head's receiver
+    if (loopback) {
+      budget = io.loopback_receivers.room_for(head.destination, ipv4_, head.destination_port);
+      if (budget == 0) return taken;
+    }
+    std::size_t call_bytes = 0;
+    // One sendmmsg for the messages that leave from fd's source port (and,
+    // towards loopback, go to head's receiver); each message carries one
+    // datagram or a GSO run of them.
     std::array<std::size_t, kMessagesPerCall> datagrams_in{};
+    std::array<std::size_t, kMessagesPerCall> bytes_in{};
     std::size_t messages = 0;
     std::size_t iovs = 0;
     std::size_t next = taken;
     while (next < datagrams.size() && messages < kMessagesPerCall) {
       Outgoing first = describe(datagrams[next], ipv4_);
       if (!first.valid || first.source_port != head.source_port) break;
+      bool same_receiver = first.destination_port == head.destination_port &&
+                           std::memcmp(first.destination, head.destination, ipv4_ ? 4 : 16) == 0;
+      if ((loopback || is_loopback(first.destination, ipv4_)) && !same_receiver) break;
+      if (call_bytes >= budget) break;
       iovec* run_iovs = &io.send_iovs[iovs];
       std::size_t count = 0;
       std::size_t bytes = 0;
@@ -161,6 +176,8 @@ std::size_t UdpPort::send(std::span<const DescribedDatagram> datagrams) {
         std::memcpy(CMSG_DATA(cmsg), &segment_size, sizeof segment_size);
       }
       if (header.msg_controllen == 0) header.msg_control = nullptr;
+      bytes_in[messages] = bytes;
+      call_bytes += bytes;
       datagrams_in[messages++] = count;
       next += count;
     }
@@ -178,6 +195,9 @@ std::size_t UdpPort::send(std::span<const DescribedDatagram> datagrams) {
     for (int i = 0; i < sent; ++i) {
       taken += datagrams_in[static_cast<std::size_t>(i)];
       gso_sends_ += datagrams_in[static_cast<std::size_t>(i)] > 1;
+      if (loopback) {
+        io.loopback_receivers.sent(head.destination, ipv4_, head.destination_port, bytes_in[static_cast<std::size_t>(i)]);
+      }
     }
   }
   return taken;

@@ -2,6 +2,7 @@
 // control buffers and the receive buffers, allocated once per port.
 #pragma once
 
+#include "port/loopback_receivers.h"
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
@@ -39,7 +40,8 @@ SocketAddress make_address(bool ipv4, const std::uint8_t* ip, std::uint16_t port
 bool is_loopback(const std::uint8_t* address, bool ipv4);
 
 struct UdpPort::Io {
-  // Sending.
+  // Sending. Towards loopback, the receiver's queue is asked first (loopback_receivers.h).
+  LoopbackReceivers loopback_receivers;
   std::array<mmsghdr, kMessagesPerCall> send_messages{};
   std::array<SocketAddress, kMessagesPerCall> destinations{};
   // Control buffers hold cmsghdr structures: aligned for them.

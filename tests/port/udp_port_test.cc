@@ -10,8 +10,12 @@
 #include <cstring>
 #include <vector>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
+#include "port/loopback_receivers.h"
 #include "port/udp_port.h"
 #include "uroce/device.h"
 #include "wire/ip_datagram.h"
@@ -269,6 +273,67 @@ TEST(UdpPort, ReportsTheReceiveBufferItWasGrantedAndWhenItWasCapped) {
   EXPECT_NE(capped.find("208 KiB, capped by net.core.rmem_max (8192 KiB wanted)"), std::string::npos) << capped;
   EXPECT_NE(capped.find("sysctl -w net.core.rmem_max=8388608"), std::string::npos) << capped;
   EXPECT_EQ(receive_buffer_warning(0, std::size_t{8} << 20), "");  // unknown: nothing to say
+}
+
+}  // namespace
+}  // namespace uroce::port
+
+namespace uroce::port {
+namespace {
+
+// A receiver on loopback that does not drain its socket: the port sends
+// until its queue is half full, then holds the rest (back-pressure: send()
+// takes fewer than offered) instead of letting the kernel drop them, as a
+// paused port on a fabric would; once the receiver drains, the rest goes.
+// The kernel's own view (sock_diag) is the oracle for how full it is.
+TEST(UdpPort, AFullLoopbackReceiverIsWaitedForInsteadOfOverrun) {
+  int receiver = ::socket(AF_INET, SOCK_DGRAM, 0);
+  ASSERT_GE(receiver, 0);
+  int buffer = 256 << 10;
+  ::setsockopt(receiver, SOL_SOCKET, SO_RCVBUF, &buffer, sizeof buffer);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(19218);
+  address.sin_addr.s_addr = htonl(0x7F00012E);  // 127.0.1.46
+  ASSERT_EQ(::bind(receiver, reinterpret_cast<sockaddr*>(&address), sizeof address), 0);
+  LoopbackReceivers probe;
+  auto empty = probe.queue_of(reinterpret_cast<const std::uint8_t*>(&address.sin_addr), true, 19218);
+  if (!empty) GTEST_SKIP() << "the kernel does not answer sock_diag for UDP sockets here";
+  EXPECT_EQ(empty->queued, 0u);
+
+  UdpPort sender = open_port("127.0.1.47", 19219, UdpGsoPolicy::never);
+  std::vector<std::vector<std::uint8_t>> datagrams;
+  std::vector<DescribedDatagram> views;
+  for (std::size_t i = 0; i < 400; ++i) {
+    datagrams.push_back(datagram(sender.gid(), gid_from_ipv4({127, 0, 1, 46}), 0xC123, 19218, Sent{4000, 2}, i));
+  }
+  for (auto& d : datagrams) views.push_back(described(d));
+  std::size_t taken = 0;
+  for (int call = 0; call < 50 && taken < views.size(); ++call) {
+    taken += sender.send(std::span(views).subspan(taken));
+  }
+  ASSERT_LT(taken, views.size()) << "400 datagrams of 4000 bytes do not fit a 512 KiB queue";
+  auto queue = probe.queue_of(reinterpret_cast<const std::uint8_t*>(&address.sin_addr), true, 19218);
+  ASSERT_TRUE(queue);
+  EXPECT_GT(queue->queued, queue->capacity / 2);
+  EXPECT_GT(sender.counters().loopback_waits, 0u);
+
+  // What the receiver holds is everything sent: nothing was dropped.
+  std::vector<std::uint8_t> payload(65536);
+  std::size_t received = 0;
+  auto drain = [&] {
+    while (::recv(receiver, payload.data(), payload.size(), MSG_DONTWAIT) > 0) ++received;
+  };
+  drain();
+  EXPECT_EQ(received, taken);
+  for (int call = 0; call < 400 && taken < views.size(); ++call) {
+    taken += sender.send(std::span(views).subspan(taken));
+    drain();
+  }
+  drain();
+  EXPECT_EQ(taken, views.size());
+  EXPECT_EQ(received, views.size());
+  ::close(receiver);
 }
 
 }  // namespace

@@ -62,7 +62,8 @@ std::optional<LoopbackReceivers::Queue> LoopbackReceivers::queue_of(const std::u
     return std::nullopt;
   }
   alignas(nlmsghdr) std::uint8_t reply[1024];
-  ssize_t got = ::recv(netlink_fd_, reply, sizeof reply, 0);
+  // The kernel answers within send(): a reply that is not there never comes.
+  ssize_t got = ::recv(netlink_fd_, reply, sizeof reply, MSG_DONTWAIT);
   if (got < static_cast<ssize_t>(sizeof(nlmsghdr))) {
     unavailable_ = true;
     return std::nullopt;

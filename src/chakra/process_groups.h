@@ -28,7 +28,7 @@ struct ProcessGroup {
 Expected<std::vector<ProcessGroup>, std::string> parse_process_groups(std::string_view values);
 
 // The inputs' values PyTorch and Chakra's converter would record for these
-// groups (for tests and example traces).
+// groups (tests write traces with it).
 std::string process_groups_input(const std::vector<ProcessGroup>& groups);
 
 }  // namespace uroce::chakra

@@ -109,8 +109,10 @@ std::size_t LoopbackReceivers::room_for(const std::uint8_t* address, bool ipv4, 
   } else if (queue->queued <= queue->capacity / 2) {
     std::size_t room = (queue->capacity / 2 - queue->queued) / 2;
     receiver.budget = std::clamp(room, kSmallestBudget, kLargestBudget);
-  } else if (receiver.full_since != kNever && now - receiver.full_since > kLongestWait) {
-    receiver.budget = kSmallestBudget;  // it has not drained for too long: send regardless
+    receiver.given_up = false;
+  } else if (receiver.given_up || (receiver.full_since != kNever && now - receiver.full_since > kLongestWait)) {
+    receiver.budget = kLargestBudget;  // it stopped draining: the kernel drops what it cannot take, as before
+    receiver.given_up = true;
   } else {
     if (receiver.full_since == kNever) receiver.full_since = now;
     ++waits_;

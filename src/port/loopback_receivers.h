@@ -9,8 +9,10 @@
 // to full, the more often it asks, and an idle receiver with a large
 // buffer is asked once per MiB. While the queue is more than half full it
 // holds its sends (back-pressure: the device retries shortly), for at most
-// kLongestWait, after which it sends anyway (a receiver that never drains
-// must not stall the sender forever). Where the kernel does not answer,
+// kLongestWait. A receiver still full then is not waited for again until
+// its queue has drained below half (as a NIC's PFC watchdog stops honouring
+// a pause that never ends): one that stopped draining must not stall, again
+// and again, everything its sender sends. Where the kernel does not answer,
 // nothing is held.
 #pragma once
 
@@ -54,6 +56,7 @@ class LoopbackReceivers {
   struct Receiver {
     std::size_t budget = 0;  // bytes that may go before the next check (0: check first)
     TimeNs full_since = kNever;
+    bool given_up = false;   // full for longer than kLongestWait: sent to regardless until it drains
   };
   using Key = std::pair<std::array<std::uint8_t, 16>, std::uint16_t>;
   static Key key_of(const std::uint8_t* address, bool ipv4, std::uint16_t port);

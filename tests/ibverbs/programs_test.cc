@@ -235,6 +235,11 @@ std::vector<ProgramCase> loopback_cases() {
   cases.push_back({"ib_write_lat", "", 1, "", true});
   cases.push_back({"ib_send_bw", "", 1, "", true});
   cases.push_back({"ib_read_lat", "", 1, "", true});
+  // UC and UD never resend: on the wire every size must arrive whole, so
+  // the sender waits for a full receiver instead of overrunning its socket
+  // (port/loopback_receivers.h). UD messages go up to the MTU (2 B .. 4 KiB).
+  cases.push_back({"ib_send_bw", "-c UC " + sweep_options(), kSweepSizes, "", true});
+  cases.push_back({"ib_send_bw", "-c UD " + sweep_options(), 12, "", true});
   // Shared regions (UROCE_SHARED_MR=1): messages of 64 KiB and, in the
   // sweeps, every size above the MTU read by the peer from the sender's
   // region. The pingpongs check every byte they receive; READ still goes

@@ -338,3 +338,52 @@ TEST(UdpPort, AFullLoopbackReceiverIsWaitedForInsteadOfOverrun) {
 
 }  // namespace
 }  // namespace uroce::port
+
+namespace uroce::port {
+namespace {
+
+// A loopback receiver that never drains (a stopped process) is waited for
+// at most LoopbackReceivers::kLongestWait, and then not again while it stays
+// full: the sender goes on, and the kernel drops what the receiver cannot
+// take, as it did before the port waited at all.
+TEST(UdpPort, AReceiverThatNeverDrainsIsWaitedForOnceAndOnlyBriefly) {
+  int receiver = ::socket(AF_INET, SOCK_DGRAM, 0);
+  ASSERT_GE(receiver, 0);
+  int buffer = 256 << 10;
+  ::setsockopt(receiver, SOL_SOCKET, SO_RCVBUF, &buffer, sizeof buffer);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(19220);
+  address.sin_addr.s_addr = htonl(0x7F000130);  // 127.0.1.48
+  ASSERT_EQ(::bind(receiver, reinterpret_cast<sockaddr*>(&address), sizeof address), 0);
+  LoopbackReceivers probe;
+  if (!probe.queue_of(reinterpret_cast<const std::uint8_t*>(&address.sin_addr), true, 19220)) {
+    GTEST_SKIP() << "the kernel does not answer sock_diag for UDP sockets here";
+  }
+  UdpPort sender = open_port("127.0.1.49", 19221, UdpGsoPolicy::never);
+  std::vector<std::vector<std::uint8_t>> datagrams;
+  std::vector<DescribedDatagram> views;
+  for (std::size_t i = 0; i < 400; ++i) {
+    datagrams.push_back(datagram(sender.gid(), gid_from_ipv4({127, 0, 1, 48}), 0xC123, 19220, Sent{4000, 2}, i));
+  }
+  for (auto& d : datagrams) views.push_back(described(d));
+  auto start = std::chrono::steady_clock::now();
+  std::size_t taken = sender.send(views);
+  ASSERT_LT(taken, views.size());  // it waits
+  while (taken < views.size() && std::chrono::steady_clock::now() - start < std::chrono::seconds(2)) {
+    ::usleep(1000);
+    taken += sender.send(std::span(views).subspan(taken));
+  }
+  auto waited = std::chrono::steady_clock::now() - start;
+  EXPECT_EQ(taken, views.size());  // then it gives up on that receiver
+  EXPECT_GE(waited, std::chrono::nanoseconds(LoopbackReceivers::kLongestWait));
+  std::uint64_t waits = sender.counters().loopback_waits;
+  EXPECT_GT(waits, 0u);
+  // Still full, and not waited for again.
+  EXPECT_EQ(sender.send(views), views.size());
+  EXPECT_EQ(sender.counters().loopback_waits, waits);
+  ::close(receiver);
+}
+
+}  // namespace
+}  // namespace uroce::port

@@ -5,7 +5,7 @@
  * average, minimum and maximum of those over the ranks. Also the bus
  * bandwidth nccl-tests defines: size * 2 (ranks - 1) / ranks / time.
  *
- *   mpirun -np 4 mpi_allreduce [max-bytes]      (default 64 MiB)
+ *   mpirun -np 4 mpi_allreduce [max-bytes [min-bytes]]   (default 64 MiB, 8 B)
  */
 #include <mpi.h>
 #include <stdio.h>
@@ -22,9 +22,10 @@ int main(int argc, char** argv) {
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &ranks);
   long max_bytes = argc > 1 ? atol(argv[1]) : 64L << 20;
+  long min_bytes = argc > 2 ? atol(argv[2]) : 8;
   float* send = malloc((size_t)max_bytes);
   float* receive = malloc((size_t)max_bytes);
-  if (send == NULL || receive == NULL || max_bytes < 8) {
+  if (send == NULL || receive == NULL || max_bytes < 8 || min_bytes < 8) {
     fprintf(stderr, "mpi_allreduce: cannot allocate %ld bytes\n", max_bytes);
     MPI_Abort(MPI_COMM_WORLD, 1);
   }
@@ -32,7 +33,7 @@ int main(int argc, char** argv) {
   if (rank == 0) {
     printf("# %d ranks\n# %-10s %12s %12s %12s %14s\n", ranks, "bytes", "avg us", "min us", "max us", "busbw MB/s");
   }
-  for (long bytes = 8; bytes <= max_bytes; bytes *= 2) {
+  for (long bytes = min_bytes; bytes <= max_bytes; bytes *= 2) {
     int count = (int)(bytes / (long)sizeof(float));
     int iterations = iterations_for(bytes), warmup = iterations < 10 ? 1 : 10;
     for (int i = 0; i < warmup; ++i) MPI_Allreduce(send, receive, count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);

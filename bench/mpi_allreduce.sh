@@ -17,7 +17,8 @@ MAX=${1:-$((64 << 20))}
 OUT=$(mktemp -d)
 trap 'rm -rf "$OUT"' EXIT
 [[ -x $PROGRAM ]] || { ./scripts/install-deps.sh && ./scripts/build.sh release --quiet; }
-MPIRUN=(mpirun --allow-run-as-root --oversubscribe -np 4)
+RANKS=${RANKS:-4}
+MPIRUN=(mpirun --allow-run-as-root --oversubscribe -np "$RANKS")
 UCX_ON_UROCE=(--mca pml ucx --mca btl ^vader,tcp,openib,uct -x UCX_TLS=rc_verbs,ud_verbs -x UCX_NET_DEVICES=uroce0:1)
 
 "${MPIRUN[@]}" --mca pml ob1 --mca btl tcp,self "$PROGRAM" "$MAX" >"$OUT/tcp"

@@ -3,7 +3,6 @@
 #include "runtime/transmit_batch.h"
 
 #include <algorithm>
-#include <cstring>
 
 namespace uroce::runtime {
 namespace {
@@ -14,11 +13,10 @@ bool is_bare_ack(const DescribedDatagram& datagram) { return datagram.transmit.k
 }  // namespace
 
 TransmitBatch::TransmitBatch(TimeNs ack_hold_ns)
-    : slots_(kBatch * kMaxDatagramLength),
-      keep_scratch_(kBatch * kMaxDatagramLength),
-      ack_hold_(ack_hold_ns),
-      longest_ack_hold_(10 * ack_hold_ns) {
+    : slots_(kBatch * kMaxDatagramLength), ack_hold_(ack_hold_ns), longest_ack_hold_(10 * ack_hold_ns) {
   queue_.reserve(kBatch);
+  free_slots_.reserve(kBatch);
+  for (std::size_t slot = kBatch; slot > 0; --slot) free_slots_.push_back(slot - 1);
 }
 
 void TransmitBatch::send_what_is_built(port::Port& port) {
@@ -34,15 +32,14 @@ void TransmitBatch::transmit(Engine& engine, port::Port& port, TimeNs now, AckRe
   back_pressured_ = false;
   while (true) {
     bool engine_drained = false;
-    while (queue_.size() < kBatch) {
-      // Slots are used in order; kept datagrams were moved to the front.
-      std::span<std::uint8_t> slot(slots_.data() + queue_.size() * kMaxDatagramLength,
-                                   kMaxDatagramLength);
+    while (!free_slots_.empty()) {
+      std::span<std::uint8_t> slot(slots_.data() + free_slots_.back() * kMaxDatagramLength, kMaxDatagramLength);
       Transmit built = engine.poll_transmit(slot, now);
       if (!built) {
         engine_drained = true;
         break;
       }
+      free_slots_.pop_back();
       queue_.push_back(DescribedDatagram{slot.first(built.length), built});
     }
     if (queue_.empty()) return;
@@ -81,7 +78,7 @@ void TransmitBatch::transmit(Engine& engine, port::Port& port, TimeNs now, AckRe
       back_pressured_ = taken < sendable;
       return;
     }
-    queue_.clear();
+    keep_unsent(taken);
     acks_held_since_ = kNever;
     if (engine_drained) return;
   }
@@ -102,22 +99,19 @@ void TransmitBatch::note_reply_posted(TimeNs now) {
   acks_expired_at_ = kNever;
 }
 
-// Moves the datagrams the port did not take to the first slots, in order
-// (through scratch space: after the ACK partition their slots are in any order).
+// Frees the slots of the datagrams the port took; the rest stay queued, in
+// order, in the slots they were built in. Only their descriptions move: a
+// sender against a full receiver keeps up to a whole batch unsent, poll
+// after poll, and copying it each time cost more than all its sending (a
+// profile of Open MPI over UCX with four ranks on two cores found 42% of
+// the CPU time in that copy).
 void TransmitBatch::keep_unsent(std::size_t taken) {
-  std::size_t kept = queue_.size() - taken;
-  for (std::size_t i = 0; i < kept; ++i) {
-    ByteSpan datagram = queue_[taken + i].bytes;
-    std::memcpy(keep_scratch_.data() + i * kMaxDatagramLength, datagram.data(), datagram.size());
-  }
-  for (std::size_t i = 0; i < kept; ++i) {
-    const DescribedDatagram& unsent = queue_[taken + i];
-    std::size_t length = unsent.bytes.size();
-    std::uint8_t* slot = slots_.data() + i * kMaxDatagramLength;
-    std::memcpy(slot, keep_scratch_.data() + i * kMaxDatagramLength, length);
-    queue_[i] = DescribedDatagram{MutableByteSpan(slot, length), unsent.transmit};
-  }
-  queue_.resize(kept);
+  for (std::size_t i = 0; i < taken; ++i) free_slots_.push_back(slot_of(queue_[i]));
+  queue_.erase(queue_.begin(), queue_.begin() + static_cast<std::ptrdiff_t>(taken));
+}
+
+std::size_t TransmitBatch::slot_of(const DescribedDatagram& datagram) const {
+  return static_cast<std::size_t>(datagram.bytes.data() - slots_.data()) / kMaxDatagramLength;
 }
 
 }  // namespace uroce::runtime

@@ -1,6 +1,8 @@
 // TransmitBatch: what the engine built, on its way to the port, a batch at
 // a time (one system call for many datagrams): the slots it is built
-// into, what the port refused (back-pressure) kept in order for next time,
+// into, what the port refused (back-pressure) kept in order for next time
+// where it was built (a sender that polls against a full receiver must
+// not copy its batch again on every poll),
 // and the ACK-hold policy, under which bare ACKs may wait briefly for a
 // reply to carry them out. One of the device's jobs (runtime/device_parts.h
 // lists them); it runs under the device's lock.
@@ -55,12 +57,13 @@ class TransmitBatch {
  private:
   void keep_unsent(std::size_t taken);
   void note_expired_hold(TimeNs now);
+  std::size_t slot_of(const DescribedDatagram& datagram) const;
 
   static constexpr std::size_t kBatch = 64;
   static constexpr TimeNs kShortestAckHold = 2'000;
   std::vector<std::uint8_t> slots_;
-  std::vector<DescribedDatagram> queue_;  // views of slots_, described
-  std::vector<std::uint8_t> keep_scratch_;
+  std::vector<DescribedDatagram> queue_;  // views of slots_, described, in sending order
+  std::vector<std::size_t> free_slots_;   // slots no datagram in queue_ uses
   bool back_pressured_ = false;
   bool sent_requests_ = false;       // a transmit sent datagrams other than bare ACKs
   TimeNs acks_held_since_ = kNever;  // bare ACKs wait at the queue's end

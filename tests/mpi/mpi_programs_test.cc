@@ -5,9 +5,12 @@
 // element to 2 MiB. The pml is UCX with only uroce's transports allowed and
 // Open MPI's own shared-memory and TCP paths off; each rank's uroce counters
 // show its traffic went through its device, over the wire with --wire, and
-// in one packet per long message with --shared-mr.
+// in one packet per long message with --shared-mr. And a rank that stops or
+// dies mid-collective (rank_stops.c) ends the job with an error, not a hang:
+// the oracles are UCX's own report of the failed sends and mpirun's exit.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <regex>
 #include <string>
 
@@ -75,6 +78,54 @@ INSTANTIATE_TEST_SUITE_P(Transports, MpiCollectives,
                                            // UCX's memory hooks replace mremap: the regions must move anyway.
                                            MpiCase{"RcSharedRegions", "rc_verbs,ud_verbs", false, "127.0.10.40", true}),
                          [](const ::testing::TestParamInfo<MpiCase>& param_info) { return param_info.param.name; });
+
+struct PeerFailureCase {
+  std::string name;
+  std::string how;  // rank_stops's argument: stop (SIGSTOP) or die (SIGKILL)
+  bool wire;
+  std::string first_address;
+  std::string expected;  // what the survivors or mpirun report
+};
+
+void PrintTo(const PeerFailureCase& test, std::ostream* out) { *out << test.name; }
+
+class MpiPeerFailure : public ::testing::TestWithParam<PeerFailureCase> {};
+
+// A frozen rank owes ACKs for what its peer sent it: the peer's RC sends run
+// out their retries (UCX's timeout, about a second, seven times) and end in
+// IBV_WC_RETRY_EXC_ERR, which UCX reports and turns into the job's abort,
+// as on a NIC. A killed rank is seen by mpirun, which ends the job; the
+// survivor must not hold it up.
+TEST_P(MpiPeerFailure, EndsTheJobWithAnErrorNotAHang) {
+  const std::string program = UROCE_MPI_RANK_STOPS;
+  if (program.empty() || !installed("mpirun")) GTEST_SKIP() << "Open MPI (openmpi-bin, libopenmpi-dev) is not installed";
+  const PeerFailureCase& test = GetParam();
+  std::string command = testing::sanitizer_environment() +
+                        "timeout -k 10 150 mpirun --allow-run-as-root -np 2 --mca pml ucx "
+                        "--mca btl ^vader,tcp,openib,uct -x UCX_TLS=rc_verbs,ud_verbs -x UCX_NET_DEVICES=uroce0:1 " +
+                        testing::uroce_binary() + " run" + (test.wire ? " --wire" : "") + " --address-per-rank " +
+                        test.first_address + " -- " + program + " " + test.how + " " + test.first_address + " 2>&1";
+  auto start = std::chrono::steady_clock::now();
+  RunResult run = run_shell(command);
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_NE(run.exit_code, 0) << run.output;
+  EXPECT_NE(run.exit_code, 124) << "still running after 150 s:\n" << run.output;
+  EXPECT_LT(seconds, 120.0) << run.output;
+  EXPECT_NE(run.output.find("rank_stops: rank 1 " + std::string(test.how == "die" ? "dies" : "stops")), std::string::npos)
+      << run.output;
+  EXPECT_NE(run.output.find(test.expected), std::string::npos) << run.output;
+  // No rank is left behind, frozen or not.
+  RunResult left = run_shell("sleep 1; pgrep -f '^" + program + " " + test.how + " " + test.first_address + "$' || true");
+  EXPECT_EQ(left.output, "") << left.output;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Ways, MpiPeerFailure,
+    ::testing::Values(
+        PeerFailureCase{"StopsSharedMemory", "stop", false, "127.0.10.50", "transport retry counter exceeded"},
+        PeerFailureCase{"StopsWire", "stop", true, "127.0.10.60", "transport retry counter exceeded"},
+        PeerFailureCase{"DiesSharedMemory", "die", false, "127.0.10.70", "exited on signal 9"}),
+    [](const ::testing::TestParamInfo<PeerFailureCase>& param_info) { return param_info.param.name; });
 
 }  // namespace
 }  // namespace uroce

@@ -4,10 +4,15 @@
 # (ucp_put_bw and tag_bw with 64 KiB messages, ucp_put_lat and tag_lat with
 # 8 B) with UCX_TLS=tcp, then rc_verbs over uroce on the wire (UDP over
 # loopback) and through the intra-host path; fi_pingpong (64 KiB and 8 B)
-# with the tcp provider, then verbs;ofi_rxm over uroce. Prints markdown
-# tables. Needs ucx-utils and libfabric-bin (scripts/install-deps.sh).
+# with the tcp provider, then verbs;ofi_rxm over uroce. Then UCX's
+# bandwidth tests by size (tag_bw, ucp_put_bw and ucp_get from 4 KiB to
+# 16 MiB; the median of REPEATS alternating runs, default 3). Prints
+# markdown tables. Needs ucx-utils and libfabric-bin
+# (scripts/install-deps.sh). libfabric's fi_rma_bw is in fabtests, which
+# Debian 12 does not package, so fi_pingpong is libfabric's only measure.
 #
-#   bench/stacks_compare.sh     # about a minute on two cores
+#   bench/stacks_compare.sh     # about five minutes on two cores
+#   SIZES_ONLY=1 REPEATS=5 bench/stacks_compare.sh   # only the table by size
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -69,6 +74,46 @@ name_of() {
   esac
 }
 
+REPEATS=${REPEATS:-3}
+
+# median VALUES...: the middle value (the mean of the two middle ones).
+median() {
+  printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { print (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2) }'
+}
+
+# iterations_for BYTES: about 1 GiB moved, at least 100 iterations.
+iterations_for() {
+  local n=$(((1 << 30) / $1))
+  echo $((n < 100 ? 100 : n > 20000 ? 20000 : n))
+}
+
+sizes_table() {
+  echo "### UCX bandwidth by size (ucx_perftest, MB/s, median of $REPEATS runs; in parentheses uroce over TCP)"
+  echo
+  echo "| test | size | UCX over TCP | uroce, wire | uroce, intra-host |"
+  echo "|---|---:|---:|---:|---:|"
+  for test in tag_bw ucp_put_bw ucp_get; do
+    for size in 4096 65536 1048576 16777216; do
+      declare -A runs=([tcp]="" [wire]="" [local]="")
+      for _ in $(seq "$REPEATS"); do
+        for stack in tcp wire local; do
+          runs[$stack]+=" $(ucx "$stack" -t "$test" -s "$size" -n "$(iterations_for "$size")" | awk '{ print $6 }')"
+        done
+      done
+      tcp=$(median ${runs[tcp]})
+      wire=$(median ${runs[wire]})
+      local_path=$(median ${runs[local]})
+      awk -v t="$test" -v s="$size" -v a="$tcp" -v b="$wire" -v c="$local_path" \
+        'BEGIN { printf "| %s | %s | %.1f | %.1f (%.2fx) | %.1f (%.2fx) |\n", t, s, a, b, b / a, c, c / a }'
+    done
+  done
+}
+
+if [[ -n ${SIZES_ONLY:-} ]]; then
+  sizes_table
+  exit 0
+fi
+
 echo "### UCX (ucx_perftest): 64 KiB bandwidth (MB/s), 8 B half round trip (us, median / average)"
 echo
 echo "| over | ucp_put_bw | tag_bw | ucp_put_lat | tag_lat |"
@@ -93,3 +138,5 @@ for stack in tcp wire local; do
   [[ $stack != tcp ]] && label="$label, verbs;ofi_rxm"
   echo "| $label | $big | $small |"
 done
+echo
+sizes_table

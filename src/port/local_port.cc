@@ -74,7 +74,7 @@ LocalPort::Peer* LocalPort::local_peer(const DescribedDatagram& datagram, LazyNo
   Gid gid;
   std::memcpy(gid.data(), key.data(), gid.size());
   auto udp_port = static_cast<std::uint16_t>(key[16] << 8 | key[17]);
-  std::optional<LocalOutbox> attached = LocalOutbox::attach(local_segment_path(gid, udp_port), token_);
+  std::optional<LocalOutbox> attached = LocalOutbox::attach(local_segment_path(gid, udp_port, inbox_.network_namespace()), token_);
   if (attached) peer.outbox.emplace(std::move(*attached));
   if (!peer.outbox) {
     peer.look_again_at = now + kRetryLookupNs;

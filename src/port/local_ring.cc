@@ -158,11 +158,10 @@ void remove_dead_segments() {
 
 }  // namespace
 
-std::string local_segment_path(const Gid& gid, std::uint16_t udp_port) {
+std::string local_segment_path(const Gid& gid, std::uint16_t udp_port, std::uint64_t netns) {
   // Devices in different network namespaces may share an address and never
   // reach each other directly: the namespace is part of the name.
-  struct stat netns {};
-  unsigned long long namespace_id = ::stat("/proc/self/ns/net", &netns) == 0 ? netns.st_ino : 0;
+  auto namespace_id = static_cast<unsigned long long>(netns);
   char gid_hex[33];
   for (std::size_t i = 0; i < gid.size(); ++i) std::snprintf(gid_hex + 2 * i, 3, "%02x", gid[i]);
   char path[128];
@@ -195,7 +194,8 @@ std::uint8_t* SegmentMapping::slot(std::uint32_t lane, std::uint64_t index) cons
 
 Expected<LocalInbox, std::string> LocalInbox::create(const Gid& gid, std::uint16_t udp_port) {
   LocalInbox inbox;
-  inbox.path_ = local_segment_path(gid, udp_port);
+  inbox.network_namespace_ = this_thread_network_namespace();
+  inbox.path_ = local_segment_path(gid, udp_port, inbox.network_namespace_);
   auto failed = [&](const char* what) {
     return unexpected(std::string(what) + " " + inbox.path_ + ": " + std::strerror(errno));
   };
@@ -246,6 +246,7 @@ Expected<LocalInbox, std::string> LocalInbox::create(const Gid& gid, std::uint16
 
 LocalInbox::LocalInbox(LocalInbox&& other) noexcept
     : path_(std::move(other.path_)),
+      network_namespace_(other.network_namespace_),
       mapping_(std::move(other.mapping_)),
       wake_fd_(std::exchange(other.wake_fd_, -1)),
       next_lane_(other.next_lane_),

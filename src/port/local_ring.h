@@ -23,6 +23,7 @@
 
 #include "common/bytes.h"
 #include "uroce/expected.h"
+#include "port/network_namespace.h"
 #include "port/port.h"
 #include "uroce/vocabulary.h"
 
@@ -31,9 +32,9 @@ namespace uroce::port {
 inline constexpr std::uint32_t kLocalLanes = 64;         // local senders one receiver takes; more go by UDP
 inline constexpr std::uint32_t kLocalSlotsPerLane = 64;  // datagrams in flight from one sender
 
-// Where the segment of the device on gid:udp_port in this process's network
-// namespace lives ("/dev/shm/uroce.<netns>.<gid>.<port>"); its wake socket adds ".wake".
-std::string local_segment_path(const Gid& gid, std::uint16_t udp_port);
+// Where the segment of the device on gid:udp_port in network namespace
+// `netns` lives ("/dev/shm/uroce.<netns>.<gid>.<port>"); its wake socket adds ".wake".
+std::string local_segment_path(const Gid& gid, std::uint16_t udp_port, std::uint64_t netns);
 
 struct LocalSegment;  // the layout, in local_ring.cc
 
@@ -77,11 +78,15 @@ class LocalInbox {
   void announce_awake();
   // The whole segment as this process maps it: what take()'s spans must lie in.
   ByteSpan segment_bytes() const;
+  // The namespace of the thread that created the inbox, where the device's
+  // socket is too: its local peers are the devices published there.
+  std::uint64_t network_namespace() const { return network_namespace_; }
 
  private:
   LocalInbox() = default;
 
   std::string path_;
+  std::uint64_t network_namespace_ = 0;
   SegmentMapping mapping_;
   int wake_fd_ = -1;
   std::uint32_t next_lane_ = 0;  // where the next take starts: lanes take turns

@@ -30,6 +30,12 @@ LoopbackReceivers::Key LoopbackReceivers::key_of(const std::uint8_t* address, bo
   return key;
 }
 
+void LoopbackReceivers::open_query_socket(const NetworkNamespace& netns) {
+  if (netlink_fd_ >= 0 || unavailable_) return;
+  netlink_fd_ = netns.open_socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
+  unavailable_ = netlink_fd_ < 0;
+}
+
 std::optional<LoopbackReceivers::Queue> LoopbackReceivers::queue_of(const std::uint8_t* address, bool ipv4,
                                                                       std::uint16_t port) {
   if (unavailable_) return std::nullopt;

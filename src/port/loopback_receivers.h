@@ -21,6 +21,7 @@
 #include <map>
 #include <optional>
 
+#include "port/network_namespace.h"
 #include "uroce/vocabulary.h"
 
 namespace uroce::port {
@@ -38,6 +39,10 @@ class LoopbackReceivers {
   // What was sent there.
   void sent(const std::uint8_t* address, bool ipv4, std::uint16_t port, std::size_t bytes);
   std::uint64_t waits() const { return waits_; }
+  // Opens the kernel query socket (sock_diag) in netns, where the port's
+  // sockets are: queries see only their own namespace's sockets. Without
+  // it, the first query opens one where the calling thread is.
+  void open_query_socket(const NetworkNamespace& netns);
 
   // The receive queue of the socket bound to address:port, and its size
   // (SO_RCVBUF as the kernel keeps it), in bytes; none where there is no

@@ -26,9 +26,9 @@ namespace {
 std::string errno_text(const char* what) { return std::string(what) + ": " + std::strerror(errno); }
 
 // A non-blocking UDP socket bound to ip:port with DF (IPv4) and TOS reporting.
-Expected<int, std::string> bound_socket(bool ipv4, const std::uint8_t* ip, std::uint16_t port, int receive_buffer,
-                                        bool gro) {
-  int fd = ::socket(ipv4 ? AF_INET : AF_INET6, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+Expected<int, std::string> bound_socket(const NetworkNamespace& netns, bool ipv4, const std::uint8_t* ip,
+                                        std::uint16_t port, int receive_buffer, bool gro) {
+  int fd = netns.open_socket(ipv4 ? AF_INET : AF_INET6, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (fd < 0) return unexpected(errno_text("socket"));
   int one = 1;
   bool ok = true;
@@ -87,6 +87,7 @@ SocketAddress make_address(bool ipv4, const std::uint8_t* ip, std::uint16_t port
 
 Expected<UdpPort, std::string> UdpPort::open(const std::string& address, const UdpPortOptions& options) {
   UdpPort port;
+  port.netns_ = NetworkNamespace::of_this_thread();
   port.options_ = options;
   std::uint8_t ip[16];
   if (::inet_pton(AF_INET, address.c_str(), ip) == 1) {
@@ -98,9 +99,10 @@ Expected<UdpPort, std::string> UdpPort::open(const std::string& address, const U
   } else {
     return unexpected("not an IPv4 or IPv6 address: '" + address + "'");
   }
-  auto fd = bound_socket(port.ipv4_, ip, options.port, options.receive_buffer_bytes, options.gro);
+  auto fd = bound_socket(port.netns_, port.ipv4_, ip, options.port, options.receive_buffer_bytes, options.gro);
   if (!fd) return unexpected("cannot bind " + address + " port " + std::to_string(options.port) + ": " + fd.error());
   port.receive_fd_ = *fd;
+  port.io_->loopback_receivers.open_query_socket(port.netns_);
   port.receive_buffer_ = {granted_receive_buffer(*fd), static_cast<std::size_t>(options.receive_buffer_bytes)};
   port.epoll_fd_ = ::epoll_create1(EPOLL_CLOEXEC);
   epoll_event event{};
@@ -120,6 +122,7 @@ UdpPort& UdpPort::operator=(UdpPort&& other) noexcept {
   if (this != &other) {
     close_all();
     gid_ = other.gid_;
+    netns_ = std::move(other.netns_);
     ipv4_ = other.ipv4_;
     options_ = other.options_;
     receive_fd_ = other.receive_fd_;
@@ -156,7 +159,7 @@ int UdpPort::socket_for_source_port(std::uint16_t port) {
   auto it = send_fds_.find(port);
   if (it != send_fds_.end()) return it->second;
   const std::uint8_t* ip = ipv4_ ? gid_.data() + 12 : gid_.data();
-  auto fd = bound_socket(ipv4_, ip, port, 0, false);
+  auto fd = bound_socket(netns_, ipv4_, ip, port, 0, false);
   if (!fd) return -1;
   int tos = kSendSocketTos;
   if (::setsockopt(*fd, ipv4_ ? IPPROTO_IP : IPPROTO_IPV6, ipv4_ ? IP_TOS : IPV6_TCLASS, &tos, sizeof tos) != 0) {

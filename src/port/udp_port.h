@@ -19,6 +19,7 @@
 
 #include "common/bytes.h"
 #include "uroce/expected.h"
+#include "port/network_namespace.h"
 #include "port/port.h"
 #include "uroce/udp_port_policies.h"
 #include "uroce/vocabulary.h"
@@ -74,6 +75,7 @@ class UdpPort : public Port {
   void close_all();
 
   Gid gid_{};
+  NetworkNamespace netns_;  // where the port was opened: its later sockets go there too
   bool ipv4_ = true;
   UdpPortOptions options_;
   int receive_fd_ = -1;

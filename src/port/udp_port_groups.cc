@@ -26,7 +26,7 @@ std::errc UdpPort::join_group(const Gid& group) {
   if (group_fds_.contains(group)) return std::errc{};
   int interface = ipv4_ ? 0 : multicast_interface();
   if (!ipv4_ && interface == 0) return std::errc::operation_not_supported;  // which link is unknown
-  int fd = ::socket(ipv4_ ? AF_INET : AF_INET6, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  int fd = netns_.open_socket(ipv4_ ? AF_INET : AF_INET6, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (fd < 0) return std::errc::no_buffer_space;
   int one = 1, zero = 0;
   bool ok = ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) == 0;

@@ -44,7 +44,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (!inbox) return 0;  // no /dev/shm here: nothing to fuzz
   // A legitimate sender first, so that some lanes are claimed and hold datagrams.
   std::optional<port::LocalOutbox> sender =
-      port::LocalOutbox::attach(port::local_segment_path(scribbler.gid, 4791), (std::uint64_t{1} << 32) | 1);
+      port::LocalOutbox::attach(port::local_segment_path(scribbler.gid, 4791, port::this_thread_network_namespace()), (std::uint64_t{1} << 32) | 1);
   std::array<std::uint8_t, 80> datagram{};
   for (int i = 0; sender && i < 3; ++i) sender->put(datagram);
   // Our own writable view of the segment, as the hostile process has.

@@ -62,7 +62,7 @@ pid_t dead_pid() {
 
 struct Lanes {
   explicit Lanes(std::uint8_t host)
-      : gid(gid_from_ipv4({127, 0, 12, host})), path(port::local_segment_path(gid, 4791)) {}
+      : gid(gid_from_ipv4({127, 0, 12, host})), path(port::local_segment_path(gid, 4791, port::this_thread_network_namespace())) {}
   Gid gid;
   std::string path;
 };

@@ -7,8 +7,9 @@
 // probes (the library's default interval, 1 ms) no stall may reach 10 ms;
 // UROCE_LOSS_PROBE_US=0 shows the same run without them. Prints one line.
 // The same between two hosts: the devices in two network namespaces joined
-// by a veth pair (jumbo frames, as RoCE fabrics run), the sender's side
-// dropping 1% of its RoCE datagrams, where no loopback shortcut exists; there
+// by a veth pair (jumbo frames, as RoCE fabrics run), the receiver's side
+// dropping 1% of the RoCE datagrams that arrive, where no loopback shortcut
+// exists; there
 // the better of two runs must meet the bound (see the test).
 #include <gtest/gtest.h>
 
@@ -153,10 +154,12 @@ TEST(ForcedDrops, NoLossStallsAWriteStreamBetweenTwoHosts) {
   VethPair hosts("10.94.0");
   ASSERT_EQ(hosts.error(), "");
   hosts.set_mtu(9000);
-  std::string nft = "ip netns exec " + hosts.client().ns + " nft ";
+  // Dropped as they arrive, as a lossy link drops them: a drop on the
+  // sender's output would fail its send, which the port may simply retry.
+  std::string nft = "ip netns exec " + hosts.server().ns + " nft ";
   RunResult rule = run_shell(nft + "'add table inet uroce_loss' && " + nft +
-                             "'add chain inet uroce_loss output { type filter hook output priority 0; policy accept; }' && " +
-                             nft + "'add rule inet uroce_loss output udp dport 4791 numgen random mod 100 < 1 drop'");
+                             "'add chain inet uroce_loss input { type filter hook input priority 0; policy accept; }' && " +
+                             nft + "'add rule inet uroce_loss input udp dport 4791 numgen random mod 100 < 1 drop'");
   ASSERT_EQ(rule.exit_code, 0) << rule.output;
   std::unique_ptr<Device> a = in_namespace(hosts.client().ns, [&] { return open_device(hosts.client().address.c_str()); });
   std::unique_ptr<Device> b = in_namespace(hosts.server().ns, [&] { return open_device(hosts.server().address.c_str()); });

@@ -19,6 +19,8 @@
 #include <cstring>
 #include <new>
 
+#include "port/inboxes_at_exit.h"
+
 namespace uroce::port {
 
 // Each index has a cache line of its own: the sender writes head, the
@@ -241,6 +243,7 @@ Expected<LocalInbox, std::string> LocalInbox::create(const Gid& gid, std::uint16
     return failed("cannot create the wake socket beside");
   }
   segment->magic.store(kMagic, std::memory_order_release);
+  remember_open_inbox(inbox.path_, &segment->closed);
   return inbox;
 }
 
@@ -260,6 +263,7 @@ LocalInbox::LocalInbox(LocalInbox&& other) noexcept
 
 LocalInbox::~LocalInbox() {
   if (path_.empty()) return;
+  forget_open_inbox(path_);
   mapping_.segment().closed.store(1, std::memory_order_release);
   ::unlink(path_.c_str());
   ::unlink(wake_path(path_).c_str());

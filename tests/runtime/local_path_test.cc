@@ -1,6 +1,7 @@
 // The intra-host path: the shared-memory lanes on their own (order, a full
 // lane, several senders, taking over a dead sender's lane, ringing a
-// sleeping receiver, a closed or dead receiver, a broken sender's slot), and
+// sleeping receiver, a closed or dead receiver, one that exits without
+// closing, a broken sender's slot), and
 // devices on it (verified mixed traffic, a receiver that stops taking, a
 // peer that does not take the path). The verbs operations on both paths are
 // in udp_device_test.cc (DevicePaths). Addresses are in 127.0.12.0/24.
@@ -19,6 +20,7 @@
 
 #include <cctype>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <vector>
@@ -304,6 +306,55 @@ TEST(LocalRing, ASenderOfAReceiverThatExitedSeesItClosedWhenTheAddressIsTakenAga
   auto again = LocalOutbox::attach(lanes.path, token_of(::getpid(), 2));
   ASSERT_TRUE(again);
   EXPECT_EQ(again->put(datagram(4)), LocalOutbox::Put::taken);
+}
+
+// A program that exits without closing its device (libfabric's
+// fi_pingpong does) runs its exit handlers: its segment is marked closed,
+// for the senders attached to it, and removed with its wake socket.
+TEST(LocalRing, AReceiverThatExitsWithoutClosingRemovesItsSegment) {
+  Lanes lanes(13);
+  int ready[2];
+  int done[2];
+  ASSERT_EQ(::pipe(ready), 0);
+  ASSERT_EQ(::pipe(done), 0);
+  pid_t child = ::fork();
+  if (child == 0) {
+    auto inbox = LocalInbox::create(lanes.gid, 4791);
+    char byte = inbox ? 1 : 0;
+    if (inbox) new LocalInbox(std::move(*inbox));  // never closed, as by a program that just exits
+    [[maybe_unused]] ssize_t written = ::write(ready[1], &byte, 1);
+    [[maybe_unused]] ssize_t read = ::read(done[0], &byte, 1);
+    std::exit(0);
+  }
+  char byte = 0;
+  ASSERT_EQ(::read(ready[0], &byte, 1), 1);
+  ASSERT_EQ(byte, 1);
+  auto outbox = LocalOutbox::attach(lanes.path, token_of(::getpid(), 1));
+  ASSERT_TRUE(outbox);
+  EXPECT_EQ(outbox->put(datagram(1)), LocalOutbox::Put::taken);
+  ASSERT_EQ(::write(done[1], &byte, 1), 1);
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  for (int fd : {ready[0], ready[1], done[0], done[1]}) ::close(fd);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  EXPECT_FALSE(exists(lanes.path));
+  EXPECT_FALSE(exists(lanes.path + ".wake"));
+  EXPECT_EQ(outbox->put(datagram(2)), LocalOutbox::Put::closed);
+}
+
+// A forked child inherits the list of open segments, not the segments: its
+// exit leaves its parent's in place.
+TEST(LocalRing, AForkedChildsExitLeavesItsParentsSegment) {
+  Lanes lanes(14);
+  auto inbox = LocalInbox::create(lanes.gid, 4791);
+  ASSERT_TRUE(inbox) << inbox.error();
+  pid_t child = ::fork();
+  if (child == 0) std::exit(0);
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  EXPECT_TRUE(exists(lanes.path));
+  EXPECT_TRUE(exists(lanes.path + ".wake"));
 }
 
 // /dev/shm too small for a lane (a container's, full): the sender is refused

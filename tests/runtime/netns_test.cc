@@ -41,13 +41,10 @@ class TwoNamespaces : public ::testing::Test {
   }
 
   // Drops a random share of the UDP 4791 packets arriving in a namespace.
-  void drop_randomly(const std::string& ns, int percent) {
-    if (run_shell("command -v nft").exit_code != 0) GTEST_SKIP() << "nftables is not installed";
-    std::string rules = "table inet uroce_loss {\n chain input {\n  type filter hook input priority 0; policy accept;\n"
-                        "  udp dport 4791 numgen random mod 100 < " +
-                        std::to_string(percent) + " drop\n }\n}\n";
-    RunResult result = run_shell("printf '" + rules + "' | ip netns exec " + ns + " nft -f -");
-    ASSERT_EQ(result.exit_code, 0) << result.output;
+  void drop_randomly(const testing::VethPair::Side& side, int percent) {
+    std::string why = pair_->drop_arriving(side, percent);
+    if (why == "nftables is not installed") GTEST_SKIP() << why;
+    ASSERT_EQ(why, "");
   }
 
   // Runs `uroce perf` as server (10.79.0.1) and client (10.79.0.2), each
@@ -118,8 +115,8 @@ TEST_F(TwoNamespaces, RawPortAndUdpPortInteroperate) {
 }
 
 TEST_F(TwoNamespaces, RandomLossIsRecoveredWithEveryByteVerified) {
-  drop_randomly(pair_->server().ns, 5);
-  drop_randomly(pair_->client().ns, 5);
+  drop_randomly(pair_->server(), 5);
+  drop_randomly(pair_->client(), 5);
   for (const char* test : {"write_bw", "read_bw", "send_bw"}) {
     auto [server, client] = perf(test, "-s 65536 -n 100 --verify");
     EXPECT_EQ(client.exit_code, 0) << test << "\n" << client.output;
@@ -130,8 +127,8 @@ TEST_F(TwoNamespaces, RandomLossIsRecoveredWithEveryByteVerified) {
 
 // The same lossy path with selective repeat: only what was lost is sent again.
 TEST_F(TwoNamespaces, SelectiveRepeatResendsFarLessUnderTheSameLoss) {
-  drop_randomly(pair_->server().ns, 5);
-  drop_randomly(pair_->client().ns, 5);
+  drop_randomly(pair_->server(), 5);
+  drop_randomly(pair_->client(), 5);
   auto [gbn_server, go_back_n] = perf("write_bw", "-s 65536 -n 100 --verify");
   auto [sr_server, selective] = perf("write_bw", "-s 65536 -n 100 --verify --selective-repeat");
   ASSERT_EQ(go_back_n.exit_code, 0) << go_back_n.output;

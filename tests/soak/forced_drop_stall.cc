@@ -9,8 +9,7 @@
 // The same between two hosts: the devices in two network namespaces joined
 // by a veth pair (jumbo frames, as RoCE fabrics run), the receiver's side
 // dropping 1% of the RoCE datagrams that arrive, where no loopback shortcut
-// exists; there
-// the better of two runs must meet the bound (see the test).
+// exists; there the better of two runs must meet the bound (see the test).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -22,7 +21,6 @@
 #include <string>
 #include <vector>
 
-#include "tests/support/run_command.h"
 #include "tests/support/sanitized_build.h"
 #include "tests/support/test_network.h"
 #include "tests/support/veth_pair.h"
@@ -149,18 +147,15 @@ TEST(ForcedDrops, NoLossStallsAWriteStreamForTheLocalAckTimeout) {
 
 TEST(ForcedDrops, NoLossStallsAWriteStreamBetweenTwoHosts) {
   if (auto why = VethPair::unavailable()) GTEST_SKIP() << *why;
-  if (run_shell("command -v nft").exit_code != 0) GTEST_SKIP() << "nft is not installed";
   std::vector<std::uint8_t> source(kWriteBytes * kInFlight), target(kWriteBytes * kInFlight);
   VethPair hosts("10.94.0");
   ASSERT_EQ(hosts.error(), "");
   hosts.set_mtu(9000);
   // Dropped as they arrive, as a lossy link drops them: a drop on the
   // sender's output would fail its send, which the port may simply retry.
-  std::string nft = "ip netns exec " + hosts.server().ns + " nft ";
-  RunResult rule = run_shell(nft + "'add table inet uroce_loss' && " + nft +
-                             "'add chain inet uroce_loss input { type filter hook input priority 0; policy accept; }' && " +
-                             nft + "'add rule inet uroce_loss input udp dport 4791 numgen random mod 100 < 1 drop'");
-  ASSERT_EQ(rule.exit_code, 0) << rule.output;
+  std::string why = hosts.drop_arriving(hosts.server(), 1);
+  if (why == "nftables is not installed") GTEST_SKIP() << why;
+  ASSERT_EQ(why, "");
   std::unique_ptr<Device> a = in_namespace(hosts.client().ns, [&] { return open_device(hosts.client().address.c_str()); });
   std::unique_ptr<Device> b = in_namespace(hosts.server().ns, [&] { return open_device(hosts.server().address.c_str()); });
   // Between namespaces every datagram also waits for the kernel's softirq

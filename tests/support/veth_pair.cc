@@ -58,6 +58,15 @@ void VethPair::set_mtu(int mtu) const {
   }
 }
 
+std::string VethPair::drop_arriving(const Side& side, int percent) const {
+  if (run_shell("command -v nft").exit_code != 0) return "nftables is not installed";
+  std::string rules = "table inet uroce_loss {\n chain input {\n  type filter hook input priority 0; policy accept;\n"
+                      "  udp dport 4791 numgen random mod 100 < " +
+                      std::to_string(percent) + " drop\n }\n}\n";
+  RunResult result = run_shell("printf '" + rules + "' | ip netns exec " + side.ns + " nft -f -");
+  return result.exit_code == 0 ? "" : result.output;
+}
+
 bool enter_namespace(const std::string& ns) {
   int fd = ::open(("/var/run/netns/" + ns).c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return false;

@@ -32,6 +32,10 @@ class VethPair {
   const Side& server() const { return server_; }
   const Side& client() const { return client_; }
   void set_mtu(int mtu) const;
+  // Drops `percent`% of the UDP 4791 datagrams arriving in side's namespace,
+  // at random (nftables numgen, input hook), as a lossy link would. Returns
+  // why not ("" when done); "nftables is not installed" when nft is missing.
+  std::string drop_arriving(const Side& side, int percent) const;
 
  private:
   Side server_, client_;

@@ -272,33 +272,59 @@ TEST(LocalRing, ANewReceiverRemovesWhatDeadReceiversLeft) {
   EXPECT_TRUE(exists(fresh.path));
 }
 
+// A receiver at lanes' address in a child process, which holds it until
+// told to exit; how it exits is the test's: _exit (no exit handlers, as
+// after a kill) or exit (a program that ends without closing its device).
+class ReceiverInChild {
+ public:
+  enum class Exit { without_handlers, with_handlers };
+  ReceiverInChild(const Lanes& lanes, Exit how) {
+    if (::pipe(ready_) != 0 || ::pipe(done_) != 0) return;
+    child_ = ::fork();
+    if (child_ != 0) return;
+    auto inbox = LocalInbox::create(lanes.gid, 4791);
+    char byte = inbox ? 1 : 0;
+    if (inbox) new LocalInbox(std::move(*inbox));  // never closed
+    [[maybe_unused]] ssize_t written = ::write(ready_[1], &byte, 1);
+    [[maybe_unused]] ssize_t read = ::read(done_[0], &byte, 1);
+    if (how == Exit::with_handlers) std::exit(0);
+    ::_exit(0);
+  }
+  ~ReceiverInChild() {
+    for (int fd : {ready_[0], ready_[1], done_[0], done_[1]}) ::close(fd);
+  }
+  // Whether its inbox was made.
+  bool ready() {
+    char byte = 0;
+    return child_ > 0 && ::read(ready_[0], &byte, 1) == 1 && byte == 1;
+  }
+  // Tells it to exit, and returns its wait status.
+  int exit_and_wait() {
+    char byte = 0;
+    [[maybe_unused]] ssize_t written = ::write(done_[1], &byte, 1);
+    int status = -1;
+    ::waitpid(child_, &status, 0);
+    return status;
+  }
+
+ private:
+  int ready_[2] = {-1, -1};
+  int done_[2] = {-1, -1};
+  pid_t child_ = -1;
+};
+
 // A receiver that exits without closing (a forked server's child, as
 // qperf's) leaves its segment: a sender attached to it would fill it for
 // ever. The next receiver at that address retires it, and the sender, at
 // its next put, finds it closed and looks the address up again.
 TEST(LocalRing, ASenderOfAReceiverThatExitedSeesItClosedWhenTheAddressIsTakenAgain) {
   Lanes lanes(12);
-  int ready[2];
-  int done[2];
-  ASSERT_EQ(::pipe(ready), 0);
-  ASSERT_EQ(::pipe(done), 0);
-  pid_t child = ::fork();
-  if (child == 0) {
-    auto inbox = LocalInbox::create(lanes.gid, 4791);
-    char byte = inbox ? 1 : 0;
-    [[maybe_unused]] ssize_t written = ::write(ready[1], &byte, 1);
-    [[maybe_unused]] ssize_t read = ::read(done[0], &byte, 1);
-    ::_exit(0);  // no destructors: the segment stays, not marked closed
-  }
-  char byte = 0;
-  ASSERT_EQ(::read(ready[0], &byte, 1), 1);
-  ASSERT_EQ(byte, 1);
+  ReceiverInChild receiver(lanes, ReceiverInChild::Exit::without_handlers);  // the segment stays, not marked closed
+  ASSERT_TRUE(receiver.ready());
   auto outbox = LocalOutbox::attach(lanes.path, token_of(::getpid(), 1));
   ASSERT_TRUE(outbox);
   EXPECT_EQ(outbox->put(datagram(1)), LocalOutbox::Put::taken);
-  ASSERT_EQ(::write(done[1], &byte, 1), 1);
-  ::waitpid(child, nullptr, 0);
-  for (int fd : {ready[0], ready[1], done[0], done[1]}) ::close(fd);
+  receiver.exit_and_wait();
   EXPECT_EQ(outbox->put(datagram(2)), LocalOutbox::Put::taken);  // nobody has noticed yet
   auto heir = LocalInbox::create(lanes.gid, 4791);
   ASSERT_TRUE(heir) << heir.error();
@@ -313,29 +339,12 @@ TEST(LocalRing, ASenderOfAReceiverThatExitedSeesItClosedWhenTheAddressIsTakenAga
 // for the senders attached to it, and removed with its wake socket.
 TEST(LocalRing, AReceiverThatExitsWithoutClosingRemovesItsSegment) {
   Lanes lanes(13);
-  int ready[2];
-  int done[2];
-  ASSERT_EQ(::pipe(ready), 0);
-  ASSERT_EQ(::pipe(done), 0);
-  pid_t child = ::fork();
-  if (child == 0) {
-    auto inbox = LocalInbox::create(lanes.gid, 4791);
-    char byte = inbox ? 1 : 0;
-    if (inbox) new LocalInbox(std::move(*inbox));  // never closed, as by a program that just exits
-    [[maybe_unused]] ssize_t written = ::write(ready[1], &byte, 1);
-    [[maybe_unused]] ssize_t read = ::read(done[0], &byte, 1);
-    std::exit(0);
-  }
-  char byte = 0;
-  ASSERT_EQ(::read(ready[0], &byte, 1), 1);
-  ASSERT_EQ(byte, 1);
+  ReceiverInChild receiver(lanes, ReceiverInChild::Exit::with_handlers);
+  ASSERT_TRUE(receiver.ready());
   auto outbox = LocalOutbox::attach(lanes.path, token_of(::getpid(), 1));
   ASSERT_TRUE(outbox);
   EXPECT_EQ(outbox->put(datagram(1)), LocalOutbox::Put::taken);
-  ASSERT_EQ(::write(done[1], &byte, 1), 1);
-  int status = 0;
-  ::waitpid(child, &status, 0);
-  for (int fd : {ready[0], ready[1], done[0], done[1]}) ::close(fd);
+  int status = receiver.exit_and_wait();
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
   EXPECT_FALSE(exists(lanes.path));
   EXPECT_FALSE(exists(lanes.path + ".wake"));

@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <cstring>
+#include <optional>
 #include <vector>
 
 #include <arpa/inet.h>
@@ -281,39 +282,68 @@ TEST(UdpPort, ReportsTheReceiveBufferItWasGrantedAndWhenItWasCapped) {
 namespace uroce::port {
 namespace {
 
+// A UDP socket on 127.0.1.host:port that never reads (a stopped receiver),
+// with a 256 KiB receive buffer, and the kernel's view of its queue.
+class StalledReceiver {
+ public:
+  StalledReceiver(std::uint8_t host, std::uint16_t port) : host_(host), port_(port) {
+    fd_ = ::socket(AF_INET, SOCK_DGRAM, 0);
+    int buffer = 256 << 10;
+    ::setsockopt(fd_, SOL_SOCKET, SO_RCVBUF, &buffer, sizeof buffer);
+    address_.sin_family = AF_INET;
+    address_.sin_port = htons(port);
+    address_.sin_addr.s_addr = htonl(0x7F000100u | host);
+    bound_ = fd_ >= 0 && ::bind(fd_, reinterpret_cast<sockaddr*>(&address_), sizeof address_) == 0;
+  }
+  ~StalledReceiver() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  bool bound() const { return bound_; }
+  int fd() const { return fd_; }
+  // None where the kernel does not answer sock_diag for UDP sockets.
+  std::optional<LoopbackReceivers::Queue> queue() {
+    return probe_.queue_of(reinterpret_cast<const std::uint8_t*>(&address_.sin_addr), true, port_);
+  }
+  // 400 datagrams of 4000 bytes from sender to this socket, and their views.
+  void burst_from(const UdpPort& sender) {
+    for (std::size_t i = 0; i < 400; ++i) {
+      datagrams_.push_back(datagram(sender.gid(), gid_from_ipv4({127, 0, 1, host_}), 0xC123, port_, Sent{4000, 2}, i));
+    }
+    for (auto& d : datagrams_) views.push_back(described(d));
+  }
+  std::vector<DescribedDatagram> views;
+
+ private:
+  std::uint8_t host_;
+  std::uint16_t port_;
+  int fd_ = -1;
+  bool bound_ = false;
+  sockaddr_in address_{};
+  LoopbackReceivers probe_;
+  std::vector<std::vector<std::uint8_t>> datagrams_;
+};
+
 // A receiver on loopback that does not drain its socket: the port sends
 // until its queue is half full, then holds the rest (back-pressure: send()
 // takes fewer than offered) instead of letting the kernel drop them, as a
 // paused port on a fabric would; once the receiver drains, the rest goes.
 // The kernel's own view (sock_diag) is the oracle for how full it is.
 TEST(UdpPort, AFullLoopbackReceiverIsWaitedForInsteadOfOverrun) {
-  int receiver = ::socket(AF_INET, SOCK_DGRAM, 0);
-  ASSERT_GE(receiver, 0);
-  int buffer = 256 << 10;
-  ::setsockopt(receiver, SOL_SOCKET, SO_RCVBUF, &buffer, sizeof buffer);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_port = htons(19218);
-  address.sin_addr.s_addr = htonl(0x7F00012E);  // 127.0.1.46
-  ASSERT_EQ(::bind(receiver, reinterpret_cast<sockaddr*>(&address), sizeof address), 0);
-  LoopbackReceivers probe;
-  auto empty = probe.queue_of(reinterpret_cast<const std::uint8_t*>(&address.sin_addr), true, 19218);
+  StalledReceiver receiver(46, 19218);
+  ASSERT_TRUE(receiver.bound());
+  auto empty = receiver.queue();
   if (!empty) GTEST_SKIP() << "the kernel does not answer sock_diag for UDP sockets here";
   EXPECT_EQ(empty->queued, 0u);
 
   UdpPort sender = open_port("127.0.1.47", 19219, UdpGsoPolicy::never);
-  std::vector<std::vector<std::uint8_t>> datagrams;
-  std::vector<DescribedDatagram> views;
-  for (std::size_t i = 0; i < 400; ++i) {
-    datagrams.push_back(datagram(sender.gid(), gid_from_ipv4({127, 0, 1, 46}), 0xC123, 19218, Sent{4000, 2}, i));
-  }
-  for (auto& d : datagrams) views.push_back(described(d));
+  receiver.burst_from(sender);
+  std::vector<DescribedDatagram>& views = receiver.views;
   std::size_t taken = 0;
   for (int call = 0; call < 50 && taken < views.size(); ++call) {
     taken += sender.send(std::span(views).subspan(taken));
   }
   ASSERT_LT(taken, views.size()) << "400 datagrams of 4000 bytes do not fit a 512 KiB queue";
-  auto queue = probe.queue_of(reinterpret_cast<const std::uint8_t*>(&address.sin_addr), true, 19218);
+  auto queue = receiver.queue();
   ASSERT_TRUE(queue);
   EXPECT_GT(queue->queued, queue->capacity / 2);
   EXPECT_GT(sender.counters().loopback_waits, 0u);
@@ -322,7 +352,7 @@ TEST(UdpPort, AFullLoopbackReceiverIsWaitedForInsteadOfOverrun) {
   std::vector<std::uint8_t> payload(65536);
   std::size_t received = 0;
   auto drain = [&] {
-    while (::recv(receiver, payload.data(), payload.size(), MSG_DONTWAIT) > 0) ++received;
+    while (::recv(receiver.fd(), payload.data(), payload.size(), MSG_DONTWAIT) > 0) ++received;
   };
   drain();
   EXPECT_EQ(received, taken);
@@ -333,40 +363,19 @@ TEST(UdpPort, AFullLoopbackReceiverIsWaitedForInsteadOfOverrun) {
   drain();
   EXPECT_EQ(taken, views.size());
   EXPECT_EQ(received, views.size());
-  ::close(receiver);
 }
-
-}  // namespace
-}  // namespace uroce::port
-
-namespace uroce::port {
-namespace {
 
 // A loopback receiver that never drains (a stopped process) is waited for
 // at most LoopbackReceivers::kLongestWait, and then not again while it stays
 // full: the sender goes on, and the kernel drops what the receiver cannot
 // take, as it did before the port waited at all.
 TEST(UdpPort, AReceiverThatNeverDrainsIsWaitedForOnceAndOnlyBriefly) {
-  int receiver = ::socket(AF_INET, SOCK_DGRAM, 0);
-  ASSERT_GE(receiver, 0);
-  int buffer = 256 << 10;
-  ::setsockopt(receiver, SOL_SOCKET, SO_RCVBUF, &buffer, sizeof buffer);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_port = htons(19220);
-  address.sin_addr.s_addr = htonl(0x7F000130);  // 127.0.1.48
-  ASSERT_EQ(::bind(receiver, reinterpret_cast<sockaddr*>(&address), sizeof address), 0);
-  LoopbackReceivers probe;
-  if (!probe.queue_of(reinterpret_cast<const std::uint8_t*>(&address.sin_addr), true, 19220)) {
-    GTEST_SKIP() << "the kernel does not answer sock_diag for UDP sockets here";
-  }
+  StalledReceiver receiver(48, 19220);
+  ASSERT_TRUE(receiver.bound());
+  if (!receiver.queue()) GTEST_SKIP() << "the kernel does not answer sock_diag for UDP sockets here";
   UdpPort sender = open_port("127.0.1.49", 19221, UdpGsoPolicy::never);
-  std::vector<std::vector<std::uint8_t>> datagrams;
-  std::vector<DescribedDatagram> views;
-  for (std::size_t i = 0; i < 400; ++i) {
-    datagrams.push_back(datagram(sender.gid(), gid_from_ipv4({127, 0, 1, 48}), 0xC123, 19220, Sent{4000, 2}, i));
-  }
-  for (auto& d : datagrams) views.push_back(described(d));
+  receiver.burst_from(sender);
+  std::vector<DescribedDatagram>& views = receiver.views;
   auto start = std::chrono::steady_clock::now();
   std::size_t taken = sender.send(views);
   ASSERT_LT(taken, views.size());  // it waits
@@ -382,7 +391,6 @@ TEST(UdpPort, AReceiverThatNeverDrainsIsWaitedForOnceAndOnlyBriefly) {
   // Still full, and not waited for again.
   EXPECT_EQ(sender.send(views), views.size());
   EXPECT_EQ(sender.counters().loopback_waits, waits);
-  ::close(receiver);
 }
 
 }  // namespace

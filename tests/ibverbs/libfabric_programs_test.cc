@@ -3,9 +3,11 @@
 // domains, and RDM through ofi_rxm), and fi_pingpong passes with its data
 // checks (-c) between two processes, on RDM endpoints ("verbs;ofi_rxm",
 // which connects through rdma_cm after binding "localhost") and on MSG
-// endpoints ("verbs"), through shared memory and over the wire.
+// endpoints ("verbs"), through shared memory and over the wire; and though
+// fi_pingpong never closes its device, no inbox is left in /dev/shm.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <regex>
 #include <string>
 #include <tuple>
@@ -65,6 +67,14 @@ TEST_P(FiPingpong, PassesWithDataChecks) {
   std::regex largest("\n1m +100 +=100 ");
   EXPECT_EQ(std::distance(std::sregex_iterator(run.output.begin(), run.output.end(), largest), std::sregex_iterator()), 2)
       << run.output;
+  // fi_pingpong exits without closing its device: the exit handler still
+  // removes each side's intra-host inbox (/dev/shm/uroce.<netns>.<gid>.<port>).
+  for (const std::string& address : {server, client}) {
+    char gid_tail[16];
+    std::snprintf(gid_tail, sizeof gid_tail, "ffff7f0009%02x", std::stoi(address.substr(address.rfind('.') + 1)));
+    RunResult left = run_shell(std::string("ls /dev/shm/ | grep '") + gid_tail + ".4791' || true");
+    EXPECT_EQ(left.output, "") << "left in /dev/shm by " << address;
+  }
 }
 
 const PingpongCase kCases[] = {

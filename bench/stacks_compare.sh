@@ -76,10 +76,9 @@ name_of() {
 
 REPEATS=${REPEATS:-3}
 
-# median VALUES...: the middle value (the mean of the two middle ones).
-median() {
-  printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { print (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2) }'
-}
+# median FILE COLUMN, from the perftest helpers; values() lists its arguments as a file's lines.
+source bench/perftest_run.sh
+values() { printf '%s\n' "$@"; }
 
 # iterations_for BYTES: about 1 GiB moved, at least 100 iterations.
 iterations_for() {
@@ -100,9 +99,9 @@ sizes_table() {
           runs[$stack]+=" $(ucx "$stack" -t "$test" -s "$size" -n "$(iterations_for "$size")" | awk '{ print $6 }')"
         done
       done
-      tcp=$(median ${runs[tcp]})
-      wire=$(median ${runs[wire]})
-      local_path=$(median ${runs[local]})
+      tcp=$(median <(values ${runs[tcp]}) 1)
+      wire=$(median <(values ${runs[wire]}) 1)
+      local_path=$(median <(values ${runs[local]}) 1)
       awk -v t="$test" -v s="$size" -v a="$tcp" -v b="$wire" -v c="$local_path" \
         'BEGIN { printf "| %s | %s | %.1f | %.1f (%.2fx) | %.1f (%.2fx) |\n", t, s, a, b, b / a, c, c / a }'
     done

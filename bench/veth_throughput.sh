@@ -44,10 +44,9 @@ for ns in "$A" "$B"; do ip -n "$ns" link set lo up; done
 ip -n "$A" link set va-$$ up
 ip -n "$B" link set vb-$$ up
 
-# median VALUES...
-median() {
-  printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { print (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2) }'
-}
+# median FILE COLUMN, from the perftest helpers; values() lists its arguments as a file's lines.
+source bench/perftest_run.sh
+values() { printf '%s\n' "$@"; }
 
 # sockperf_udp SIZE: "MB/s kpps" of sockperf's UDP throughput test.
 sockperf_udp() {
@@ -91,6 +90,6 @@ for mtu in 1500 9000; do
     read -r bw pps < <(perftest ib_send_bw -c UC -s 65536 -D 3)
     uc_bw+=("$bw") uc_pps+=("$pps")
   done
-  echo "| $mtu | $roce_mtu | $(median "${udp_bw[@]}"), $(median "${udp_pps[@]}") |" \
-    "$(median "${rc_bw[@]}"), $(median "${rc_pps[@]}") | $(median "${uc_bw[@]}"), $(median "${uc_pps[@]}") |"
+  echo "| $mtu | $roce_mtu | $(median <(values "${udp_bw[@]}") 1), $(median <(values "${udp_pps[@]}") 1) |" \
+    "$(median <(values "${rc_bw[@]}") 1), $(median <(values "${rc_pps[@]}") 1) | $(median <(values "${uc_bw[@]}") 1), $(median <(values "${uc_pps[@]}") 1) |"
 done

@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cstdlib>
 #include <mutex>
+#include <new>
+#include <type_traits>
 #include <vector>
 
 namespace uroce::port {
@@ -17,14 +19,24 @@ struct OpenInbox {
   pid_t owner;
 };
 
-// Never destroyed: the exit handler may run after static destructors.
+// Never destroyed: the exit handler may run after static destructors. Both
+// live in this library's static storage, not on the heap, and the list gives
+// back its buffer whenever it empties: a program that dlopens libibverbs and
+// dlcloses it again (the exit handler runs then) keeps no memory of ours that
+// nothing points to.
+static_assert(std::is_trivially_destructible_v<std::mutex>);
 std::mutex& inboxes_mutex() {
-  static auto* mutex = new std::mutex;
-  return *mutex;
+  static std::mutex mutex;  // nothing of it runs at exit
+  return mutex;
 }
 std::vector<OpenInbox>& open_inboxes() {
-  static auto* inboxes = new std::vector<OpenInbox>;
+  alignas(std::vector<OpenInbox>) static unsigned char storage[sizeof(std::vector<OpenInbox>)];
+  static auto* inboxes = new (storage) std::vector<OpenInbox>;
   return *inboxes;
+}
+
+void release_if_empty(std::vector<OpenInbox>& inboxes) {
+  if (inboxes.empty()) std::vector<OpenInbox>().swap(inboxes);
 }
 
 void close_open_inboxes() {
@@ -37,6 +49,7 @@ void close_open_inboxes() {
     ::unlink((inbox.path + ".wake").c_str());
   }
   open_inboxes().clear();
+  release_if_empty(open_inboxes());
 }
 
 }  // namespace
@@ -53,6 +66,7 @@ void forget_open_inbox(const std::string& path) {
   std::vector<OpenInbox>& inboxes = open_inboxes();
   inboxes.erase(std::remove_if(inboxes.begin(), inboxes.end(), [&](const OpenInbox& inbox) { return inbox.path == path; }),
                 inboxes.end());
+  release_if_empty(inboxes);
 }
 
 }  // namespace uroce::port

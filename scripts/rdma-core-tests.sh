@@ -18,7 +18,12 @@
 #   huge-page tests skip without them) and put the old count back after.
 # TEST: run only these (full names, as the table prints them).
 #
-# Each test gets its own device address in 127.0.13.0/24 (tests/ADDRESSES.md).
+# Each test runs in a network namespace and a /dev/shm of its own
+# (tests/support/isolated.sh) on 127.0.0.1, the first address of `lo`: the
+# suite's rdma_cm tests take the address of the netdev that the device's
+# sysfs entry names, and fork two processes that share it. Where no
+# namespace can be made, each test gets its own address in 127.0.13.0/24
+# (tests/ADDRESSES.md) instead, and the rdma_cm tests cannot pass.
 set -euo pipefail
 
 here="$(cd "$(dirname "$0")/.." && pwd)"
@@ -83,7 +88,9 @@ echo "rdma-core-tests: $total tests from $suite_source, $jobs at a time, ${limit
 run_one() {
   local number="$1" test="$2"
   local log="$work/logs/$test.log" status=0
-  timeout -k 5 "$limit" "$uroce" run --address "127.0.13.$((number % 250 + 1))" -- \
+  local address="127.0.13.$((number % 250 + 1))" isolation=()
+  if [ "$isolated" = 1 ]; then address=127.0.0.1; isolation=(env -u UROCE_TEST_ISOLATED "$here/tests/support/isolated.sh"); fi
+  "${isolation[@]}" timeout -k 5 "$limit" "$uroce" run --address "$address" -- \
     "$python" "$work/tests/run_tests.py" --dev uroce0 -v "$test" > "$log" 2>&1 < /dev/null || status=$?
   # unittest's last line says it: OK, OK (skipped=1) or FAILED (failures=1 / errors=1).
   local result reason="" summary
@@ -112,8 +119,16 @@ if [ "$huge_pages" -gt 0 ] && [ -w "$huge_path" ] && [ "$(cat "$huge_path")" -lt
   echo "$huge_pages" > "$huge_path"
 fi
 
+isolated=0
+if { [ "$(id -u)" = 0 ] && unshare --net --mount true 2> /dev/null; } ||
+   unshare --user --map-root-user --net --mount true 2> /dev/null; then
+  isolated=1
+else
+  echo "rdma-core-tests: no network namespace can be made here: each test on an address of its own, and the rdma_cm tests cannot share one"
+fi
+
 export -f run_one
-export work uroce python limit
+export work uroce python limit here isolated
 
 nl -ba -w1 -s' ' "$work/list" | xargs -P "$jobs" -L 1 bash -c 'run_one "$0" "$1"'
 

@@ -204,6 +204,10 @@ class Device {
   // poll/epoll on the fd, then take the event and poll the CQ. With no
   // progress thread the fd only turns readable while progress() is driven.
   int completion_fd() const;
+  // Another device on this host (another process) shares this one's
+  // address now: it holds the address's socket, or this one does and the
+  // other took a member's inbox beside it (port/local_port.h).
+  bool address_shared() const;
   // The CQ whose notification fired, oldest first (ibv_get_cq_event), if any.
   std::optional<std::uint32_t> get_cq_event();
 

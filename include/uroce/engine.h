@@ -147,6 +147,12 @@ struct EngineConfig {
   // consumer (IBTA 10.2.4; Linux asks for CAP_NET_RAW). modify_qp refuses one
   // with operation_not_permitted unless this is set.
   bool allow_controlled_qkey = false;
+  // Devices that share one address (processes on one host, runtime/) each
+  // draw their QPNs from a sixteenth of the space of their own: bits 20 to
+  // 23 of every QPN are qpn_member, so a datagram's destination QPN says
+  // which of them it is for (port/local_port.h). None: QPNs take all 24
+  // bits, as the simulator's do.
+  std::optional<std::uint8_t> qpn_member;
 };
 
 // A UD receive buffer starts with the 40-byte GRH area: the IPv6 header of the

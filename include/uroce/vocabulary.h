@@ -48,4 +48,12 @@ inline constexpr std::uint32_t kMulticastQpn = 0xFFFFFF;
 // headers + a 4096-byte payload + pad + ICRC, rounded up.
 inline constexpr std::size_t kMaxDatagramLength = 4096 + 256;
 
+// The member of a shared address that a QPN belongs to (EngineConfig::qpn_member):
+// bits 20 to 23.
+inline constexpr unsigned kQpnMemberShift = 20;
+inline constexpr std::uint8_t kQpnMembers = 16;
+inline constexpr std::uint8_t qpn_member_of(std::uint32_t qpn) {
+  return static_cast<std::uint8_t>((qpn >> kQpnMemberShift) & 0xF);
+}
+
 }  // namespace uroce

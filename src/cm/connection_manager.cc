@@ -231,7 +231,7 @@ void ConnectionManager::listen(std::uint64_t service_id) {
 void ConnectionManager::expire_held(TimeNs now) {
   std::erase_if(held_, [&](const HeldRequest& held) {
     if (held.deadline > now) return false;
-    if (reserved_.contains(held.request.service_id)) {
+    if (reserved_.contains(held.request.service_id) || address_is_shared()) {
       ++counters_.dropped;
     } else {
       send_reject(held.from, held.transaction_id, 0, held.request.local_comm_id, MessageKind::request,
@@ -413,6 +413,10 @@ void ConnectionManager::on_resolution_request(const Gid& from, std::uint64_t tra
     return;
   }
   bool served = listening_.contains(request.service_id);
+  if (!served && address_is_shared()) {
+    ++counters_.dropped;  // another member of the address listens, or nobody does: it times out
+    return;
+  }
   if (!served || connections_.size() >= kMaxConnections) {
     SidrReply refusal;
     refusal.request_id = request.request_id;

@@ -27,7 +27,8 @@
 // already answered: the RTU again; a DREQ already answered: the DREP again).
 // MADs for no known connection are counted and dropped, except a REQ for a
 // service nobody listens on and a SIDR_REQ for one, answered with status
-// "service ID not supported".
+// "service ID not supported" (but dropped where the address is shared:
+// CmConfig::address_shared).
 // A REQ for a service nobody listens on is held for a grace time
 // (listen_grace_ns, at most half the peer's response timeout): a listen() in
 // that time takes it. Then it is rejected (reason invalid service ID), or,
@@ -41,6 +42,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -62,6 +64,11 @@ struct CmConfig {
   std::uint8_t mra_service_timeout = 24;
   TimeNs timewait_ns = 2'000'000'000;  // how long an ended connection answers duplicates
   TimeNs listen_grace_ns = 1'000'000'000;  // how long a REQ waits for its service's listener
+  // Whether other devices share this one's address (processes on one host,
+  // each with a CM, all of which see every MAD to the address): a REQ or
+  // SIDR_REQ for a service nobody here listens on is then another's, and is
+  // dropped instead of refused. Asked only when refusing. Unset: never shared.
+  std::function<bool()> address_shared;
 };
 
 struct Outgoing {
@@ -152,6 +159,7 @@ class ConnectionManager {
   };
 
   std::uint32_t fresh_comm_id();
+  bool address_is_shared() const { return config_.address_shared && config_.address_shared(); }
   Connection& begin(State state, const Gid& peer);
   TimeNs response_time() const;
   void send(Connection& connection, CmMessage message, TimeNs now, bool timed);

@@ -182,6 +182,14 @@ int uroce_qp_has_completions_waiting(ibv_context* context, std::uint32_t qp_num)
   return runtime->device().inspect([&](uroce::Engine& engine) { return engine.has_completions_waiting(qp_num); });
 }
 
+// For uroce's librdmacm: whether another process's device shares this one's
+// address, so that a MAD for a service not listened on here is left to the
+// member it is for instead of refused (cm/connection_manager.h).
+int uroce_address_shared(ibv_context* context) {
+  DeviceRuntime* runtime = runtime_for(context);
+  return runtime != nullptr && runtime->device().address_shared() ? 1 : 0;
+}
+
 int UROCE_V11(ibv_modify_qp)(ibv_qp* ibv, ibv_qp_attr* attr, int mask) {
   if ((mask & ~kServedAttributes) != 0) return EOPNOTSUPP;
   UroceQp& qp = qp_of(ibv);

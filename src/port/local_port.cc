@@ -15,13 +15,21 @@
 namespace uroce::port {
 namespace {
 
+constexpr std::size_t kBthLength = 12, kBthDestinationQpn = 5;
+constexpr std::uint32_t kCmQpn = 1;
+
 // A datagram's destination address (as a GID) and UDP port, from its
-// description; false for one that describes no UDP datagram.
-bool destination_of(const Transmit& transmit, std::array<std::uint8_t, 18>& key) {
-  if (transmit.udp_payload_offset == 0) return false;
+// description, and the member of the address its BTH's destination QPN
+// names; false for one that describes no RoCE datagram.
+bool destination_of(const DescribedDatagram& datagram, std::array<std::uint8_t, 19>& key, std::uint32_t& qpn) {
+  const Transmit& transmit = datagram.transmit;
+  if (transmit.udp_payload_offset == 0 || datagram.bytes.size() < transmit.udp_payload_offset + kBthLength) return false;
   std::memcpy(key.data(), transmit.destination.data(), transmit.destination.size());
   key[16] = static_cast<std::uint8_t>(transmit.destination_port >> 8);
   key[17] = static_cast<std::uint8_t>(transmit.destination_port & 0xFF);
+  const std::uint8_t* bth_qpn = datagram.bytes.data() + transmit.udp_payload_offset + kBthDestinationQpn;
+  qpn = std::uint32_t{bth_qpn[0]} << 16 | std::uint32_t{bth_qpn[1]} << 8 | bth_qpn[2];
+  key[18] = qpn_member_of(qpn);
   return true;
 }
 
@@ -33,10 +41,12 @@ std::uint64_t sender_token() {
 
 }  // namespace
 
-Expected<std::unique_ptr<LocalPort>, std::string> LocalPort::wrap(std::unique_ptr<Port>& udp, std::uint16_t udp_port) {
-  auto inbox = LocalInbox::create(udp->gid(), udp_port);
+Expected<std::unique_ptr<LocalPort>, std::string> LocalPort::wrap(std::unique_ptr<Port>& udp, std::uint16_t udp_port,
+                                                               bool sharing) {
+  auto inbox = sharing ? LocalInbox::create_sharing(udp->gid(), udp_port) : LocalInbox::create(udp->gid(), udp_port);
   if (!inbox) return unexpected(inbox.error());
   std::unique_ptr<LocalPort> port(new LocalPort(std::move(udp), std::move(*inbox)));
+  port->udp_port_ = udp_port;
   port->epoll_fd_ = ::epoll_create1(EPOLL_CLOEXEC);
   bool watched = port->epoll_fd_ >= 0;
   for (int fd : {port->wire_->receive_fd(), port->inbox_.wake_fd()}) {
@@ -59,9 +69,7 @@ LocalPort::~LocalPort() {
   if (epoll_fd_ >= 0) ::close(epoll_fd_);
 }
 
-LocalPort::Peer* LocalPort::local_peer(const DescribedDatagram& datagram, LazyNow& clock) {
-  PeerKey key;
-  if (datagram.bytes.size() > kMaxDatagramLength || !destination_of(datagram.transmit, key)) return nullptr;
+LocalPort::Peer* LocalPort::local_peer(const PeerKey& key, LazyNow& clock) {
   // A batch mostly goes to one peer: look it up once.
   if (last_peer_ == nullptr || key != last_key_) {
     last_peer_ = &peers_[key];
@@ -74,7 +82,8 @@ LocalPort::Peer* LocalPort::local_peer(const DescribedDatagram& datagram, LazyNo
   Gid gid;
   std::memcpy(gid.data(), key.data(), gid.size());
   auto udp_port = static_cast<std::uint16_t>(key[16] << 8 | key[17]);
-  std::optional<LocalOutbox> attached = LocalOutbox::attach(local_segment_path(gid, udp_port, inbox_.network_namespace()), token_);
+  std::string path = local_member_path(local_segment_path(gid, udp_port, inbox_.network_namespace()), key[kMemberByte]);
+  std::optional<LocalOutbox> attached = LocalOutbox::attach(path, token_);
   if (attached) peer.outbox.emplace(std::move(*attached));
   if (!peer.outbox) {
     peer.look_again_at = now + kRetryLookupNs;
@@ -103,6 +112,45 @@ bool LocalPort::stuck(Peer& peer, LazyNow& clock) {
   return true;
 }
 
+bool LocalPort::put_to_every_member(const DescribedDatagram& datagram, PeerKey key, LazyNow& clock) {
+  bool any = false;
+  for (std::uint8_t member = 0; member < kQpnMembers; ++member) {
+    key[kMemberByte] = member;
+    Peer* peer = local_peer(key, clock);
+    if (peer == nullptr) continue;
+    any = true;
+    // A member whose lane is full misses this MAD, as a lost one: the CM sends it again.
+    LocalOutbox::Put put = peer->outbox->put(datagram.bytes);
+    if (put == LocalOutbox::Put::full && stuck(*peer, clock)) put = LocalOutbox::Put::closed;
+    if (put == LocalOutbox::Put::full) ++local_drops_;
+    note_put(*peer, put, clock);
+  }
+  return any;
+}
+
+// After a put: a taken datagram makes its peer one to ring; a closed inbox is
+// looked up again later (its address may now be a remote one).
+void LocalPort::note_put(Peer& peer, LocalOutbox::Put put, LazyNow& clock) {
+  if (put == LocalOutbox::Put::taken) {
+    ++local_sends_;
+    if (!peer.unrung) to_ring_.push_back(&peer);
+    peer.unrung = true;
+  } else if (put == LocalOutbox::Put::closed && peer.outbox) {
+    peer.outbox.reset();
+    peer.unrung = false;
+    peer.look_again_at = clock() + kRetryLookupNs;
+  }
+}
+
+bool LocalPort::address_shared() const {
+  if (inbox_.member() != 0) return true;
+  std::string first = local_segment_path(gid(), udp_port_, inbox_.network_namespace());
+  for (std::uint8_t member = 1; member < kQpnMembers; ++member) {
+    if (local_segment_is_live(local_member_path(first, member))) return true;
+  }
+  return false;
+}
+
 void LocalPort::ring_all() {
   for (Peer* peer : to_ring_) {
     if (peer->outbox) peer->outbox->ring();
@@ -127,7 +175,20 @@ std::size_t LocalPort::send(std::span<const DescribedDatagram> datagrams) {
     return all;
   };
   for (std::size_t i = 0; i < datagrams.size(); ++i) {
-    Peer* peer = local_peer(datagrams[i], now);
+    PeerKey key;
+    std::uint32_t qpn = 0;
+    bool keyed = datagrams[i].bytes.size() <= kMaxDatagramLength && destination_of(datagrams[i], key, qpn);
+    if (keyed && qpn == kCmQpn && !gid_is_multicast(datagrams[i].transmit.destination)) {
+      // The CM's MADs: every device on the address takes them, and each
+      // answers only those of its own connections and listeners.
+      if (!send_wire_run(i)) {
+        ring_all();
+        return wire_run_from;
+      }
+      if (!put_to_every_member(datagrams[i], key, now) && wire_run_from == datagrams.size()) wire_run_from = i;
+      continue;
+    }
+    Peer* peer = keyed ? local_peer(key, now) : nullptr;
     if (peer == nullptr) {
       if (wire_run_from == datagrams.size()) wire_run_from = i;
       continue;
@@ -137,15 +198,9 @@ std::size_t LocalPort::send(std::span<const DescribedDatagram> datagrams) {
       return wire_run_from;
     }
     LocalOutbox::Put put = peer->outbox->put(datagrams[i].bytes);
-    if (put == LocalOutbox::Put::taken) {
-      ++local_sends_;
-      if (!peer->unrung) to_ring_.push_back(peer);
-      peer->unrung = true;
-    } else if (put == LocalOutbox::Put::closed) {  // the device closed: its address may now be a remote one
-      peer->outbox.reset();
-      peer->unrung = false;
-      peer->look_again_at = now() + kRetryLookupNs;
-      wire_run_from = i;
+    if (put != LocalOutbox::Put::full) {
+      note_put(*peer, put, now);
+      if (put == LocalOutbox::Put::closed) wire_run_from = i;  // the device closed: its address may now be a remote one
     } else if (stuck(*peer, now)) {
       ++local_drops_;
     } else {

@@ -35,7 +35,10 @@ class LocalPort : public Port {
  public:
   // Wraps a UDP port bound to udp_port: publishes its inbox. Fails (and the
   // caller keeps the bare UDP port) where /dev/shm cannot hold one.
-  static Expected<std::unique_ptr<LocalPort>, std::string> wrap(std::unique_ptr<Port>& udp, std::uint16_t udp_port);
+  // sharing: the address's socket is another live device's, and this one
+  // takes a member's inbox beside it (local_ring.h, local_member_path).
+  static Expected<std::unique_ptr<LocalPort>, std::string> wrap(std::unique_ptr<Port>& udp, std::uint16_t udp_port,
+                                                                bool sharing = false);
   ~LocalPort() override;
 
   const Gid& gid() const override { return wire_->gid(); }
@@ -54,6 +57,11 @@ class LocalPort : public Port {
   // Groups are the wire's: multicast datagrams never take the intra-host path.
   std::errc join_group(const Gid& group) override { return wire_->join_group(group); }
   void leave_group(const Gid& group) override { wire_->leave_group(group); }
+  // Devices on one host may share an address: each draws its QPNs from its
+  // member's sixteenth, and a datagram goes to the inbox of the member its
+  // destination QPN names. QP 1's (the CM's MADs) go to every member's.
+  std::optional<std::uint8_t> qpn_member() const override { return inbox_.member(); }
+  bool address_shared() const override;
 
   static constexpr TimeNs kRetryLookupNs = 100'000'000;
   static constexpr TimeNs kStuckNs = 100'000'000;
@@ -66,8 +74,10 @@ class LocalPort : public Port {
   static constexpr TimeNs kLongestWireIntervalNs = 50'000;
 
  private:
-  // A destination: address and UDP port, as the datagram's headers give them.
-  using PeerKey = std::array<std::uint8_t, 18>;
+  // A destination: address and UDP port, as the datagram's headers give
+  // them, and the member of that address its destination QPN names.
+  using PeerKey = std::array<std::uint8_t, 19>;
+  static constexpr std::size_t kMemberByte = 18;
   struct Peer {
     std::optional<LocalOutbox> outbox;
     TimeNs look_again_at = 0;     // without an outbox: when to look for a segment again
@@ -83,12 +93,16 @@ class LocalPort : public Port {
   };
 
   LocalPort(std::unique_ptr<Port> wire, LocalInbox inbox);
-  Peer* local_peer(const DescribedDatagram& datagram, LazyNow& clock);
+  Peer* local_peer(const PeerKey& key, LazyNow& clock);
+  // QP 1's datagram to every local member of its address; false if none is local.
+  bool put_to_every_member(const DescribedDatagram& datagram, PeerKey key, LazyNow& clock);
+  void note_put(Peer& peer, LocalOutbox::Put put, LazyNow& clock);
   bool stuck(Peer& peer, LazyNow& clock);
   void ring_all();
 
   std::unique_ptr<Port> wire_;
   LocalInbox inbox_;
+  std::uint16_t udp_port_ = 0;  // the address's, where its members' inboxes are named
   int epoll_fd_ = -1;
   std::uint64_t token_;
   std::map<PeerKey, Peer> peers_;  // never erased: last_peer_ and to_ring_ point into it

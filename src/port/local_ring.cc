@@ -194,17 +194,62 @@ std::uint8_t* SegmentMapping::slot(std::uint32_t lane, std::uint64_t index) cons
 
 // ---- the receiver --------------------------------------------------------------
 
+std::string local_member_path(const std::string& first_member_path, std::uint8_t member) {
+  return member == 0 ? first_member_path : first_member_path + ".m" + std::to_string(member);
+}
+
+bool local_segment_is_live(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0) return false;
+  struct stat file {};
+  bool ours = ::fstat(fd, &file) == 0 && S_ISREG(file.st_mode) && file.st_uid == ::geteuid() &&
+              static_cast<std::size_t>(file.st_size) == kSegmentBytes;
+  void* base = ours ? ::mmap(nullptr, sizeof(LocalSegment), PROT_READ, MAP_SHARED, fd, 0) : MAP_FAILED;
+  ::close(fd);
+  if (base == MAP_FAILED) return false;
+  const auto* segment = static_cast<const LocalSegment*>(base);
+  auto owner = static_cast<pid_t>(segment->owner_pid);
+  bool live = segment->magic.load(std::memory_order_acquire) == kMagic &&
+              segment->closed.load(std::memory_order_acquire) == 0 && owner > 0 &&
+              (::kill(owner, 0) == 0 || errno != ESRCH);
+  ::munmap(base, sizeof(LocalSegment));
+  return live;
+}
+
 Expected<LocalInbox, std::string> LocalInbox::create(const Gid& gid, std::uint16_t udp_port) {
   LocalInbox inbox;
   inbox.network_namespace_ = this_thread_network_namespace();
   inbox.path_ = local_segment_path(gid, udp_port, inbox.network_namespace_);
-  auto failed = [&](const char* what) {
-    return unexpected(std::string(what) + " " + inbox.path_ + ": " + std::strerror(errno));
-  };
   remove_dead_segments();
   // The address is ours (its UDP socket is bound), so a segment already
   // there was left by a device that exited or died without removing it.
-  retire_segment(inbox.path_);
+  return create_at(std::move(inbox), /*replace=*/true);
+}
+
+Expected<LocalInbox, std::string> LocalInbox::create_sharing(const Gid& gid, std::uint16_t udp_port) {
+  std::uint64_t netns = this_thread_network_namespace();
+  std::string first = local_segment_path(gid, udp_port, netns);
+  remove_dead_segments();
+  for (std::uint8_t member = 1; member < kQpnMembers; ++member) {
+    LocalInbox inbox;
+    inbox.network_namespace_ = netns;
+    inbox.member_ = member;
+    inbox.path_ = local_member_path(first, member);
+    auto created = create_at(std::move(inbox), /*replace=*/false);
+    if (created || errno != EEXIST) return created;
+  }
+  errno = EBUSY;
+  return unexpected("all " + std::to_string(kQpnMembers - 1) + " places beside " + first + " are taken");
+}
+
+Expected<LocalInbox, std::string> LocalInbox::create_at(LocalInbox inbox, bool replace) {
+  auto failed = [&](const char* what) {
+    int error = errno;
+    std::string text = std::string(what) + " " + inbox.path_ + ": " + std::strerror(error);
+    errno = error;
+    return unexpected(text);
+  };
+  if (replace) retire_segment(inbox.path_);
   int fd = ::open(inbox.path_.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
   if (fd < 0) return failed("cannot create");
   // Sized sparse; the header and lane indexes reserved now (a full /dev/shm
@@ -250,6 +295,7 @@ Expected<LocalInbox, std::string> LocalInbox::create(const Gid& gid, std::uint16
 LocalInbox::LocalInbox(LocalInbox&& other) noexcept
     : path_(std::move(other.path_)),
       network_namespace_(other.network_namespace_),
+      member_(other.member_),
       mapping_(std::move(other.mapping_)),
       wake_fd_(std::exchange(other.wake_fd_, -1)),
       next_lane_(other.next_lane_),

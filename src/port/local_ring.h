@@ -35,6 +35,12 @@ inline constexpr std::uint32_t kLocalSlotsPerLane = 64;  // datagrams in flight 
 // Where the segment of the device on gid:udp_port in network namespace
 // `netns` lives ("/dev/shm/uroce.<netns>.<gid>.<port>"); its wake socket adds ".wake".
 std::string local_segment_path(const Gid& gid, std::uint16_t udp_port, std::uint64_t netns);
+// Devices that share an address (the first holds its UDP socket, the others
+// are reached through their inboxes only): member 0 is the first, at
+// local_segment_path; member m of 1 to 15 adds ".m<m>".
+std::string local_member_path(const std::string& first_member_path, std::uint8_t member);
+// A segment at path whose device is alive (magic set, owner not gone).
+bool local_segment_is_live(const std::string& path);
 
 struct LocalSegment;  // the layout, in local_ring.cc
 
@@ -60,7 +66,11 @@ class SegmentMapping {
 // destroyed (senders holding it see it closed).
 class LocalInbox {
  public:
+  // The inbox of the device that holds gid:udp_port's socket (member 0).
   static Expected<LocalInbox, std::string> create(const Gid& gid, std::uint16_t udp_port);
+  // The inbox of a device that shares gid with the live one holding its
+  // socket: the first free member slot of 1 to 15, claimed exclusively.
+  static Expected<LocalInbox, std::string> create_sharing(const Gid& gid, std::uint16_t udp_port);
   LocalInbox(LocalInbox&& other) noexcept;
   LocalInbox& operator=(LocalInbox&&) = delete;
   ~LocalInbox();
@@ -81,12 +91,17 @@ class LocalInbox {
   // The namespace of the thread that created the inbox, where the device's
   // socket is too: its local peers are the devices published there.
   std::uint64_t network_namespace() const { return network_namespace_; }
+  // 0 for the device that holds the address's socket; 1 to 15 for those sharing it.
+  std::uint8_t member() const { return member_; }
 
  private:
   LocalInbox() = default;
+  // Creates the segment at path_: exclusive, or replacing one left there.
+  static Expected<LocalInbox, std::string> create_at(LocalInbox inbox, bool replace);
 
   std::string path_;
   std::uint64_t network_namespace_ = 0;
+  std::uint8_t member_ = 0;
   SegmentMapping mapping_;
   int wake_fd_ = -1;
   std::uint32_t next_lane_ = 0;  // where the next take starts: lanes take turns

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <system_error>
 
@@ -80,6 +81,13 @@ class Port {
   // operation_not_supported where the port cannot reach the group's family.
   virtual std::errc join_group(const Gid& /*group*/) { return std::errc::operation_not_supported; }
   virtual void leave_group(const Gid& /*group*/) {}
+  // Where devices on one host may share this port's address (LocalPort):
+  // the member whose sixteenth of the QPN space this device draws from
+  // (EngineConfig::qpn_member). None: QPNs take all 24 bits.
+  virtual std::optional<std::uint8_t> qpn_member() const { return std::nullopt; }
+  // Another live device shares the address now (the CM then leaves a MAD
+  // for nobody here to the member it is for, instead of refusing it).
+  virtual bool address_shared() const { return false; }
 };
 
 }  // namespace uroce::port

@@ -26,8 +26,10 @@ namespace {
 std::string errno_text(const char* what) { return std::string(what) + ": " + std::strerror(errno); }
 
 // A non-blocking UDP socket bound to ip:port with DF (IPv4) and TOS reporting.
+// reuse: SO_REUSEADDR, for the sockets that only send (their source ports):
+// devices that share an address may pick the same one.
 Expected<int, std::string> bound_socket(const NetworkNamespace& netns, bool ipv4, const std::uint8_t* ip,
-                                        std::uint16_t port, int receive_buffer, bool gro) {
+                                        std::uint16_t port, int receive_buffer, bool gro, bool reuse = false) {
   int fd = netns.open_socket(ipv4 ? AF_INET : AF_INET6, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (fd < 0) return unexpected(errno_text("socket"));
   int one = 1;
@@ -49,6 +51,7 @@ Expected<int, std::string> bound_socket(const NetworkNamespace& netns, bool ipv4
       ::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &receive_buffer, sizeof receive_buffer);
     }
   }
+  if (reuse) ok &= ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) == 0;
   // GRO is an optimisation: a kernel without it hands over datagrams one by one.
   if (gro) ::setsockopt(fd, SOL_UDP, UDP_GRO, &one, sizeof one);
   SocketAddress address = make_address(ipv4, ip, port);
@@ -99,7 +102,8 @@ Expected<UdpPort, std::string> UdpPort::open(const std::string& address, const U
   } else {
     return unexpected("not an IPv4 or IPv6 address: '" + address + "'");
   }
-  auto fd = bound_socket(port.netns_, port.ipv4_, ip, options.port, options.receive_buffer_bytes, options.gro);
+  std::uint16_t receiving_port = options.receives_on_port ? options.port : 0;
+  auto fd = bound_socket(port.netns_, port.ipv4_, ip, receiving_port, options.receive_buffer_bytes, options.gro);
   if (!fd) return unexpected("cannot bind " + address + " port " + std::to_string(options.port) + ": " + fd.error());
   port.receive_fd_ = *fd;
   port.io_->loopback_receivers.open_query_socket(port.netns_);
@@ -159,7 +163,7 @@ int UdpPort::socket_for_source_port(std::uint16_t port) {
   auto it = send_fds_.find(port);
   if (it != send_fds_.end()) return it->second;
   const std::uint8_t* ip = ipv4_ ? gid_.data() + 12 : gid_.data();
-  auto fd = bound_socket(netns_, ipv4_, ip, port, 0, false);
+  auto fd = bound_socket(netns_, ipv4_, ip, port, 0, false, /*reuse=*/true);
   if (!fd) return -1;
   int tos = kSendSocketTos;
   if (::setsockopt(*fd, ipv4_ ? IPPROTO_IP : IPPROTO_IPV6, ipv4_ ? IP_TOS : IPV6_TCLASS, &tos, sizeof tos) != 0) {

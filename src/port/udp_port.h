@@ -32,6 +32,10 @@ struct UdpPortOptions {
   bool gro = true;            // let the kernel hand over runs of datagrams in one receive
   std::uint16_t port = 4791;  // tests may move it; RoCEv2 peers use 4791
   int receive_buffer_bytes = 8 << 20;
+  // false: another device on this host holds address:port and this one
+  // shares the address (runtime/port_opening.h): its receiving socket binds
+  // a port nobody sends to, and what is for it comes through its inbox.
+  bool receives_on_port = true;
 };
 
 class UdpPort : public Port {

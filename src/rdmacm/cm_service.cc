@@ -201,6 +201,7 @@ Expected<bool, int> CmService::open(ibv_device* device, const Gid& gid) {
   config.seed = (std::uint64_t{std::random_device{}()} << 32) | std::random_device{}();
   config.response_timeout = environment_value("UROCE_CM_TIMEOUT", config.response_timeout, 31);
   config.max_retries = environment_value("UROCE_CM_RETRIES", config.max_retries, 15);
+  config.address_shared = [context = context_] { return uroce_address_shared(context) != 0; };
   manager_ = cm::ConnectionManager(config);
   wake_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   if (wake_fd_ < 0) return failed(errno);

@@ -33,6 +33,8 @@ Expected<std::unique_ptr<Device>, std::string> Device::open(const DeviceConfig& 
   // Datagrams for local devices skip the ICRC (nobody checks it there): the
   // port seals those it puts on the wire.
   resolved.engine.seal_icrc = !(*port)->seals_icrc();
+  // A device that may share its address draws its QPNs from its member's sixteenth.
+  if (auto member = (*port)->qpn_member()) resolved.engine.qpn_member = member;
   // Keys and QPNs derive from the seed: on a real network they must be
   // unpredictable, so every device draws its own.
   if (!config.fixed_seed) resolved.engine.seed ^= (std::uint64_t{std::random_device{}()} << 32) | std::random_device{}();
@@ -77,6 +79,8 @@ void Device::acknowledge_arrivals() {
 void Device::signal_completions_locked() { parts_->completions.signal(engine_); }
 
 int Device::completion_fd() const { return parts_->completions.fd(); }
+
+bool Device::address_shared() const { return parts_->port->address_shared(); }
 
 void Device::set_event_listener(std::function<void(Engine&)> listener) {
   std::lock_guard lock(mutex_);

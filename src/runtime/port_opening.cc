@@ -1,8 +1,13 @@
 // Opening a device's port (port_opening.h).
 #include "runtime/port_opening.h"
 
+#include <arpa/inet.h>
+
+#include <cstring>
+
 #include "port/interface_info.h"
 #include "port/local_port.h"
+#include "port/local_ring.h"
 #include "port/raw_port.h"
 #include "port/udp_port.h"
 
@@ -11,6 +16,24 @@ namespace uroce::runtime {
 PathMtu largest_path_mtu(const port::Port& port) {
   return port::largest_path_mtu(port.max_datagram_length(), gid_is_ipv4(port.gid()));
 }
+
+namespace {
+
+// A live uroce device in this namespace publishes an inbox for the address.
+bool address_held_by_a_device(const DeviceConfig& config) {
+  std::uint8_t ip[16];
+  Gid gid{};
+  if (::inet_pton(AF_INET, config.address.c_str(), ip) == 1) {
+    gid = gid_from_ipv4({ip[0], ip[1], ip[2], ip[3]});
+  } else if (::inet_pton(AF_INET6, config.address.c_str(), ip) == 1) {
+    std::memcpy(gid.data(), ip, 16);
+  } else {
+    return false;
+  }
+  return port::local_segment_is_live(port::local_segment_path(gid, config.udp_port, port::this_thread_network_namespace()));
+}
+
+}  // namespace
 
 Expected<std::unique_ptr<port::Port>, std::string> open_port(const DeviceConfig& config) {
   if (!config.interface.empty()) {
@@ -25,12 +48,24 @@ Expected<std::unique_ptr<port::Port>, std::string> open_port(const DeviceConfig&
   options.icrc = config.icrc;
   options.gso = config.gso;
   auto udp = port::UdpPort::open(config.address, options);
+  bool sharing = false;
+  if (!udp && config.local_path && address_held_by_a_device(config)) {
+    // Another device on this host (another process) holds the address, as
+    // processes share a NIC's: this one takes a member's inbox beside it.
+    options.receives_on_port = false;
+    sharing = true;
+    udp = port::UdpPort::open(config.address, options);
+  }
   if (!udp) return unexpected(udp.error());
   std::unique_ptr<port::Port> wire = std::make_unique<port::UdpPort>(std::move(*udp));
   if (!config.local_path) return wire;
-  // Without a usable /dev/shm the device still works, over the wire only.
-  auto local = port::LocalPort::wrap(wire, config.udp_port);
-  if (!local) return wire;
+  // Without a usable /dev/shm the device still works, over the wire only;
+  // a member of a shared address has nothing else to receive from.
+  auto local = port::LocalPort::wrap(wire, config.udp_port, sharing);
+  if (!local) {
+    if (sharing) return unexpected("cannot share " + config.address + " with the device that holds it: " + local.error());
+    return wire;
+  }
   return std::unique_ptr<port::Port>(std::move(*local));
 }
 

@@ -120,6 +120,11 @@ std::vector<TreeEntry> tree_entries(const std::vector<ibverbs::DeviceSpec>& spec
       entries.push_back({port + "gid_attrs/types/" + number, "RoCE v2\n"});
       if (!identity->netdev.empty()) entries.push_back({port + "gid_attrs/ndevs/" + number, identity->netdev + "\n"});
     }
+    // The network device the address is on, as the kernel links an RNIC's
+    // netdev under its PCI device (rdma-core's rdma_cm tests look here).
+    if (!identity->netdev.empty()) {
+      entries.push_back({device + "device/net/" + identity->netdev + "/uevent", "INTERFACE=" + identity->netdev + "\n"});
+    }
     std::string uverbs = "uverbs" + std::to_string(index);
     entries.push_back({"sys/class/infiniband_verbs/" + uverbs + "/ibdev", spec.name + "\n"});
     entries.push_back({"dev/infiniband/" + uverbs, "/dev/null", true});  // a character device anyone may open

@@ -76,6 +76,10 @@ EngineCore::EngineCore(const EngineConfig& engine_config)
 std::uint32_t EngineCore::fresh_qpn() {
   while (true) {
     auto qpn = static_cast<std::uint32_t>(splitmix64(qpn_state) >> 40) & transport::kQpnMask;
+    if (config.qpn_member) {
+      constexpr std::uint32_t kMemberBits = std::uint32_t{0xF} << kQpnMemberShift;
+      qpn = (qpn & ~kMemberBits) | (std::uint32_t{*config.qpn_member & 0xFu} << kQpnMemberShift);
+    }
     // 0 and 1 are the special QPs; 0xFFFFFF names a multicast group's members.
     if (qpn > 1 && qpn != kMulticastQpn && !qps.contains(qpn)) return qpn;
   }

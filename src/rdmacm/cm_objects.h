@@ -75,6 +75,9 @@ struct CmId {
   std::uint32_t remote_qpn = 0;  // the peer's QP, its announced PSN and the RNR retries it asks for
   std::uint32_t remote_psn = 0;
   std::uint8_t remote_rnr_retry = 0;
+  // rdma_set_option's RDMA_OPTION_ID_ACK_TIMEOUT: the Local ACK Timeout its
+  // QP gets at RTS (none: the library's default).
+  std::optional<std::uint8_t> ack_timeout;
   std::uint8_t remote_responder_resources = 0;  // active: what the REP grants our READs and atomics
   ibv_sa_path_rec path{};        // route.path_rec points here
   bool owns_cqs = false;         // rdma_create_qp made the CQs (the program gave none)

@@ -88,7 +88,7 @@ int connect_qp(CmId& id, std::uint32_t remote_qpn, ibv_mtu mtu, std::uint8_t des
   if (ibv_modify_qp(qp, &attr, mask) != 0) return -1;
   attr.qp_state = IBV_QPS_RTS;
   attr.sq_psn = id.remote_psn;
-  attr.timeout = kLocalAckTimeout;
+  attr.timeout = id.ack_timeout.value_or(kLocalAckTimeout);
   attr.retry_cnt = retry & 7;
   attr.rnr_retry = rnr_retry & 7;
   attr.max_rd_atomic = std::max<std::uint8_t>(rd_atomic, 1);
@@ -177,6 +177,7 @@ CmId* make_child(CmService& service, CmId& listener, const cm::CmEvent& event, c
   child->channel = listener.channel;
   child->comm_id = event.comm_id;
   child->id.verbs = service.context();
+  child->id.pd = service.default_pd();
   child->id.channel = listener.id.channel;
   child->id.context = listener.id.context;
   child->id.ps = listener.id.ps;
@@ -423,7 +424,7 @@ static int rdma_connect_async(rdma_cm_id* id, rdma_conn_param* param) {
   request.primary.local_gid = gid_of(id->route.addr.addr.ibaddr.sgid);
   request.primary.remote_gid = gid_of(id->route.addr.addr.ibaddr.dgid);
   request.primary.hop_limit = 64;
-  request.primary.local_ack_timeout = kLocalAckTimeout;
+  request.primary.local_ack_timeout = owned->ack_timeout.value_or(kLocalAckTimeout);
   cm::CmaHeader header;
   header.ip_version = id->route.addr.src_addr.sa_family == AF_INET6 ? 6 : 4;
   header.source_port = source_port(*owned);
@@ -552,7 +553,7 @@ int rdma_init_qp_attr(rdma_cm_id* id, ibv_qp_attr* attr, int* mask) {
     case IBV_QPS_RTS:
       if (!known_peer) return fail(EINVAL);
       attr->sq_psn = owned->remote_psn;
-      attr->timeout = kLocalAckTimeout;
+      attr->timeout = owned->ack_timeout.value_or(kLocalAckTimeout);
       attr->retry_cnt = owned->request.retry_count;
       attr->rnr_retry = owned->remote_rnr_retry;
       attr->max_rd_atomic = std::max<std::uint8_t>(owned->param.initiator_depth, 1);

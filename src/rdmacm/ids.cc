@@ -81,6 +81,9 @@ int bind_locked(CmId& id, const sockaddr* address) {
   if (service == nullptr) return -1;
   id.service = service;
   id.id.verbs = service->context();
+  // As Linux's librdmacm: an ID bound to a device gets its per-device PD
+  // (pyverbs builds its AHs and external QPs on it).
+  if (id.id.pd == nullptr) id.id.pd = service->default_pd();
   id.id.port_num = 1;
   std::memcpy(&id.id.route.addr.src_storage, &bound, length_of(address));
   if (is_loopback(address)) fill_wildcard_source(id);
@@ -222,6 +225,23 @@ static int rdma_resolve_route_async(rdma_cm_id* id, int /*timeout_ms*/) {
   owned->state = IdState::route_resolved;
   queue_event(*owned, RDMA_CM_EVENT_ROUTE_RESOLVED, 0);
   return 0;
+}
+
+// The Local ACK Timeout is kept for the ID's QP (its RTS); the options that
+// only tune a connection on a NIC are accepted and ignored; the rest are
+// refused (ENOSYS).
+int rdma_set_option(rdma_cm_id* id, int level, int name, void* value, size_t length) {
+  if (id == nullptr || (value == nullptr && length != 0)) return fail(EINVAL);
+  if (level == RDMA_OPTION_ID && name == RDMA_OPTION_ID_ACK_TIMEOUT) {
+    if (length != sizeof(std::uint8_t)) return fail(EINVAL);
+    std::lock_guard lock(cm_lock());
+    cm_id_of(id)->ack_timeout = *static_cast<const std::uint8_t*>(value);
+    return 0;
+  }
+  bool tuning = (level == RDMA_OPTION_ID && (name == RDMA_OPTION_ID_TOS || name == RDMA_OPTION_ID_REUSEADDR ||
+                                              name == RDMA_OPTION_ID_AFONLY)) ||
+                (level == RDMA_OPTION_IB && name == RDMA_OPTION_IB_PATH);
+  return tuning ? 0 : fail(ENOSYS);
 }
 
 int rdma_listen(rdma_cm_id* id, int /*backlog*/) {

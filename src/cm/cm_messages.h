@@ -44,6 +44,7 @@ enum class RejectReason : std::uint16_t {
   invalid_mtu = 26,
   consumer_reject = 28,
   invalid_class_version = 31,
+  vendor_option_not_supported = 35,  // rdma_reject_ece: the peer's ECE is refused
 };
 
 // The transport service type of a REQ (2 bits).

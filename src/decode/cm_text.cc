@@ -38,6 +38,7 @@ std::string reason_text(std::uint16_t reason) {
     case cm::RejectReason::invalid_mtu: return "invalid_mtu(26)";
     case cm::RejectReason::consumer_reject: return "consumer(28)";
     case cm::RejectReason::invalid_class_version: return "invalid_class_version(31)";
+    case cm::RejectReason::vendor_option_not_supported: return "vendor_option_not_supported(35)";
   }
   return fmt::format("{}", reason);
 }

@@ -176,6 +176,9 @@ CmId* make_child(CmService& service, CmId& listener, const cm::CmEvent& event, c
   child->service = &service;
   child->channel = listener.channel;
   child->comm_id = event.comm_id;
+  // Drawn now, not at rdma_accept: a program that moves its own QP asks
+  // rdma_init_qp_attr for RTR (its rq_psn) before it accepts.
+  child->own_psn = random_psn();
   child->id.verbs = service.context();
   child->id.pd = service.default_pd();
   child->id.channel = listener.id.channel;
@@ -455,8 +458,7 @@ static int rdma_accept_async(rdma_cm_id* id, rdma_conn_param* param) {
     return fail(EINVAL);
   }
   const cm::ConnectRequest& request = owned->request;
-  owned->param = asked;
-  owned->own_psn = random_psn();
+  owned->param = asked;  // own_psn was drawn with the request (make_child)
   CmService& service = *owned->service;
   if (connect_qp(*owned, request.local_qpn, smaller(service.active_mtu(), request.path_mtu),
                  asked.responder_resources, asked.initiator_depth, request.retry_count, request.rnr_retry_count) != 0) {
@@ -477,17 +479,30 @@ static int rdma_accept_async(rdma_cm_id* id, rdma_conn_param* param) {
   return 0;
 }
 
-int rdma_reject(rdma_cm_id* id, const void* private_data, std::uint8_t private_data_len) {
+namespace {
+
+int reject_with(rdma_cm_id* id, const void* private_data, std::uint8_t private_data_len, cm::RejectReason reason) {
   if (id == nullptr || private_data_len > kRejectUserData) return fail(EINVAL);
   std::lock_guard lock(cm_lock());
   CmId* owned = cm_id_of(id);
   if (owned->state != IdState::request_pending) return fail(EINVAL);
   uroce::ByteSpan data(static_cast<const std::uint8_t*>(private_data), private_data != nullptr ? private_data_len : 0);
-  owned->service->manager().reject(owned->comm_id, static_cast<std::uint16_t>(cm::RejectReason::consumer_reject), data,
-                                   monotonic_now());
+  owned->service->manager().reject(owned->comm_id, static_cast<std::uint16_t>(reason), data, monotonic_now());
   owned->state = IdState::disconnected;
   owned->service->flush();
   return 0;
+}
+
+}  // namespace
+
+int rdma_reject(rdma_cm_id* id, const void* private_data, std::uint8_t private_data_len) {
+  return reject_with(id, private_data, private_data_len, cm::RejectReason::consumer_reject);
+}
+
+// Rejecting a peer's ECE (rdmacm/ece.cc) is a reject with reason 35 (vendor
+// option not supported), as Linux's.
+int rdma_reject_ece(rdma_cm_id* id, const void* private_data, std::uint8_t private_data_len) {
+  return reject_with(id, private_data, private_data_len, cm::RejectReason::vendor_option_not_supported);
 }
 
 int rdma_disconnect(rdma_cm_id* id) {
@@ -541,7 +556,11 @@ int rdma_init_qp_attr(rdma_cm_id* id, ibv_qp_attr* attr, int* mask) {
       attr->dest_qp_num = owned->remote_qpn;
       attr->rq_psn = owned->own_psn;
       attr->max_dest_rd_atomic = std::max<std::uint8_t>(owned->param.responder_resources, 1);
-      attr->min_rnr_timer = kMinRnrTimer;
+      // What Linux's CM gives a program that moves its own QP: code 0, the
+      // longest RNR timer (655 ms), so that a peer whose receive comes late
+      // waits rather than spends its RNR retries in a few milliseconds
+      // (rdma-core's external-QP rdma_cm test posts its receive late).
+      attr->min_rnr_timer = 0;
       attr->ah_attr.is_global = 1;
       attr->ah_attr.grh.dgid = id->route.addr.addr.ibaddr.dgid;
       attr->ah_attr.grh.sgid_index = 1;

@@ -102,10 +102,16 @@ TEST_F(RdmaCmApi, WrongArgumentsAndStatesFailWithEinval) {
   EXPECT_EQ(errno, EINVAL);
 }
 
-TEST_F(RdmaCmApi, UnservedCallsFailWithEnosysAndAnEmptyNonBlockingChannelWithEagain) {
+TEST_F(RdmaCmApi, EceReadsAsAPeerWithoutItAndAnEmptyNonBlockingChannelGivesEagain) {
+  // No vendor options: a peer's ECE reads as zero, as Linux's librdmacm
+  // gives it for a device without ECE; no ECE argument is EINVAL.
   ibv_ece ece{};
-  EXPECT_EQ(rdma_get_remote_ece(id_, &ece), -1);
-  EXPECT_EQ(errno, ENOSYS);
+  ece.vendor_id = 0x15b3;
+  EXPECT_EQ(rdma_get_remote_ece(id_, &ece), 0);
+  EXPECT_EQ(ece.vendor_id, 0u);
+  EXPECT_EQ(rdma_set_local_ece(id_, &ece), 0);
+  EXPECT_EQ(rdma_get_remote_ece(id_, nullptr), -1);
+  EXPECT_EQ(errno, EINVAL);
   // Multicast is served, but only for an ID with its device (bound or resolved).
   sockaddr_in group = ipv4("239.127.9.110", 0);
   EXPECT_EQ(rdma_join_multicast(id_, reinterpret_cast<sockaddr*>(&group), nullptr), -1);

@@ -112,20 +112,24 @@ bool LocalPort::stuck(Peer& peer, LazyNow& clock) {
   return true;
 }
 
-bool LocalPort::put_to_every_member(const DescribedDatagram& datagram, PeerKey key, LazyNow& clock) {
-  bool any = false;
+LocalPort::MemberPut LocalPort::put_to_every_member(const DescribedDatagram& datagram, PeerKey key,
+                                                   LazyNow& clock) {
+  std::array<Peer*, kQpnMembers> members{};
+  std::size_t count = 0;
   for (std::uint8_t member = 0; member < kQpnMembers; ++member) {
     key[kMemberByte] = member;
     Peer* peer = local_peer(key, clock);
     if (peer == nullptr) continue;
-    any = true;
-    // A member whose lane is full misses this MAD, as a lost one: the CM sends it again.
-    LocalOutbox::Put put = peer->outbox->put(datagram.bytes);
-    if (put == LocalOutbox::Put::full && stuck(*peer, clock)) put = LocalOutbox::Put::closed;
-    if (put == LocalOutbox::Put::full) ++local_drops_;
-    note_put(*peer, put, clock);
+    if (!peer->outbox->has_room()) {
+      if (!stuck(*peer, clock)) return MemberPut::full;
+      ++local_drops_;  // gone: it misses the MAD, as a lost one
+      continue;
+    }
+    members[count++] = peer;
   }
-  return any;
+  if (count == 0) return MemberPut::none;
+  for (std::size_t i = 0; i < count; ++i) note_put(*members[i], members[i]->outbox->put(datagram.bytes), clock);
+  return MemberPut::taken;
 }
 
 // After a put: a taken datagram makes its peer one to ring; a closed inbox is
@@ -185,7 +189,12 @@ std::size_t LocalPort::send(std::span<const DescribedDatagram> datagrams) {
         ring_all();
         return wire_run_from;
       }
-      if (!put_to_every_member(datagrams[i], key, now) && wire_run_from == datagrams.size()) wire_run_from = i;
+      MemberPut put = put_to_every_member(datagrams[i], key, now);
+      if (put == MemberPut::full) {
+        ring_all();
+        return i;
+      }
+      if (put == MemberPut::none && wire_run_from == datagrams.size()) wire_run_from = i;
       continue;
     }
     Peer* peer = keyed ? local_peer(key, now) : nullptr;

@@ -94,8 +94,11 @@ class LocalPort : public Port {
 
   LocalPort(std::unique_ptr<Port> wire, LocalInbox inbox);
   Peer* local_peer(const PeerKey& key, LazyNow& clock);
-  // QP 1's datagram to every local member of its address; false if none is local.
-  bool put_to_every_member(const DescribedDatagram& datagram, PeerKey key, LazyNow& clock);
+  // QP 1's datagram to every local member of its address, all or none: a
+  // member whose lane is full (and not stuck) holds it back for all, so
+  // that no member takes it twice. none: no member is local (the wire's).
+  enum class MemberPut : std::uint8_t { none, taken, full };
+  MemberPut put_to_every_member(const DescribedDatagram& datagram, PeerKey key, LazyNow& clock);
   void note_put(Peer& peer, LocalOutbox::Put put, LazyNow& clock);
   bool stuck(Peer& peer, LazyNow& clock);
   void ring_all();

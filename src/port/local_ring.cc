@@ -467,16 +467,21 @@ LocalOutbox::~LocalOutbox() {
   if (wake_fd_ >= 0) ::close(wake_fd_);
 }
 
-LocalOutbox::Put LocalOutbox::put(ByteSpan datagram) {
-  LocalSegment& segment = mapping_.segment();
-  if (segment.closed.load(std::memory_order_relaxed) != 0) return Put::closed;
+bool LocalOutbox::has_room() {
   // The receiver's tail is read only when the lane looks full: reading it
   // each time would cost a cache line from the receiver per datagram. A tail
   // ahead of our head (a broken receiver) reads as full, for good.
   if (head_ - known_tail_ >= kLocalSlotsPerLane) {
-    known_tail_ = segment.lanes[lane_].tail.load(std::memory_order_acquire);
-    if (head_ - known_tail_ >= kLocalSlotsPerLane) return Put::full;
+    known_tail_ = mapping_.segment().lanes[lane_].tail.load(std::memory_order_acquire);
+    if (head_ - known_tail_ >= kLocalSlotsPerLane) return false;
   }
+  return true;
+}
+
+LocalOutbox::Put LocalOutbox::put(ByteSpan datagram) {
+  LocalSegment& segment = mapping_.segment();
+  if (segment.closed.load(std::memory_order_relaxed) != 0) return Put::closed;
+  if (!has_room()) return Put::full;
   std::uint8_t* slot = mapping_.slot(lane_, head_);
   auto length = static_cast<std::uint32_t>(std::min(datagram.size(), kMaxDatagramLength));
   std::memcpy(slot + 4, &length, sizeof length);

@@ -128,6 +128,8 @@ class LocalOutbox {
   enum class Put : std::uint8_t { taken, full, closed };
   // Copies the datagram into the next slot (at most kMaxDatagramLength bytes).
   Put put(ByteSpan datagram);
+  // Whether the next put finds a free slot (not whether the segment is open).
+  bool has_room();
   // After a batch of puts: wakes the receiver if it announced a sleep.
   void ring();
   // The receiver's progress through this lane (to tell a slow receiver from a stuck one).

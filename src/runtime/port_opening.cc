@@ -3,7 +3,9 @@
 
 #include <arpa/inet.h>
 
+#include <chrono>
 #include <cstring>
+#include <thread>
 
 #include "port/interface_info.h"
 #include "port/local_port.h"
@@ -18,6 +20,10 @@ PathMtu largest_path_mtu(const port::Port& port) {
 }
 
 namespace {
+
+// How long a device whose address is taken looks for the holder's inbox: 1 s.
+constexpr int kShareAttempts = 100;
+constexpr int kShareRetryMs = 10;
 
 // A live uroce device in this namespace publishes an inbox for the address.
 bool address_held_by_a_device(const DeviceConfig& config) {
@@ -49,11 +55,18 @@ Expected<std::unique_ptr<port::Port>, std::string> open_port(const DeviceConfig&
   options.gso = config.gso;
   auto udp = port::UdpPort::open(config.address, options);
   bool sharing = false;
-  if (!udp && config.local_path && address_held_by_a_device(config)) {
-    // Another device on this host (another process) holds the address, as
-    // processes share a NIC's: this one takes a member's inbox beside it.
-    options.receives_on_port = false;
-    sharing = true;
+  // Another device on this host (another process) may hold the address, as
+  // processes share a NIC's: this one then takes a member's inbox beside
+  // it. The holder binds its socket a moment before it publishes its inbox,
+  // and may be closing: the bind and the look are tried again for a while.
+  for (int attempt = 0; !udp && config.local_path && attempt < kShareAttempts; ++attempt) {
+    if (address_held_by_a_device(config)) {
+      options.receives_on_port = false;
+      sharing = true;
+      udp = port::UdpPort::open(config.address, options);
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(kShareRetryMs));
     udp = port::UdpPort::open(config.address, options);
   }
   if (!udp) return unexpected(udp.error());

@@ -431,6 +431,31 @@ TEST(ConnectionManager, SidrRefusalsCarryTheirStatus) {
   EXPECT_EQ(std::get<SidrReply>(*rejected->message).private_data[0], 7);
 }
 
+// Where other devices share b's address, each sees every MAD to it: a REQ
+// or SIDR_REQ for a service b does not listen on is another's, and b drops
+// it instead of refusing it (which would end the connection another accepts).
+TEST(ConnectionManager, OnASharedAddressARequestForAServiceNobodyHereListensOnIsDropped) {
+  Pipe pipe;
+  int asked = 0;
+  CmConfig shared = config(2);
+  shared.address_shared = [&asked] { return ++asked > 0; };
+  pipe.b = ConnectionManager(shared);
+  pipe.connect();
+  pipe.advance(kResponse / 2);
+  EXPECT_FALSE(pipe.a.poll_event());
+  EXPECT_EQ(pipe.count("b>a REJ"), 0);
+  EXPECT_EQ(pipe.b.counters().dropped, 1u);
+  EXPECT_EQ(asked, 1);  // asked when refusing, not for every MAD
+  resolve(pipe);
+  EXPECT_FALSE(pipe.a.poll_event());
+  EXPECT_EQ(pipe.count("b>a SIDR_REP"), 0);
+  // The listener, where it is this device's, is served as always.
+  pipe.b.listen(kService);
+  pipe.advance(kResponse / 2);
+  auto request = pipe.b.poll_event();
+  ASSERT_TRUE(request && request->kind == CmEventKind::request);
+}
+
 TEST(ConnectionManager, AnUnansweredSidrRequestEndsInUnreachable) {
   Pipe pipe;
   pipe.lose = [](std::string_view, bool to_b) { return to_b; };

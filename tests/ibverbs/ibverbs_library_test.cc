@@ -47,7 +47,7 @@ TEST(IbverbsLibrary, ExportsRdmaCoresSymbolsWithTheirVersions) {
   RunResult ours_private = run_shell("nm -D --with-symbol-versions " + kLibraryDir + "/libibverbs.so.1" + list +
                                      " | grep UROCE_PRIVATE_1");
   EXPECT_EQ(ours_private.output,
-            "UROCE_PRIVATE_1\nuroce_create_gsi_qp@@UROCE_PRIVATE_1\n"
+            "UROCE_PRIVATE_1\nuroce_address_shared@@UROCE_PRIVATE_1\nuroce_create_gsi_qp@@UROCE_PRIVATE_1\n"
             "uroce_qp_has_completions_waiting@@UROCE_PRIVATE_1\n");
 }
 

@@ -45,6 +45,10 @@ struct DeviceAttributes {
   std::uint32_t max_qp_init_rd_atom = 128;  // READ/atomic a responder keeps records of
   std::uint64_t max_mr_size = 1ull << 40;
   std::uint32_t max_msg_size = 1u << 31;
+  // UD multicast: groups with a QP attached, and QPs one group may have
+  // (Soft-RoCE's figures); beyond, attach_multicast is not_enough_memory.
+  std::uint32_t max_mcast_grp = 8192;
+  std::uint32_t max_mcast_qp_attach = 56;
 };
 
 // DCQCN exactly as the paper's pseudocode gives it (Zhu et al., SIGCOMM

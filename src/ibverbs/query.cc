@@ -49,6 +49,9 @@ void fill_device_attr(const UroceDevice& device, ibv_device_attr& attr) {
   attr.max_srq = static_cast<int>(limits.max_srq);
   attr.max_srq_wr = static_cast<int>(limits.max_srq_wr);
   attr.max_srq_sge = static_cast<int>(limits.max_sge);
+  attr.max_mcast_grp = static_cast<int>(limits.max_mcast_grp);
+  attr.max_mcast_qp_attach = static_cast<int>(limits.max_mcast_qp_attach);
+  attr.max_total_mcast_qp_attach = static_cast<int>(limits.max_mcast_grp * limits.max_mcast_qp_attach);
   attr.max_pkeys = 1;
   attr.local_ca_ack_delay = 15;
   attr.phys_port_cnt = 1;

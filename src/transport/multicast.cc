@@ -16,8 +16,15 @@ Expected<bool, std::errc> Engine::attach_multicast(std::uint32_t qpn, const Gid&
   if (qp == nullptr || qp->type != QpType::ud || !gid_is_multicast(group)) {
     return unexpected(std::errc::invalid_argument);
   }
-  std::vector<std::uint32_t>& members = core_->multicast_groups[group];
+  const DeviceAttributes& limits = core_->config.attributes;
+  auto found = core_->multicast_groups.find(group);
+  if (found == core_->multicast_groups.end()) {
+    if (core_->multicast_groups.size() >= limits.max_mcast_grp) return unexpected(std::errc::not_enough_memory);
+    found = core_->multicast_groups.emplace(group, std::vector<std::uint32_t>{}).first;
+  }
+  std::vector<std::uint32_t>& members = found->second;
   if (std::find(members.begin(), members.end(), qpn) != members.end()) return false;
+  if (members.size() >= limits.max_mcast_qp_attach) return unexpected(std::errc::not_enough_memory);
   members.push_back(qpn);
   return members.size() == 1;
 }

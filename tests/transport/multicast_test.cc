@@ -156,3 +156,34 @@ TEST(MulticastGid, IsIpv4MappedClassDOrIpv6Ff) {
 
 }  // namespace
 }  // namespace uroce::testing
+
+namespace uroce::testing {
+namespace {
+
+// The limits ibv_query_device reports (Soft-RoCE's: 8192 groups, 56 QPs a
+// group) are the engine's: beyond them attach is not_enough_memory (ENOMEM),
+// and a refused attach leaves no group behind.
+TEST(MulticastLimits, AttachBeyondTheReportedLimitsIsRefused) {
+  EngineConfig config;
+  config.attributes.max_mcast_grp = 2;
+  config.attributes.max_mcast_qp_attach = 3;
+  Engine engine(config);
+  std::vector<Endpoint> qps;
+  for (int i = 0; i < 4; ++i) qps.push_back(make_ud_qp(engine, kQkey));
+  for (int i = 0; i < 3; ++i) EXPECT_TRUE(engine.attach_multicast(qps[i].qpn, kGroup).has_value());
+  auto full = engine.attach_multicast(qps[3].qpn, kGroup);
+  ASSERT_FALSE(full);
+  EXPECT_EQ(full.error(), std::errc::not_enough_memory);
+  const Gid second = gid_from_ipv4({239, 1, 2, 4}), third = gid_from_ipv4({239, 1, 2, 5});
+  EXPECT_TRUE(engine.attach_multicast(qps[3].qpn, second).has_value());
+  auto too_many = engine.attach_multicast(qps[3].qpn, third);
+  ASSERT_FALSE(too_many);
+  EXPECT_EQ(too_many.error(), std::errc::not_enough_memory);
+  EXPECT_EQ(engine.multicast_groups_of(qps[3].qpn), std::vector<Gid>{second});
+  // A group left makes room for another.
+  EXPECT_TRUE(engine.detach_multicast(qps[3].qpn, second).has_value());
+  EXPECT_TRUE(engine.attach_multicast(qps[3].qpn, third).has_value());
+}
+
+}  // namespace
+}  // namespace uroce::testing

@@ -15,20 +15,18 @@
 namespace uroce::port {
 namespace {
 
-constexpr std::size_t kBthLength = 12, kBthDestinationQpn = 5;
-constexpr std::uint32_t kCmQpn = 1;
-
 // A datagram's destination address (as a GID) and UDP port, from its
 // description, and the member of the address its BTH's destination QPN
 // names; false for one that describes no RoCE datagram.
 bool destination_of(const DescribedDatagram& datagram, std::array<std::uint8_t, 19>& key, std::uint32_t& qpn) {
   const Transmit& transmit = datagram.transmit;
-  if (transmit.udp_payload_offset == 0 || datagram.bytes.size() < transmit.udp_payload_offset + kBthLength) return false;
+  if (transmit.udp_payload_offset == 0 || datagram.bytes.size() < transmit.udp_payload_offset + LocalPort::kBthLength) {
+    return false;
+  }
   std::memcpy(key.data(), transmit.destination.data(), transmit.destination.size());
   key[16] = static_cast<std::uint8_t>(transmit.destination_port >> 8);
   key[17] = static_cast<std::uint8_t>(transmit.destination_port & 0xFF);
-  const std::uint8_t* bth_qpn = datagram.bytes.data() + transmit.udp_payload_offset + kBthDestinationQpn;
-  qpn = std::uint32_t{bth_qpn[0]} << 16 | std::uint32_t{bth_qpn[1]} << 8 | bth_qpn[2];
+  qpn = LocalPort::destination_qpn(datagram.bytes.data() + transmit.udp_payload_offset);
   key[18] = qpn_member_of(qpn);
   return true;
 }
@@ -112,26 +110,6 @@ bool LocalPort::stuck(Peer& peer, LazyNow& clock) {
   return true;
 }
 
-LocalPort::MemberPut LocalPort::put_to_every_member(const DescribedDatagram& datagram, PeerKey key,
-                                                   LazyNow& clock) {
-  std::array<Peer*, kQpnMembers> members{};
-  std::size_t count = 0;
-  for (std::uint8_t member = 0; member < kQpnMembers; ++member) {
-    key[kMemberByte] = member;
-    Peer* peer = local_peer(key, clock);
-    if (peer == nullptr) continue;
-    if (!peer->outbox->has_room()) {
-      if (!stuck(*peer, clock)) return MemberPut::full;
-      ++local_drops_;  // gone: it misses the MAD, as a lost one
-      continue;
-    }
-    members[count++] = peer;
-  }
-  if (count == 0) return MemberPut::none;
-  for (std::size_t i = 0; i < count; ++i) note_put(*members[i], members[i]->outbox->put(datagram.bytes), clock);
-  return MemberPut::taken;
-}
-
 // After a put: a taken datagram makes its peer one to ring; a closed inbox is
 // looked up again later (its address may now be a remote one).
 void LocalPort::note_put(Peer& peer, LocalOutbox::Put put, LazyNow& clock) {
@@ -144,15 +122,6 @@ void LocalPort::note_put(Peer& peer, LocalOutbox::Put put, LazyNow& clock) {
     peer.unrung = false;
     peer.look_again_at = clock() + kRetryLookupNs;
   }
-}
-
-bool LocalPort::address_shared() const {
-  if (inbox_.member() != 0) return true;
-  std::string first = local_segment_path(gid(), udp_port_, inbox_.network_namespace());
-  for (std::uint8_t member = 1; member < kQpnMembers; ++member) {
-    if (local_segment_is_live(local_member_path(first, member))) return true;
-  }
-  return false;
 }
 
 void LocalPort::ring_all() {
@@ -232,7 +201,11 @@ std::span<const ReceivedDatagram> LocalPort::receive(TimeNs now) {
   if (!local_seen_ || now - wire_looked_at_ >= wire_interval_) {
     wire_looked_at_ = now;
     std::span<const ReceivedDatagram> wire = wire_->receive(now);
-    received_.insert(received_.end(), wire.begin(), wire.end());
+    LazyNow clock{now};
+    for (const ReceivedDatagram& datagram : wire) {
+      if (!forward_to_member(datagram, clock)) received_.push_back(datagram);
+    }
+    ring_all();
     if (!wire.empty()) {
       wire_interval_ = 0;
     } else if (local_seen_) {

@@ -63,6 +63,12 @@ class LocalPort : public Port {
   std::optional<std::uint8_t> qpn_member() const override { return inbox_.member(); }
   bool address_shared() const override;
 
+  static constexpr std::size_t kBthLength = 12;
+  static constexpr std::uint32_t kCmQpn = 1;  // the CM's MADs: for every member of an address
+  static std::uint32_t destination_qpn(const std::uint8_t* bth) {
+    return std::uint32_t{bth[5]} << 16 | std::uint32_t{bth[6]} << 8 | bth[7];
+  }
+
   static constexpr TimeNs kRetryLookupNs = 100'000'000;
   static constexpr TimeNs kStuckNs = 100'000'000;
   // Once local datagrams have arrived, the UDP socket (a system call per
@@ -100,6 +106,11 @@ class LocalPort : public Port {
   enum class MemberPut : std::uint8_t { none, taken, full };
   MemberPut put_to_every_member(const DescribedDatagram& datagram, PeerKey key, LazyNow& clock);
   void note_put(Peer& peer, LocalOutbox::Put put, LazyNow& clock);
+  // The holder of a shared address receives from the wire for its members:
+  // a datagram for another member's QPN goes into its inbox (true: taken),
+  // QP 1's into every member's and this device's too.
+  bool forward_to_member(const ReceivedDatagram& datagram, LazyNow& clock);
+  PeerKey own_key() const;
   bool stuck(Peer& peer, LazyNow& clock);
   void ring_all();
 

@@ -18,6 +18,7 @@
 #include <cstddef>
 #include <cstring>
 #include <new>
+#include <utility>
 
 #include "port/inboxes_at_exit.h"
 
@@ -243,9 +244,13 @@ Expected<LocalInbox, std::string> LocalInbox::create_sharing(const Gid& gid, std
 }
 
 Expected<LocalInbox, std::string> LocalInbox::create_at(LocalInbox inbox, bool replace) {
+  // A failed inbox is no inbox: its destructor must not close or remove the
+  // file at its path, which may be another device's (a member's slot taken).
   auto failed = [&](const char* what) {
     int error = errno;
     std::string text = std::string(what) + " " + inbox.path_ + ": " + std::strerror(error);
+    inbox.path_.clear();
+    if (inbox.wake_fd_ >= 0) ::close(std::exchange(inbox.wake_fd_, -1));
     errno = error;
     return unexpected(text);
   };

@@ -5,14 +5,19 @@
 // reaches the member its destination QPN names, and the CM's MADs reach
 // every member (port/local_port.h). The oracles are the programs: the
 // pingpongs on GID 0 and GID 1 (RC, UD), perftest, and rping through
-// rdma_cm. With the intra-host path off, the second device cannot share
-// and says why.
+// rdma_cm. From another host (a second network namespace over a veth pair)
+// every member is reached too: the holder of the address's socket forwards
+// what is for another member's QPN into its inbox, and QP 1's to all. With
+// the intra-host path off, the second device cannot share and says why.
 #include <gtest/gtest.h>
 
+#include <regex>
 #include <string>
 
 #include "tests/support/program_environment.h"
 #include "tests/support/program_pair.h"
+#include "tests/support/run_command.h"
+#include "tests/support/veth_pair.h"
 
 namespace uroce {
 namespace {
@@ -85,6 +90,44 @@ TEST(SharedAddressOnTheWire, IsRefusedWithAClearError) {
   EXPECT_NE(pair.client_exit, 0) << pair.output;
   EXPECT_NE(pair.output.find("cannot bind 127.0.0.1 port 4791: bind: Address already in use"), std::string::npos)
       << pair.output;
+}
+
+// In the server's namespace a pingpong server holds the address and a
+// second server of each kind shares it; the clients run in the client's
+// namespace, as on another host. Each line of the script's output is one
+// client's exit status and name.
+TEST(SharedAddressFromAnotherHost, EveryMemberIsReached) {
+  if (auto why = testing::VethPair::unavailable()) GTEST_SKIP() << *why;
+  if (!installed("ibv_rc_pingpong") || !installed("rping")) GTEST_SKIP() << "ibverbs-utils or rdmacm-utils is not installed";
+  testing::VethPair veth("10.79.30");
+  ASSERT_EQ(veth.error(), "");
+  const std::string address = veth.server().address;
+  auto on = [&](const testing::VethPair::Side& side, const std::string& command) {
+    return "ip netns exec " + side.ns + " env LD_LIBRARY_PATH=" + std::string(UROCE_IBVERBS_DIR) + " " +
+           testing::sanitizer_environment() + "UROCE_ADDRESS=" + side.address + " timeout 60 " + command;
+  };
+  auto listening = [&](int port) {
+    return "for i in $(seq 300); do ip netns exec " + veth.server().ns + " ss -ltn | grep -q ':" +
+           std::to_string(port) + " ' && break; sleep 0.1; done; ";
+  };
+  std::string script =
+      "dir=$(mktemp -d); " +
+      on(veth.server(), "ibv_rc_pingpong -n 100 -c -p 18611") + " > $dir/holder 2>&1 & " + listening(18611) +
+      on(veth.server(), "ibv_rc_pingpong -n 100 -c -p 18612") + " > $dir/rc 2>&1 & " + listening(18612) +
+      on(veth.server(), "ibv_ud_pingpong -n 100 -p 18613") + " > $dir/ud 2>&1 & " + listening(18613) +
+      on(veth.server(), "rping -s -a " + address + " -p 18614 -v -C 5") + " > $dir/rping 2>&1 & sleep 1; " +
+      on(veth.client(), "ibv_rc_pingpong -n 100 -c -p 18612 " + address) + " > $dir/rc_client 2>&1; echo \"$? rc\"; " +
+      on(veth.client(), "ibv_ud_pingpong -n 100 -p 18613 " + address) + " > $dir/ud_client 2>&1; echo \"$? ud\"; " +
+      on(veth.client(), "rping -c -a " + address + " -p 18614 -v -C 5") + " > $dir/rping_client 2>&1; echo \"$? rping\"; " +
+      on(veth.client(), "ibv_rc_pingpong -n 100 -c -p 18611 " + address) + " > $dir/holder_client 2>&1; echo \"$? holder\"; " +
+      "wait; for f in $dir/*; do echo \"== $f\"; cat $f; done; rm -rf $dir";
+  testing::RunResult run =
+      testing::run_shell("bash -c '" + std::regex_replace(script, std::regex("'"), "'\\''") + "'");
+  for (const char* client : {"rc", "ud", "rping", "holder"}) {
+    EXPECT_NE(("\n" + run.output).find(std::string("\n0 ") + client + "\n"), std::string::npos) << client << ":\n"
+                                                                                                 << run.output;
+  }
+  EXPECT_NE(run.output.find("ping data: rdma-ping-4"), std::string::npos) << run.output;
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include <random>
 
 #include "uroce/monotonic_clock.h"
+#include "wire/bth.h"
 #include "wire/frame.h"
 
 namespace uroce::port {
@@ -20,13 +21,13 @@ namespace {
 // names; false for one that describes no RoCE datagram.
 bool destination_of(const DescribedDatagram& datagram, std::array<std::uint8_t, 19>& key, std::uint32_t& qpn) {
   const Transmit& transmit = datagram.transmit;
-  if (transmit.udp_payload_offset == 0 || datagram.bytes.size() < transmit.udp_payload_offset + LocalPort::kBthLength) {
-    return false;
-  }
+  if (transmit.udp_payload_offset == 0 || datagram.bytes.size() < transmit.udp_payload_offset) return false;
+  auto bth = wire::BthView::new_checked(datagram.bytes.subspan(transmit.udp_payload_offset));
+  if (!bth) return false;
   std::memcpy(key.data(), transmit.destination.data(), transmit.destination.size());
   key[16] = static_cast<std::uint8_t>(transmit.destination_port >> 8);
   key[17] = static_cast<std::uint8_t>(transmit.destination_port & 0xFF);
-  qpn = LocalPort::destination_qpn(datagram.bytes.data() + transmit.udp_payload_offset);
+  qpn = bth->dest_qp();
   key[18] = qpn_member_of(qpn);
   return true;
 }

@@ -63,11 +63,7 @@ class LocalPort : public Port {
   std::optional<std::uint8_t> qpn_member() const override { return inbox_.member(); }
   bool address_shared() const override;
 
-  static constexpr std::size_t kBthLength = 12;
   static constexpr std::uint32_t kCmQpn = 1;  // the CM's MADs: for every member of an address
-  static std::uint32_t destination_qpn(const std::uint8_t* bth) {
-    return std::uint32_t{bth[5]} << 16 | std::uint32_t{bth[6]} << 8 | bth[7];
-  }
 
   static constexpr TimeNs kRetryLookupNs = 100'000'000;
   static constexpr TimeNs kStuckNs = 100'000'000;

@@ -5,22 +5,20 @@
 #include <optional>
 
 #include "port/local_port.h"
+#include "wire/bth.h"
 #include "wire/frame.h"
+#include "wire/ip_datagram.h"
 
 namespace uroce::port {
 namespace {
 
-constexpr std::size_t kUdpHeaderLength = 8;
-
-// The BTH's destination QPN of an IP datagram as the UDP port rebuilt it
-// (IPv4 with its options, or IPv6, then UDP).
+// The BTH's destination QPN of an IP datagram as the UDP port rebuilt it.
 std::optional<std::uint32_t> arriving_qpn(ByteSpan bytes) {
-  if (bytes.empty()) return std::nullopt;
-  unsigned version = bytes[0] >> 4;
-  std::size_t ip_length = version == 4 ? std::size_t{bytes[0] & 0xFu} * 4 : version == 6 ? 40 : 0;
-  std::size_t bth = ip_length + kUdpHeaderLength;
-  if (ip_length == 0 || bytes.size() < bth + LocalPort::kBthLength) return std::nullopt;
-  return LocalPort::destination_qpn(bytes.data() + bth);
+  auto datagram = wire::IpDatagramView::new_checked(bytes);
+  if (!datagram) return std::nullopt;
+  auto bth = wire::BthView::new_checked(datagram->udp_payload());
+  if (!bth) return std::nullopt;
+  return bth->dest_qp();
 }
 
 }  // namespace

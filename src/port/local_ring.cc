@@ -18,6 +18,7 @@
 #include <cstddef>
 #include <cstring>
 #include <new>
+#include <optional>
 #include <utility>
 
 #include "port/inboxes_at_exit.h"
@@ -100,23 +101,40 @@ bool wake_address(const std::string& path, sockaddr_un& address, socklen_t& leng
   return true;
 }
 
-// The process that created the segment at path has exited (it was killed
-// before it could remove it). Only segments of our own user are looked at.
-bool left_by_the_dead(const std::string& path) {
+// What the header of the segment at path says, when it is a segment of our
+// own user's (only those are looked at).
+struct SegmentState {
+  bool published = false;   // its magic is set: it was made whole
+  bool closed = false;      // its device closed it
+  bool owner_known = false;
+  bool owner_gone = false;  // the process that created it has exited
+};
+
+std::optional<SegmentState> segment_state(const std::string& path) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-  if (fd < 0) return false;
+  if (fd < 0) return std::nullopt;
   struct stat file {};
   bool ours = ::fstat(fd, &file) == 0 && S_ISREG(file.st_mode) && file.st_uid == ::geteuid() &&
               static_cast<std::size_t>(file.st_size) == kSegmentBytes;
   void* base = ours ? ::mmap(nullptr, sizeof(LocalSegment), PROT_READ, MAP_SHARED, fd, 0) : MAP_FAILED;
   ::close(fd);
-  if (base == MAP_FAILED) return false;
+  if (base == MAP_FAILED) return std::nullopt;
   const auto* segment = static_cast<const LocalSegment*>(base);
+  SegmentState state;
+  state.published = segment->magic.load(std::memory_order_acquire) == kMagic;
+  state.closed = segment->closed.load(std::memory_order_acquire) != 0;
   auto owner = static_cast<pid_t>(segment->owner_pid);
-  bool dead = segment->magic.load(std::memory_order_acquire) == kMagic && owner > 0 && ::kill(owner, 0) != 0 &&
-              errno == ESRCH;
+  state.owner_known = owner > 0;
+  state.owner_gone = owner > 0 && ::kill(owner, 0) != 0 && errno == ESRCH;
   ::munmap(base, sizeof(LocalSegment));
-  return dead;
+  return state;
+}
+
+// The process that created the segment at path has exited (it was killed
+// before it could remove it).
+bool left_by_the_dead(const std::string& path) {
+  std::optional<SegmentState> state = segment_state(path);
+  return state && state->published && state->owner_gone;
 }
 
 // Marks the segment at path closed, then removes it and its wake socket.
@@ -200,21 +218,8 @@ std::string local_member_path(const std::string& first_member_path, std::uint8_t
 }
 
 bool local_segment_is_live(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-  if (fd < 0) return false;
-  struct stat file {};
-  bool ours = ::fstat(fd, &file) == 0 && S_ISREG(file.st_mode) && file.st_uid == ::geteuid() &&
-              static_cast<std::size_t>(file.st_size) == kSegmentBytes;
-  void* base = ours ? ::mmap(nullptr, sizeof(LocalSegment), PROT_READ, MAP_SHARED, fd, 0) : MAP_FAILED;
-  ::close(fd);
-  if (base == MAP_FAILED) return false;
-  const auto* segment = static_cast<const LocalSegment*>(base);
-  auto owner = static_cast<pid_t>(segment->owner_pid);
-  bool live = segment->magic.load(std::memory_order_acquire) == kMagic &&
-              segment->closed.load(std::memory_order_acquire) == 0 && owner > 0 &&
-              (::kill(owner, 0) == 0 || errno != ESRCH);
-  ::munmap(base, sizeof(LocalSegment));
-  return live;
+  std::optional<SegmentState> state = segment_state(path);
+  return state && state->published && !state->closed && state->owner_known && !state->owner_gone;
 }
 
 Expected<LocalInbox, std::string> LocalInbox::create(const Gid& gid, std::uint16_t udp_port) {

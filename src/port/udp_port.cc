@@ -61,8 +61,10 @@ Expected<int, std::string> bound_socket(const NetworkNamespace& netns, bool ipv4
     return unexpected(error);
   }
   if (::bind(fd, reinterpret_cast<const sockaddr*>(&address.storage), address.length) != 0) {
+    int bind_error = errno;
     std::string error = errno_text("bind");
     ::close(fd);
+    errno = bind_error;
     return unexpected(error);
   }
   return fd;
@@ -104,7 +106,12 @@ Expected<UdpPort, std::string> UdpPort::open(const std::string& address, const U
   }
   std::uint16_t receiving_port = options.receives_on_port ? options.port : 0;
   auto fd = bound_socket(port.netns_, port.ipv4_, ip, receiving_port, options.receive_buffer_bytes, options.gro);
-  if (!fd) return unexpected("cannot bind " + address + " port " + std::to_string(options.port) + ": " + fd.error());
+  if (!fd) {
+    int error = errno;  // the failed call's, for the caller (EADDRINUSE: another device may hold it)
+    std::string text = "cannot bind " + address + " port " + std::to_string(options.port) + ": " + fd.error();
+    errno = error;
+    return unexpected(text);
+  }
   port.receive_fd_ = *fd;
   port.io_->loopback_receivers.open_query_socket(port.netns_);
   port.receive_buffer_ = {granted_receive_buffer(*fd), static_cast<std::size_t>(options.receive_buffer_bytes)};

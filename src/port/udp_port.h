@@ -41,6 +41,7 @@ struct UdpPortOptions {
 class UdpPort : public Port {
  public:
   // Binds address:4791 (address: an IPv4 dotted quad or an IPv6 address).
+  // A failed bind leaves its errno (EADDRINUSE: the address's port is taken).
   static Expected<UdpPort, std::string> open(const std::string& address, const UdpPortOptions& options = {});
   UdpPort(UdpPort&& other) noexcept;
   UdpPort& operator=(UdpPort&& other) noexcept;

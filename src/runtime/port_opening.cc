@@ -3,6 +3,7 @@
 
 #include <arpa/inet.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstring>
 #include <thread>
@@ -59,7 +60,7 @@ Expected<std::unique_ptr<port::Port>, std::string> open_port(const DeviceConfig&
   // processes share a NIC's: this one then takes a member's inbox beside
   // it. The holder binds its socket a moment before it publishes its inbox,
   // and may be closing: the bind and the look are tried again for a while.
-  for (int attempt = 0; !udp && config.local_path && attempt < kShareAttempts; ++attempt) {
+  for (int attempt = 0; !udp && errno == EADDRINUSE && config.local_path && attempt < kShareAttempts; ++attempt) {
     if (address_held_by_a_device(config)) {
       options.receives_on_port = false;
       sharing = true;

@@ -85,11 +85,19 @@ for shared in "" --shared-mr; do
     grep -A1 "#bytes" | tail -n 1
   wait $server
 done
-echo "== rdma-core's own tests (pyverbs): memory windows, XRC, extended CQs, on-demand paging, rereg and resize"
+echo "== rdma-core's own tests (pyverbs): memory windows, XRC, extended CQs, on-demand paging, rereg and resize, rdma_cm (two processes on one address)"
 ./scripts/rdma-core-tests.sh tests.test_mr.MWTest.test_mw_type2_invalidate_remote tests.test_mr.MWTest.test_mw_type1 \
   tests.test_qpex.QpExTestCase.test_qp_ex_xrc_send tests.test_cqex.CqExTestCase.test_rc_traffic_cq_ex \
   tests.test_odp.OdpTestCase.test_odp_implicit_rc_traffic tests.test_mr.MRTest.test_mr_rereg_pd \
-  tests.test_cq.CQTest.test_resize_cq | tail -n 9
+  tests.test_cq.CQTest.test_resize_cq tests.test_rdmacm.CMTestCase.test_rdmacm_async_traffic \
+  tests.test_rdmacm.CMTestCase.test_rdmacm_async_multicast_traffic | tail -n 11
+echo "-- Two processes on one device address, as processes share a NIC: ibv_rc_pingpong -g 0, server and client on 127.0.0.4"
+port=$((port + 1))
+"$uroce" run --address 127.0.0.4 -- ibv_rc_pingpong -g 0 -c -p $port -n 1000 > /dev/null 2>&1 &
+server=$!
+sleep 1
+"$uroce" run --address 127.0.0.4 -- ibv_rc_pingpong -g 0 -c -p $port -n 1000 127.0.0.4 2>&1 | sed 's/^/  client: /'
+wait $server
 echo "== Unmodified rping -v over uroce's librdmacm: the connection manager on QP 1 (REQ, REP, RTU ... DREQ, DREP)"
 rping_server_log=$(mktemp)
 "$uroce" run --address 127.0.0.2 -- rping -s -a 127.0.0.2 -p 7174 -v -C 3 > "$rping_server_log" 2>&1 &

@@ -44,7 +44,13 @@ void transport::Completer::acknowledge_through(QueuePair& qp, std::uint32_t psn,
   context_.retire_completed(qp);
   if (qp.comp.sacks) qp.comp.sacks->catch_up(requester_.unacked_psn(qp));
   if (qp.req.paths) find_lost_paths(qp, now);
-  if (progress) qp.comp.retries_left = qp.attr.retry_cnt;
+  // Progress restores both budgets: they bound the tries of one message, not
+  // of the QP's life (as Soft-RoCE's completer resets them). An RNR NAK
+  // acknowledges what came before its PSN first, then spends one.
+  if (progress) {
+    qp.comp.retries_left = qp.attr.retry_cnt;
+    qp.comp.rnr_retries_left = qp.attr.rnr_retry;
+  }
   bool outstanding = requester_.unacked_psn(qp) != qp.req.next_psn;
   if (outstanding) {
     requester_.arm_retransmit_timer(qp, now);

@@ -164,6 +164,30 @@ TEST_F(RcErrors, RnrRetriesUntilAReceiveIsPosted) {
   EXPECT_EQ(buffer[0], 0x11);
 }
 
+// The RNR budget is a message's: each of several SENDs may meet one RNR NAK
+// (a receive posted late each time, as a ping-pong whose side posts its
+// receive after its own send completes) and still succeed with rnr_retry 1.
+TEST_F(RcErrors, EachMessageHasItsOwnRnrBudget) {
+  RcOptions options;
+  options.rnr_retry = 1;
+  options.min_rnr_timer = 14;  // 1.28 ms
+  connect(options);
+  std::vector<std::uint8_t> buffer(64);
+  MrKeys keys = *b_.engine->reg_mr(b_.pd, buffer.data(), buffer.size(), kAll);
+  Sge sge{reinterpret_cast<std::uintptr_t>(buffer.data()), 64, keys.lkey};
+  for (std::uint64_t message = 0; message < 5; ++message) {
+    ASSERT_EQ(a_.engine->post_send(a_.qpn, rdma(WrOpcode::send, 0, 0, 32)), std::errc{});
+    std::uint64_t naks_before = b_.engine->counters().rnr_naks_sent;
+    EXPECT_TRUE(completions_at_a(1, 1'000'000).empty());  // 1 ms: NAKed once, waiting out the timer
+    EXPECT_EQ(b_.engine->counters().rnr_naks_sent, naks_before + 1);
+    ASSERT_EQ(b_.engine->post_recv(b_.qpn, RecvWr{message, {&sge, 1}}), std::errc{});
+    auto done = completions_at_a(1);
+    ASSERT_EQ(done.size(), 1u) << "message " << message;
+    EXPECT_EQ(done[0].status, WcStatus::success) << "message " << message;
+    drain(b_);
+  }
+}
+
 TEST_F(RcErrors, SilentPeerExhaustsRetriesAndFlushesTheRest) {
   RcOptions options;
   options.retry_cnt = 3;

@@ -43,6 +43,8 @@ inline const std::uint8_t* gid_address_bytes(const Gid& gid, bool ipv4) { return
 
 // The destination QP of every multicast datagram (IBTA 10.5.2.2).
 inline constexpr std::uint32_t kMulticastQpn = 0xFFFFFF;
+// QP 1, the General Services Interface: where the CM's MADs go.
+inline constexpr std::uint32_t kGsiQpn = 1;
 
 // The largest datagram the engine emits: IPv6 + UDP + BTH + AtomicETH-sized
 // headers + a 4096-byte payload + pad + ICRC, rounded up.

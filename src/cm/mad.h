@@ -8,6 +8,7 @@
 #include <cstdint>
 
 #include "common/bytes.h"
+#include "uroce/vocabulary.h"
 
 namespace uroce::cm {
 
@@ -15,7 +16,7 @@ inline constexpr std::size_t kMadLength = 256;
 inline constexpr std::size_t kMadHeaderLength = 24;
 inline constexpr std::size_t kMadDataLength = kMadLength - kMadHeaderLength;  // 232
 
-inline constexpr std::uint32_t kGsiQpn = 1;
+using uroce::kGsiQpn;  // QP 1 (uroce/vocabulary.h)
 inline constexpr std::uint32_t kGsiQkey = 0x80010000;  // the well-known Q_Key of QP 1
 
 inline constexpr std::uint8_t kMadBaseVersion = 1;

@@ -152,14 +152,14 @@ std::size_t LocalPort::send(std::span<const DescribedDatagram> datagrams) {
     PeerKey key;
     std::uint32_t qpn = 0;
     bool keyed = datagrams[i].bytes.size() <= kMaxDatagramLength && destination_of(datagrams[i], key, qpn);
-    if (keyed && qpn == kCmQpn && !gid_is_multicast(datagrams[i].transmit.destination)) {
+    if (keyed && qpn == kGsiQpn && !gid_is_multicast(datagrams[i].transmit.destination)) {
       // The CM's MADs: every device on the address takes them, and each
       // answers only those of its own connections and listeners.
       if (!send_wire_run(i)) {
         ring_all();
         return wire_run_from;
       }
-      MemberPut put = put_to_every_member(datagrams[i], key, now);
+      MemberPut put = put_to_every_member(datagrams[i].bytes, key, now);
       if (put == MemberPut::full) {
         ring_all();
         return i;

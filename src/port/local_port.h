@@ -63,8 +63,6 @@ class LocalPort : public Port {
   std::optional<std::uint8_t> qpn_member() const override { return inbox_.member(); }
   bool address_shared() const override;
 
-  static constexpr std::uint32_t kCmQpn = 1;  // the CM's MADs: for every member of an address
-
   static constexpr TimeNs kRetryLookupNs = 100'000'000;
   static constexpr TimeNs kStuckNs = 100'000'000;
   // Once local datagrams have arrived, the UDP socket (a system call per
@@ -100,11 +98,11 @@ class LocalPort : public Port {
   // member whose lane is full (and not stuck) holds it back for all, so
   // that no member takes it twice. none: no member is local (the wire's).
   enum class MemberPut : std::uint8_t { none, taken, full };
-  MemberPut put_to_every_member(const DescribedDatagram& datagram, PeerKey key, LazyNow& clock);
+  MemberPut put_to_every_member(ByteSpan datagram, PeerKey key, LazyNow& clock);
   void note_put(Peer& peer, LocalOutbox::Put put, LazyNow& clock);
   // The holder of a shared address receives from the wire for its members:
-  // a datagram for another member's QPN goes into its inbox (true: taken),
-  // QP 1's into every member's and this device's too.
+  // a datagram for another member's QPN goes into its inbox, and QP 1's
+  // into every member's, this device's own among them (true: taken).
   bool forward_to_member(const ReceivedDatagram& datagram, LazyNow& clock);
   PeerKey own_key() const;
   bool stuck(Peer& peer, LazyNow& clock);

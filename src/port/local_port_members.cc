@@ -23,8 +23,7 @@ std::optional<std::uint32_t> arriving_qpn(ByteSpan bytes) {
 
 }  // namespace
 
-LocalPort::MemberPut LocalPort::put_to_every_member(const DescribedDatagram& datagram, PeerKey key,
-                                                   LazyNow& clock) {
+LocalPort::MemberPut LocalPort::put_to_every_member(ByteSpan datagram, PeerKey key, LazyNow& clock) {
   std::array<Peer*, kQpnMembers> members{};
   std::size_t count = 0;
   for (std::uint8_t member = 0; member < kQpnMembers; ++member) {
@@ -39,10 +38,9 @@ LocalPort::MemberPut LocalPort::put_to_every_member(const DescribedDatagram& dat
     members[count++] = peer;
   }
   if (count == 0) return MemberPut::none;
-  for (std::size_t i = 0; i < count; ++i) note_put(*members[i], members[i]->outbox->put(datagram.bytes), clock);
+  for (std::size_t i = 0; i < count; ++i) note_put(*members[i], members[i]->outbox->put(datagram), clock);
   return MemberPut::taken;
 }
-
 
 bool LocalPort::address_shared() const {
   if (inbox_.member() != 0) return true;
@@ -68,7 +66,7 @@ bool LocalPort::forward_to_member(const ReceivedDatagram& datagram, LazyNow& clo
   std::optional<std::uint32_t> qpn = arriving_qpn(datagram.bytes);
   if (!qpn || *qpn == kMulticastQpn) return false;
   std::uint8_t member = qpn_member_of(*qpn);
-  bool for_every_member = *qpn == kCmQpn;
+  bool for_every_member = *qpn == kGsiQpn;
   if (member == 0 && !for_every_member) return false;  // ours: the common case costs a few loads
   PeerKey key = own_key();
   // The members take what their inbox brings unchecked: the holder checks
@@ -78,15 +76,13 @@ bool LocalPort::forward_to_member(const ReceivedDatagram& datagram, LazyNow& clo
     if (!parsed || !parsed->icrc_ok) return false;
   }
   if (for_every_member) {
-    for (std::uint8_t other = 1; other < kQpnMembers; ++other) {
-      key[kMemberByte] = other;
-      Peer* peer = local_peer(key, clock);
-      if (peer == nullptr) continue;
-      LocalOutbox::Put put = peer->outbox->put(datagram.bytes);
-      if (put == LocalOutbox::Put::full) ++local_drops_;  // a MAD lost: the CM sends it again
-      note_put(*peer, put, clock);
-    }
-    return false;  // and this device's CM takes it too
+    // As a local sender's MAD: into every member's inbox, this device's own
+    // among them. An arrival cannot be held back: where a lane is full, the
+    // MAD reaches this device's engine alone, and the others' CMs see it
+    // again when its sender retries.
+    MemberPut put = put_to_every_member(datagram.bytes, key, clock);
+    if (put == MemberPut::full) ++local_drops_;
+    return put == MemberPut::taken;
   }
   key[kMemberByte] = member;
   Peer* peer = local_peer(key, clock);

@@ -1,11 +1,9 @@
 // Opening a device's port (port_opening.h).
 #include "runtime/port_opening.h"
 
-#include <arpa/inet.h>
-
 #include <cerrno>
 #include <chrono>
-#include <cstring>
+#include <optional>
 #include <thread>
 
 #include "port/interface_info.h"
@@ -26,18 +24,15 @@ namespace {
 constexpr int kShareAttempts = 100;
 constexpr int kShareRetryMs = 10;
 
-// A live uroce device in this namespace publishes an inbox for the address.
-bool address_held_by_a_device(const DeviceConfig& config) {
-  std::uint8_t ip[16];
-  Gid gid{};
-  if (::inet_pton(AF_INET, config.address.c_str(), ip) == 1) {
-    gid = gid_from_ipv4({ip[0], ip[1], ip[2], ip[3]});
-  } else if (::inet_pton(AF_INET6, config.address.c_str(), ip) == 1) {
-    std::memcpy(gid.data(), ip, 16);
-  } else {
-    return false;
-  }
-  return port::local_segment_is_live(port::local_segment_path(gid, config.udp_port, port::this_thread_network_namespace()));
+// A port beside the live uroce device that holds the address's socket in
+// this namespace (its inbox is published), if there is one.
+std::optional<port::UdpPort> port_beside_holder(const DeviceConfig& config, port::UdpPortOptions options) {
+  options.receives_on_port = false;
+  auto beside = port::UdpPort::open(config.address, options);
+  if (!beside) return std::nullopt;
+  std::string holder = port::local_segment_path(beside->gid(), config.udp_port, port::this_thread_network_namespace());
+  if (!port::local_segment_is_live(holder)) return std::nullopt;
+  return std::move(*beside);
 }
 
 }  // namespace
@@ -61,10 +56,9 @@ Expected<std::unique_ptr<port::Port>, std::string> open_port(const DeviceConfig&
   // it. The holder binds its socket a moment before it publishes its inbox,
   // and may be closing: the bind and the look are tried again for a while.
   for (int attempt = 0; !udp && errno == EADDRINUSE && config.local_path && attempt < kShareAttempts; ++attempt) {
-    if (address_held_by_a_device(config)) {
-      options.receives_on_port = false;
+    if (std::optional<port::UdpPort> beside = port_beside_holder(config, options)) {
+      udp = std::move(*beside);
       sharing = true;
-      udp = port::UdpPort::open(config.address, options);
       break;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(kShareRetryMs));

@@ -79,7 +79,6 @@ Expected<std::uint32_t, std::errc> Engine::create_qp(const QpInitAttr& init) {
       return unexpected(std::errc::invalid_argument);
     }
   }
-  constexpr std::uint32_t kGsiQpn = 1;
   if (init.gsi && (init.qp_type != QpType::ud || core_->qps.contains(kGsiQpn))) {
     return unexpected(init.qp_type != QpType::ud ? std::errc::invalid_argument : std::errc::device_or_resource_busy);
   }

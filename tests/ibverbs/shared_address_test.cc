@@ -83,11 +83,13 @@ TEST(SharedAddressOnTheWire, IsRefusedWithAClearError) {
   testing::PairResult pair =
       testing::run_program_pair(on_the_address("ibv_rc_pingpong -g 1 -n 100 -p 18605"),
                                 // The server's device is open once it listens.
-                                "{ for i in $(seq 100); do ss -ltn | grep -q \":18605 \" && break; sleep 0.1; done; " +
+                                // The client's own exit status is kept; the server, left waiting, is ended.
+                                "( for i in $(seq 100); do ss -ltn | grep -q \":18605 \" && break; sleep 0.1; done; " +
                                     on_the_address("ibv_rc_pingpong -g 1 -n 100 -p 18605 127.0.0.1", /*wire=*/true) +
-                                    "; pkill -f '^ibv_rc_pingpong -g 1 -n 100 -p 18605$'; false; }",
+                                    "; status=$?; pkill -f '^ibv_rc_pingpong -g 1 -n 100 -p 18605$'; exit $status )",
                                 "Couldn't connect to");
-  EXPECT_NE(pair.client_exit, 0) << pair.output;
+  EXPECT_EQ(pair.client_exit, 1) << pair.output;  // the pingpong's own failure, not the timeout's 124
+  EXPECT_NE(pair.output.find("Couldn't allocate PD"), std::string::npos) << pair.output;
   EXPECT_NE(pair.output.find("cannot bind 127.0.0.1 port 4791: bind: Address already in use"), std::string::npos)
       << pair.output;
 }

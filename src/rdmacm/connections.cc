@@ -556,11 +556,7 @@ int rdma_init_qp_attr(rdma_cm_id* id, ibv_qp_attr* attr, int* mask) {
       attr->dest_qp_num = owned->remote_qpn;
       attr->rq_psn = owned->own_psn;
       attr->max_dest_rd_atomic = std::max<std::uint8_t>(owned->param.responder_resources, 1);
-      // What Linux's CM gives a program that moves its own QP: code 0, the
-      // longest RNR timer (655 ms), so that a peer whose receive comes late
-      // waits rather than spends its RNR retries in a few milliseconds
-      // (rdma-core's external-QP rdma_cm test posts its receive late).
-      attr->min_rnr_timer = 0;
+      attr->min_rnr_timer = kMinRnrTimer;
       attr->ah_attr.is_global = 1;
       attr->ah_attr.grh.dgid = id->route.addr.addr.ibaddr.dgid;
       attr->ah_attr.grh.sgid_index = 1;

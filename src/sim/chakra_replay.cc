@@ -14,7 +14,7 @@
 namespace uroce::sim {
 
 ChakraReplay::ChakraReplay(const ChakraSpec& spec, std::uint32_t job, const TransportSpec& transport,
-                           Fabric& fabric, SimTime barrier)
+                           Fabric& fabric, RankGroup& processes, SimTime barrier)
     : spec_(spec),
       job_bits_(std::uint64_t{job} << kChakraJobShift),
       plan_(plan_chakra(spec, fabric.topology())),
@@ -24,7 +24,10 @@ ChakraReplay::ChakraReplay(const ChakraSpec& spec, std::uint32_t job, const Tran
     const auto& nodes = spec.ranks[r].nodes;
     rank->replay = this;
     rank->index = r;
-    rank->host = &fabric.host(spec.hosts[r]);
+    NodeRef host{true, spec.hosts[r]};
+    rank->host = fabric.holds(host) ? &fabric.host(host.index) : nullptr;
+    rank->world = &fabric.world_of(host);
+    rank->rkey = fabric.rkey_of(host.index);
     rank->set_event_group(spec.hosts[r]);
     rank->waiting.assign(nodes.size(), 0);
     rank->dependents.resize(nodes.size());
@@ -69,10 +72,17 @@ ChakraReplay::ChakraReplay(const ChakraSpec& spec, std::uint32_t job, const Tran
   std::uint32_t channels = std::max<std::uint32_t>(spec.channels, 1);
   // A rank's communication runs one collective or send at a time.
   std::uint32_t depth = send_queue_depth(spec.slices, channels);
+  QpConnections connections(fabric, transport);
   for (auto [a, b] : plan_.pairs) {
     for (std::uint32_t channel = 0; channel < channels; ++channel) {
-      auto [qpn_a, qpn_b] =
-          connect_arrival_pair(*ranks_[a]->host, *ranks_[b]->host, transport, depth, kChakraWork | job_bits_);
+      connections.add(spec.hosts[a], spec.hosts[b], depth, depth, kChakraWork | job_bits_);
+    }
+  }
+  connections.connect(processes);
+  std::uint32_t pair = 0;
+  for (auto [a, b] : plan_.pairs) {
+    for (std::uint32_t channel = 0; channel < channels; ++channel) {
+      auto [qpn_a, qpn_b] = connections.qpns(pair++);
       for (auto [from, to, qpn_from, qpn_to] : {std::tuple{a, b, qpn_a, qpn_b}, std::tuple{b, a, qpn_b, qpn_a}}) {
         in_flight_.push_back(std::make_unique<InFlight>());
         std::uint64_t arrivals = std::uint64_t{spec.hosts[to]} << 32 | qpn_to;
@@ -81,7 +91,7 @@ ChakraReplay::ChakraReplay(const ChakraSpec& spec, std::uint32_t job, const Tran
       }
     }
   }
-  for (auto& rank : ranks_) rank->host->world().events.schedule(spec.start, rank.get(), kStartTag);
+  for (auto& rank : ranks_) rank->world->events.schedule(spec.start, rank.get(), kStartTag);
 }
 
 bool ChakraReplay::running() const {
@@ -167,8 +177,8 @@ void ChakraReplay::start(std::uint32_t r, std::uint32_t node, Resource resource)
     case chakra::kCompNode:
       ++rank.computing;
       rank.running[resource] = node;
-      rank.host->world().events.schedule(now + static_cast<SimTime>(traced.duration_us) * kPicosecondsPerUs, &rank,
-                                         resource);
+      rank.world->events.schedule(now + static_cast<SimTime>(traced.duration_us) * kPicosecondsPerUs, &rank,
+                                  resource);
       return;
     case chakra::kCommSendNode: {
       ++rank.communicating;
@@ -275,7 +285,7 @@ void ChakraReplay::between_windows() {
     const PlannedCollective& planned = plan_.collectives[c];
     for (std::uint32_t rank : planned.ranks) {
       Rank& member = *ranks_[rank];
-      member.host->world().events.schedule(last + barrier_, &member, kFirstBarrierTag + c);
+      member.world->events.schedule(last + barrier_, &member, kFirstBarrierTag + c);
     }
     return true;
   });
@@ -307,7 +317,6 @@ void ChakraReplay::post_write(std::uint32_t from_rank, std::uint32_t to_rank, st
                               std::uint64_t offset, std::uint64_t remote_offset, std::uint64_t bytes,
                               const Write& write) {
   Rank& from = *ranks_[from_rank];
-  const HostNode& to = *ranks_[to_rank]->host;
   std::uint64_t slot;
   if (from.free_writes.empty()) {
     slot = from.writes.size();
@@ -324,7 +333,7 @@ void ChakraReplay::post_write(std::uint32_t from_rank, std::uint32_t to_rank, st
   wr.opcode = WrOpcode::rdma_write_with_imm;
   wr.send_flags = kSendSignaled;
   wr.sg_list = {&sge, 1};
-  wr.rdma = {HostNode::kRegionBase + remote_offset, to.region().rkey};
+  wr.rdma = {HostNode::kRegionBase + remote_offset, ranks_[to_rank]->rkey};
   const Connection& connection = sending_.at({from_rank, to_rank, channel});
   if (std::errc refused = from.host->engine().post_send(connection.qpn, wr); refused != std::errc{}) {
     throw std::runtime_error(fmt::format("chakra replay: rank {}: a WRITE of {} bytes to rank {} refused: {}",

@@ -99,9 +99,10 @@ class ChakraReplay {
   // Throws std::invalid_argument for traces that cannot run together
   // (plan_chakra). job: the job's index among the scenario's. barrier: how
   // long a barrier takes after its last member arrives (at least the
-  // partitions' window).
+  // partitions' window). Over processes, collective (the QPs are connected
+  // across them).
   ChakraReplay(const ChakraSpec& spec, std::uint32_t job, const TransportSpec& transport, Fabric& fabric,
-               SimTime barrier);
+               RankGroup& processes, SimTime barrier);
 
   // Over processes: this one runs the trace ranks whose hosts process_of
   // gives its number; between_windows and result become collective.
@@ -139,7 +140,9 @@ class ChakraReplay {
   struct Rank final : public EventHandler {
     ChakraReplay* replay = nullptr;
     std::uint32_t index = 0;
-    HostNode* host = nullptr;
+    HostNode* host = nullptr;   // where this process holds it
+    SimWorld* world = nullptr;  // its host's partition's
+    std::uint32_t rkey = 0;     // its host's region's
     std::vector<std::uint32_t> waiting;  // dependencies left, per node
     std::vector<std::vector<std::uint32_t>> dependents;
     std::vector<SimTime> started, ended;

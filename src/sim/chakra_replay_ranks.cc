@@ -14,7 +14,7 @@ void ChakraReplay::spread_over(RankGroup& processes, const std::function<std::ui
   processes_ = &processes;
   process_of_rank_.clear();
   for (auto& rank : ranks_) {
-    process_of_rank_.push_back(process_of(rank->host->id()));
+    process_of_rank_.push_back(process_of(spec_.hosts[rank->index]));
     rank->here = process_of_rank_.back() == processes.rank();
   }
 }
@@ -75,7 +75,7 @@ void ChakraReplay::release_barriers_everywhere() {
     }
     for (std::uint32_t rank : plan_.collectives[c].ranks) {
       Rank& member = *ranks_[rank];
-      if (member.here) member.host->world().events.schedule(static_cast<SimTime>(latest[b]) + barrier_, &member, kFirstBarrierTag + c);
+      if (member.here) member.world->events.schedule(static_cast<SimTime>(latest[b]) + barrier_, &member, kFirstBarrierTag + c);
     }
   }
   barriers_waiting_ = std::move(still_waiting);

@@ -37,14 +37,18 @@ void check_fits(const collective::Schedule& schedule) {
 }  // namespace
 
 CollectiveRunner::CollectiveRunner(const CollectiveSpec& spec, const TransportSpec& transport, Fabric& fabric,
-                                   SimWorld& global, SimTime barrier)
-    : spec_(spec), global_(global), barrier_(barrier) {
+                                   RankGroup& ranks, SimWorld& global, SimTime barrier)
+    : spec_(spec), global_(global), barrier_(barrier), ranks_(&ranks) {
   auto n = static_cast<std::uint32_t>(spec.hosts.size());
   for (std::uint32_t i = 0; i < n; ++i) {
     auto member = std::make_unique<Member>();
     member->runner = this;
     member->index = i;
-    member->host = &fabric.host(spec.hosts[i]);
+    NodeRef host{true, spec.hosts[i]};
+    member->here = fabric.holds(host);
+    member->host = member->here ? &fabric.host(host.index) : nullptr;
+    member->world = &fabric.world_of(host);
+    member->rkey = fabric.rkey_of(host.index);
     member->set_event_group(spec.hosts[i]);
     bool straggler = spec.straggler && *spec.straggler == spec.hosts[i];
     member->delay = spec.step_compute + (straggler ? spec.straggler_delay : 0);
@@ -60,26 +64,29 @@ CollectiveRunner::CollectiveRunner(const CollectiveSpec& spec, const TransportSp
   schedules_ = std::move(*schedules);
   // channels connections per pair that exchanges data on a channel, each used both ways.
   std::uint32_t depth = send_queue_depth(spec.slices, channels);
+  QpConnections connections(fabric, transport);
+  std::map<std::tuple<std::uint32_t, std::uint32_t, std::uint32_t>, std::uint32_t> pair_of;
   for (std::uint32_t channel = 0; channel < channels; ++channel) {
     const collective::Schedule& schedule = schedules_[channel % schedules_.size()];
     for (std::uint32_t i = 0; i < n; ++i) {
       for (const collective::Step& step : schedule.ranks[i]) {
         for (const collective::Transfer& transfer : step.sends) {
-          if (qpn_.count({i, transfer.to, channel}) != 0) continue;
-          auto [my_qpn, their_qpn] = connect_arrival_pair(*members_[i]->host, *members_[transfer.to]->host,
-                                                          transport, depth, kCollectiveWork);
-          qpn_[{i, transfer.to, channel}] = my_qpn;
-          qpn_[{transfer.to, i, channel}] = their_qpn;
+          if (pair_of.count({i, transfer.to, channel}) != 0 || pair_of.count({transfer.to, i, channel}) != 0) continue;
+          pair_of[{i, transfer.to, channel}] =
+              connections.add(spec.hosts[i], spec.hosts[transfer.to], depth, depth, kCollectiveWork);
         }
       }
     }
   }
+  connections.connect(ranks);
+  // Only the QPs this rank posts on.
+  for (const auto& [key, pair] : pair_of) {
+    auto [i, to, channel] = key;
+    auto [my_qpn, their_qpn] = connections.qpns(pair);
+    if (members_[i]->here) qpn_[{i, to, channel}] = my_qpn;
+    if (members_[to]->here) qpn_[{to, i, channel}] = their_qpn;
+  }
   global_.events.schedule(spec.start, this, 0);
-}
-
-void CollectiveRunner::spread_over(RankGroup& ranks, const std::function<bool(std::uint32_t host)>& runs_here) {
-  ranks_ = &ranks;
-  for (auto& member : members_) member->here = runs_here(member->host->id());
 }
 
 bool CollectiveRunner::failed() const {
@@ -108,7 +115,7 @@ void CollectiveRunner::start_iteration(SimTime now) {
       },
       [this](std::uint32_t slice, std::uint32_t m, std::uint32_t) {
         Member& member = *members_[m];
-        member.host->world().events.schedule(member.now + member.delay, &member, slice);
+        member.world->events.schedule(member.now + member.delay, &member, slice);
       });
   // Without a schedule every member ends when the last joins: each rank
   // joins them all (nothing is posted), and counts its own at the end.
@@ -126,7 +133,6 @@ void CollectiveRunner::Member::on_event(SimTime at, std::uint32_t slice) {
 void CollectiveRunner::post(const CollectiveProgress::TransferId& id, std::uint64_t offset, std::uint64_t bytes) {
   const collective::Transfer& transfer = progress_->schedule_of(id.slice).ranks[id.member][id.step].sends[id.index];
   Member& from = *members_[id.member];
-  const HostNode& to = *members_[transfer.to]->host;
   Sge sge{HostNode::kRegionBase + transfer.offset + offset, static_cast<std::uint32_t>(bytes), from.host->region().lkey};
   SendWr write;
   write.wr_id = work_id(id);
@@ -136,7 +142,7 @@ void CollectiveRunner::post(const CollectiveProgress::TransferId& id, std::uint6
   write.imm_data = id.slice << kImmSliceShift | id.step;
   // All-to-all writes a receive buffer beside the send buffer.
   std::uint64_t receive_buffer = spec_.operation == collective::Operation::alltoall ? spec_.bytes : 0;
-  write.rdma = {HostNode::kRegionBase + receive_buffer + transfer.remote_offset + offset, to.region().rkey};
+  write.rdma = {HostNode::kRegionBase + receive_buffer + transfer.remote_offset + offset, members_[transfer.to]->rkey};
   std::uint32_t channel = channel_of(id.slice, spec_.channels);
   if (from.host->engine().post_send(qpn_.at({id.member, transfer.to, channel}), write) != std::errc{}) {
     throw std::runtime_error("collective member " + std::to_string(id.member) + ": post_send refused");

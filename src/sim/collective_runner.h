@@ -46,12 +46,10 @@ class CollectiveRunner final : public EventHandler {
   // barrier: the time from the last member's end of an iteration to the
   // next one's start (at least the partitions' window). Throws
   // std::invalid_argument when the schedule cannot be made (see make_schedule).
-  CollectiveRunner(const CollectiveSpec& spec, const TransportSpec& transport, Fabric& fabric, SimWorld& global,
-                   SimTime barrier);
-
-  // Over ranks: this rank steps the members on hosts that runs_here names;
-  // between_windows becomes collective.
-  void spread_over(RankGroup& ranks, const std::function<bool(std::uint32_t host)>& runs_here);
+  // Over ranks (collective), this rank steps the members on the hosts it
+  // holds, and between_windows is collective too.
+  CollectiveRunner(const CollectiveSpec& spec, const TransportSpec& transport, Fabric& fabric, RankGroup& ranks,
+                   SimWorld& global, SimTime barrier);
 
   // Read between windows only (over ranks, after between_windows).
   bool running() const { return iteration_times_.size() < spec_.iterations && !failed(); }
@@ -72,7 +70,9 @@ class CollectiveRunner final : public EventHandler {
   struct Member final : public EventHandler {
     CollectiveRunner* runner = nullptr;
     std::uint32_t index = 0;
-    HostNode* host = nullptr;
+    HostNode* host = nullptr;   // where this rank holds it
+    SimWorld* world = nullptr;  // its host's partition's
+    std::uint32_t rkey = 0;     // its host's region's
     SimTime delay = 0;          // compute before each step
     SimTime now = 0;            // of the event or completion being handled for it
     bool posted = false;        // WRITEs were posted since its host last woke
@@ -99,8 +99,7 @@ class CollectiveRunner final : public EventHandler {
   SimTime iteration_start_ = 0;
   std::vector<SimTime> iteration_times_;
   SimTime finished_at_ = 0;
-  SoloRank solo_;
-  RankGroup* ranks_ = &solo_;
+  RankGroup* ranks_;
   bool failed_anywhere_ = false;  // over ranks: a member failed, as the last between_windows summed
 };
 

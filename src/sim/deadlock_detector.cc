@@ -33,7 +33,7 @@ bool stuck(const Fabric& fabric, const QueueKey& key, SimTime paused_before) {
 }
 
 // Every rank's items, in the order of their values (each rank finds those
-// of the switches it runs; the others' copies hold nothing on it).
+// of the switches it holds).
 template <typename Item>
 std::vector<Item> gather_sorted(RankGroup& ranks, const std::vector<Item>& mine) {
   Bytes bytes(mine.size() * sizeof(Item));
@@ -54,6 +54,7 @@ std::optional<std::vector<PausedHop>> find_paused_cycle(const Fabric& fabric, Si
                                                         RankGroup& ranks) {
   std::vector<QueueKey> stuck_here;
   for (std::uint32_t s = 0; s < fabric.switch_count(); ++s) {
+    if (!fabric.holds(NodeRef{false, s})) continue;
     const SwitchNode& node = fabric.switch_at(s);
     for (std::uint16_t port = 0; port < node.port_count(); ++port) {
       for (std::uint8_t priority = 0; priority < kPriorities; ++priority) {
@@ -70,7 +71,8 @@ std::optional<std::vector<PausedHop>> find_paused_cycle(const Fabric& fabric, Si
   for (std::uint32_t i = 0; i < nodes.size(); ++i) {
     const QueueKey& key = nodes[i];
     std::uint32_t downstream = fabric.neighbour(key.switch_index, key.port).index;
-    std::uint16_t ingress = fabric.switch_at(key.switch_index).transmitter(key.port).peer_port();
+    if (!fabric.holds(NodeRef{false, downstream})) continue;  // its rank finds these edges
+    std::uint16_t ingress = fabric.neighbour_port(key.switch_index, key.port);
     const SwitchNode& next = fabric.switch_at(downstream);
     for (std::uint16_t port = 0; port < next.port_count(); ++port) {
       auto found = index.find(QueueKey{downstream, port, key.priority});

@@ -26,6 +26,8 @@ EventHandler::EventHandler(bool sequenced) : id_(next_handler_id++), sequenced_(
 
 std::uint32_t EventHandler::ids_made() { return next_handler_id; }
 
+void EventHandler::skip_ids(std::uint32_t count) { next_handler_id += count; }
+
 EventQueue::EventQueue() : buckets_(kBuckets) {}
 
 void EventQueue::schedule(SimTime at, EventHandler* target, std::uint32_t tag) {

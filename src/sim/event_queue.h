@@ -39,6 +39,10 @@ class EventHandler {
   virtual void on_event(SimTime now, std::uint32_t tag) = 0;
   // How many handlers this thread has made so far.
   static std::uint32_t ids_made();
+  // Numbers count handlers this thread did not make: a rank that leaves out
+  // another rank's nodes skips their handlers' numbers, so that every
+  // handler it does make has the number one process gives it.
+  static void skip_ids(std::uint32_t count);
   // The node this handler's events act on (see the top of the file).
   void set_event_group(std::uint32_t group) { group_ = group; }
 

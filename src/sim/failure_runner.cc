@@ -20,7 +20,7 @@ FailureRunner::FailureRunner(const Scenario& scenario, Fabric& fabric, SimWorld&
     if (!failure.b && (failure.a.is_host || failure.a.index >= fabric.switch_count())) {
       throw std::invalid_argument(where + "the fabric has no switch " + name_of(failure.a));
     }
-    if (failure.b && fabric.transmitter_between(failure.a, *failure.b) == nullptr) {
+    if (failure.b && !fabric.linked(failure.a, *failure.b)) {
       throw std::invalid_argument(where + name_of(failure.a) + " and " + name_of(*failure.b) + " are not linked");
     }
     world.events.schedule(failure.at, this, i * kKinds + kFail);

@@ -8,14 +8,17 @@ namespace uroce::sim {
 
 class LinkLoad::Tap final : public PacketTap {
  public:
-  Tap(Transmitter& transmitter, NodeRef from, NodeRef to, SimTime interval)
-      : transmitter_(transmitter), next_(transmitter.tap()), interval_(interval) {
+  // transmitter: nullptr where another rank sends on the link (its series stays empty here).
+  Tap(Transmitter* transmitter, NodeRef from, NodeRef to, std::uint64_t rate_bps, SimTime interval)
+      : transmitter_(transmitter), next_(transmitter != nullptr ? transmitter->tap() : nullptr), interval_(interval) {
     series_.from = from;
     series_.to = to;
-    series_.rate_bps = transmitter.spec().rate_bps;
-    transmitter.set_tap(this);
+    series_.rate_bps = rate_bps;
+    if (transmitter != nullptr) transmitter->set_tap(this);
   }
-  ~Tap() override { transmitter_.set_tap(next_); }
+  ~Tap() override {
+    if (transmitter_ != nullptr) transmitter_->set_tap(next_);
+  }
 
   void on_transmit(const Packet& packet, SimTime now) override {
     auto bucket = static_cast<std::size_t>(now / interval_);
@@ -26,7 +29,7 @@ class LinkLoad::Tap final : public PacketTap {
   const LinkLoadSeries& series() const { return series_; }
 
  private:
-  Transmitter& transmitter_;
+  Transmitter* transmitter_;
   PacketTap* next_;
   SimTime interval_;
   LinkLoadSeries series_;
@@ -37,9 +40,8 @@ LinkLoad::LinkLoad(Fabric& fabric, const Topology& topology, SimTime interval) :
   for (const TopologyEdge& edge : topology.edges) {
     for (auto [from, to] : {std::pair{edge.a, edge.b}, std::pair{edge.b, edge.a}}) {
       if (!tapped.emplace(from.is_host, from.index, to.is_host, to.index).second) continue;
-      if (Transmitter* transmitter = fabric.transmitter_between(from, to)) {
-        taps_.push_back(std::make_unique<Tap>(*transmitter, from, to, interval));
-      }
+      if (!fabric.linked(from, to)) continue;
+      taps_.push_back(std::make_unique<Tap>(fabric.transmitter_between(from, to), from, to, edge.link.rate_bps, interval));
     }
   }
 }

@@ -55,8 +55,9 @@ void RankFrames::exchange(std::uint32_t parity) {
       std::uint32_t link_id = 0;
       std::memcpy(&link_id, bytes.data() + at, sizeof link_id);
       if (link_id >= fabric_.link_count()) throw std::runtime_error("frames from another rank: no such link");
-      Transmitter& link = fabric_.link(link_id);
-      std::uint32_t to = link.far_part();
+      Transmitter* link = fabric_.link(link_id);
+      if (link == nullptr) throw std::runtime_error("frames from another rank: a link into no node this rank holds");
+      std::uint32_t to = link->far_part();
       if (to >= parts_.size() || part_rank_[to] != me) {
         throw std::runtime_error("frames from another rank: a frame for a partition this rank does not run");
       }
@@ -64,7 +65,7 @@ void RankFrames::exchange(std::uint32_t parity) {
       std::memcpy(reinterpret_cast<std::byte*>(packet) + kPacketStart, bytes.data() + at + sizeof link_id,
                   kPacketBytes);
       packet->next = nullptr;
-      parts_[to]->from_other_ranks.put(&link, packet);
+      parts_[to]->from_other_ranks.put(link, packet);
     }
   }
 }

@@ -86,17 +86,19 @@ namespace {
 // Starts flows at their times and records their completions.
 class FlowRunner final : public EventHandler {
  public:
-  // Each flow starts in its sender's partition.
-  FlowRunner(const Scenario& scenario, Fabric& fabric) : fabric_(fabric) {
+  // Each flow starts in its sender's partition, on the rank that holds it.
+  FlowRunner(const Scenario& scenario, Fabric& fabric, RankGroup& ranks) : fabric_(fabric) {
+    QpConnections connections(fabric, scenario.transport);
+    for (const FlowSpec& spec : scenario.flows) {
+      connections.add(spec.src, spec.dst, kLargestFlowWrites, 16, std::nullopt, spec.dscp);
+    }
+    connections.connect(ranks);
     flows_.reserve(scenario.flows.size());
     for (std::uint32_t id = 0; id < scenario.flows.size(); ++id) {
       const FlowSpec& spec = scenario.flows[id];
-      TransportSpec transport = scenario.transport;
-      if (spec.dscp) transport.data_dscp = *spec.dscp;
-      auto [src_qpn, dst_qpn] = connect_rc_pair(fabric.host(spec.src), fabric.host(spec.dst), transport,
-                                                kLargestFlowWrites);
+      auto [src_qpn, dst_qpn] = connections.qpns(id);
       flows_.push_back(Flow{FlowResult{id, spec, kSimNever}, src_qpn, dst_qpn, false});
-      fabric.host(spec.src).world().events.schedule(spec.start, this, id);
+      if (fabric.holds(NodeRef{true, spec.src})) fabric.host(spec.src).world().events.schedule(spec.start, this, id);
     }
     unfinished_ = static_cast<std::uint32_t>(flows_.size());
   }
@@ -146,7 +148,7 @@ class FlowRunner final : public EventHandler {
   void on_event(SimTime now, std::uint32_t id) override {
     Flow& flow = flows_[id];
     HostNode& src = fabric_.host(flow.result.spec.src);
-    const HostNode& dst = fabric_.host(flow.result.spec.dst);
+    std::uint32_t dst_rkey = fabric_.rkey_of(flow.result.spec.dst);
     std::uint64_t remaining = flow.result.spec.bytes;
     std::uint64_t offset = 0;
     while (remaining > 0) {
@@ -158,7 +160,7 @@ class FlowRunner final : public EventHandler {
       write.opcode = WrOpcode::rdma_write;
       write.send_flags = remaining == 0 ? std::uint32_t{kSendSignaled} : 0u;
       write.sg_list = {&sge, 1};
-      write.rdma = {HostNode::kRegionBase + offset, dst.region().rkey};
+      write.rdma = {HostNode::kRegionBase + offset, dst_rkey};
       if (src.engine().post_send(flow.src_qpn, write) != std::errc{}) {
         throw std::runtime_error("flow " + std::to_string(id) + ": post_send refused");
       }
@@ -206,22 +208,20 @@ SimResult run_simulation(const Scenario& scenario, const std::function<void(doub
     part_rank.push_back(rank_of_part(p, partitioning.parts, ranks.size()));
     if (part_rank.back() == ranks.rank()) owned.push_back(p);
   }
-  auto runs_here = [&](NodeRef node) {
-    return part_rank[node.is_host ? partitioning.host_part[node.index] : partitioning.switch_part[node.index]] ==
-           ranks.rank();
-  };
   SimWorld global;  // samplers, deadlock checks and failures: they see every partition
   global.events.set_order_basis(scenario.seed, first_handler);
   for (SimWorld* part : parts) part->events.set_order_basis(scenario.seed, first_handler);
-  Fabric fabric(parts, partitioning, scenario.topology, scenario.switches, scenario.engine, scenario.seed);
+  // Each rank builds its own partitions' nodes only.
+  Fabric fabric(parts, partitioning, scenario.topology, scenario.switches, scenario.engine, scenario.seed, ranks,
+                part_rank);
   std::vector<std::unique_ptr<LinkCapture>> captures;
   std::vector<HandedCapture> handed;  // over ranks: to rank 0 at the end
   for (const auto& [from, to] : scenario.captures) {
-    Transmitter* transmitter = fabric.transmitter_between(from, to);
-    if (transmitter == nullptr) {
+    if (!fabric.linked(from, to)) {
       throw std::invalid_argument("capture: " + capture_file_name(from, to) + " names a link that does not exist");
     }
-    if (capture_dir.empty() || !runs_here(from)) continue;  // the rank that sends on it takes it
+    if (capture_dir.empty() || !fabric.holds(from)) continue;  // the rank that sends on it takes it
+    Transmitter* transmitter = fabric.transmitter_between(from, to);
     std::string path = capture_path_on_rank(capture_dir, capture_file_name(from, to), ranks.rank());
     if (ranks.rank() != 0) handed.push_back({path, capture_file_name(from, to)});
     auto capture = LinkCapture::create(path, from, to, scenario.capture_frames);
@@ -233,22 +233,22 @@ SimResult run_simulation(const Scenario& scenario, const std::function<void(doub
   if (!scenario.chakra.empty() && scenario.sample_interval > 0 && scenario.topology.edges.size() <= kLinkLoadMaxEdges) {
     link_load.emplace(fabric, scenario.topology, scenario.sample_interval);
   }
-  FlowRunner flows(scenario, fabric);
+  FlowRunner flows(scenario, fabric, ranks);
   FailureRunner failures(scenario, fabric, global);
   std::optional<CollectiveRunner> collective;
   if (scenario.collective) {
-    collective.emplace(*scenario.collective, scenario.transport, fabric, global, partitioning.window);
-    if (ranks.size() > 1) collective->spread_over(ranks, [&](std::uint32_t host) { return runs_here(NodeRef{true, host}); });
+    collective.emplace(*scenario.collective, scenario.transport, fabric, ranks, global, partitioning.window);
   }
   std::vector<std::unique_ptr<ChakraReplay>> jobs;
   for (std::uint32_t job = 0; job < scenario.chakra.size(); ++job) {
     jobs.push_back(
-        std::make_unique<ChakraReplay>(scenario.chakra[job], job, scenario.transport, fabric, partitioning.window));
+        std::make_unique<ChakraReplay>(scenario.chakra[job], job, scenario.transport, fabric, ranks, partitioning.window));
     if (ranks.size() > 1) {
       jobs.back()->spread_over(ranks, [&](std::uint32_t host) { return part_rank[partitioning.host_part[host]]; });
     }
   }
   for (std::uint32_t h = 0; h < fabric.host_count(); ++h) {
+    if (!fabric.holds(NodeRef{true, h})) continue;
     fabric.host(h).on_completion([&](std::uint32_t host, const WorkCompletion& completion, SimTime now) {
       if ((completion.wr_id & kCollectiveWork) != 0) {
         if (collective) collective->completed(host, completion, now);
@@ -265,7 +265,6 @@ SimResult run_simulation(const Scenario& scenario, const std::function<void(doub
   bool sample_flows = scenario.flows.size() <= scenario.series_flow_limit;
   TimeSeries series(global, fabric, scenario.sample_interval,
                     sample_flows ? flows.probes(mtu_bytes(scenario.transport.mtu)) : std::vector<FlowProbe>{});
-  if (ranks.size() > 1) series.sample_only(runs_here);
   if (scenario.sample_interval > 0) series.start(0);
 
   RankFrames frames(ranks, fabric, parts, part_rank);
@@ -326,10 +325,10 @@ SimResult run_simulation(const Scenario& scenario, const std::function<void(doub
   result.fabric = run.counters();
   result.hosts = fabric.host_count();
   result.switches = fabric.switch_count();
-  // A host another rank runs kept its initial counters here: sums over
-  // every rank's copies are the one-process sums.
+  // Each rank counts the hosts it holds.
   std::uint64_t engine[8] = {};
   for (std::uint32_t h = 0; h < fabric.host_count(); ++h) {
+    if (!fabric.holds(NodeRef{true, h})) continue;
     const EngineCounters& counters = fabric.host(h).engine().counters();
     std::uint64_t host[] = {counters.retransmitted_packets, counters.paths_lost,    counters.paths_retired,
                             counters.paths_probes,          counters.paths_restored, counters.placed_out_of_order,
@@ -346,6 +345,7 @@ SimResult run_simulation(const Scenario& scenario, const std::function<void(doub
   result.cnps = engine[6];
   result.timeouts = engine[7];
   for (std::uint32_t s = 0; s < fabric.switch_count(); ++s) {
+    if (!fabric.holds(NodeRef{false, s})) continue;
     result.peak_switch_buffer_bytes = std::max(result.peak_switch_buffer_bytes, fabric.switch_at(s).peak_buffer_used());
   }
   ranks.max(std::span(&result.peak_switch_buffer_bytes, 1));

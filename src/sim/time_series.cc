@@ -11,8 +11,12 @@ namespace uroce::sim {
 TimeSeries::TimeSeries(SimWorld& world, Fabric& fabric, SimTime interval, std::vector<FlowProbe> flows)
     : world_(world), fabric_(fabric), interval_(interval) {
   for (const FlowProbe& probe : flows) {
-    auto attr = fabric_.host(probe.receiver).engine().query_qp(probe.qpn);
-    flows_.push_back(Tracked{probe, attr ? attr->rq_psn : 0, 0});
+    std::uint32_t psn = 0;
+    if (fabric_.holds(NodeRef{true, probe.receiver})) {
+      auto attr = fabric_.host(probe.receiver).engine().query_qp(probe.qpn);
+      if (attr) psn = attr->rq_psn;
+    }
+    flows_.push_back(Tracked{probe, psn, 0});
   }
 }
 
@@ -21,7 +25,7 @@ void TimeSeries::on_event(SimTime now, std::uint32_t) {
   sample.at = now;
   sample.counters = world_.counters;
   for (std::uint32_t s = 0; s < fabric_.switch_count(); ++s) {
-    if (runs_here_ && !runs_here_(NodeRef{false, s})) continue;
+    if (!fabric_.holds(NodeRef{false, s})) continue;
     const SwitchNode& node = fabric_.switch_at(s);
     sample.buffer_bytes += node.buffer_used();
     for (std::uint16_t port = 0; port < node.port_count(); ++port) {
@@ -32,7 +36,7 @@ void TimeSeries::on_event(SimTime now, std::uint32_t) {
     }
   }
   for (std::uint32_t h = 0; h < fabric_.host_count(); ++h) {
-    if (runs_here_ && !runs_here_(NodeRef{true, h})) continue;
+    if (!fabric_.holds(NodeRef{true, h})) continue;
     HostNode& host = fabric_.host(h);
     for (std::uint16_t port = 0; port < host.port_count(); ++port) {
       sample.paused_queues += static_cast<std::uint32_t>(std::popcount(host.transmitter(port).paused_mask()));
@@ -43,7 +47,7 @@ void TimeSeries::on_event(SimTime now, std::uint32_t) {
   std::vector<std::uint64_t> delivered;
   delivered.reserve(flows_.size());
   for (Tracked& flow : flows_) {
-    if (runs_here_ && !runs_here_(NodeRef{true, flow.probe.receiver})) {
+    if (!fabric_.holds(NodeRef{true, flow.probe.receiver})) {
       delivered.push_back(0);
       continue;
     }

@@ -3,11 +3,10 @@
 // running counters, and each tracked flow's delivered bytes (read from the
 // receiver's expected PSN, so sampling costs the packets' path nothing).
 // The counters are the fabric's (the partitioned run adds them up before a
-// global event); the rest is read from this rank's copy of the fabric.
+// global event); the rest is read from the nodes this rank holds.
 #pragma once
 
 #include <cstdint>
-#include <functional>
 #include <vector>
 
 #include "sim/fabric.h"
@@ -43,10 +42,8 @@ class TimeSeries final : public EventHandler {
 
   void on_event(SimTime now, std::uint32_t tag) override;
 
-  // Over ranks: sample only the nodes this rank runs (the others' copies
-  // stay empty here); gather, collective, then gives every rank the
-  // fabric's samples.
-  void sample_only(std::function<bool(NodeRef)> runs_here) { runs_here_ = std::move(runs_here); }
+  // Over ranks, collective: gives every rank the fabric's samples, from
+  // each rank's samples of the nodes it holds.
   void gather(RankGroup& ranks);
 
  private:
@@ -60,7 +57,6 @@ class TimeSeries final : public EventHandler {
   Fabric& fabric_;
   SimTime interval_;
   std::vector<Tracked> flows_;
-  std::function<bool(NodeRef)> runs_here_;  // empty: every node
   std::vector<FabricSample> samples_;
   std::vector<std::vector<std::uint64_t>> delivered_;
 };

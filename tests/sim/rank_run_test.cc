@@ -181,7 +181,7 @@ TEST(RankRun, ABrokenFrameFromAnotherRankIsRefused) {
   // A link whose far end rank 1 runs (partition 1): not this rank's to land.
   std::uint32_t into_rank_1 = fabric.link_count();
   for (std::uint32_t id = 0; id < fabric.link_count(); ++id) {
-    if (fabric.link(id).far_part() == 1) into_rank_1 = id;
+    if (fabric.link(id)->far_part() == 1) into_rank_1 = id;
   }
   ASSERT_LT(into_rank_1, fabric.link_count());
   const std::pair<Bytes, std::string> cases[] = {

@@ -13,6 +13,7 @@
 #include <fstream>
 #include <iterator>
 #include <map>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -164,30 +165,37 @@ class BrokenPeer final : public RankGroup {
 };
 
 // A frame from another rank that is truncated, names a link the fabric
-// lacks, or lands in a partition this rank does not run is an error on the
+// lacks, names a link this rank holds neither end of, or lands in a
+// partition this rank does not run is an error on the
 // rank that receives it, never a write anywhere.
 TEST(RankRun, ABrokenFrameFromAnotherRankIsRefused) {
-  Scenario scenario = example("incast.toml");
+  Scenario scenario = example("allreduce_3_tier.toml");
   Partitioning partitioning = partition_fabric(scenario.topology, 2);
   SimWorld first, second;
   std::vector<SimWorld*> parts{&first, &second};
-  Fabric fabric(parts, partitioning, scenario.topology, scenario.switches, scenario.engine, scenario.seed);
+  BrokenPeer builder(Bytes{});  // rank 0 of 2 builds partition 0's nodes
+  Fabric fabric(parts, partitioning, scenario.topology, scenario.switches, scenario.engine, scenario.seed, builder,
+                {0, 1});
   constexpr std::size_t kFrame = sizeof(std::uint32_t) + sizeof(Packet) - offsetof(Packet, arrives_at);
   auto frame_on = [&](std::uint32_t link) {
     Bytes bytes(kFrame, std::byte{0});
     std::memcpy(bytes.data(), &link, sizeof link);
     return bytes;
   };
-  // A link whose far end rank 1 runs (partition 1): not this rank's to land.
-  std::uint32_t into_rank_1 = fabric.link_count();
+  // A link from partition 0 into partition 1: rank 1's to land. A link
+  // inside partition 1: rank 0 holds neither end.
+  std::uint32_t into_rank_1 = fabric.link_count(), inside_rank_1 = fabric.link_count();
   for (std::uint32_t id = 0; id < fabric.link_count(); ++id) {
-    if (fabric.link(id)->far_part() == 1) into_rank_1 = id;
+    if (fabric.link(id) != nullptr && fabric.link(id)->far_part() == 1) into_rank_1 = id;
+    if (fabric.link(id) == nullptr) inside_rank_1 = id;
   }
   ASSERT_LT(into_rank_1, fabric.link_count());
+  ASSERT_LT(inside_rank_1, fabric.link_count());
   const std::pair<Bytes, std::string> cases[] = {
       {Bytes(kFrame - 1), "truncated"},
       {frame_on(fabric.link_count()), "no such link"},
       {frame_on(into_rank_1), "does not run"},
+      {frame_on(inside_rank_1), "no node this rank holds"},
   };
   for (const auto& [bytes, expected] : cases) {
     BrokenPeer peer(bytes);
@@ -199,6 +207,69 @@ TEST(RankRun, ABrokenFrameFromAnotherRankIsRefused) {
       EXPECT_NE(std::string(error.what()).find(expected), std::string::npos) << error.what();
     }
   }
+}
+
+// Over ranks each rank builds only its own partitions' nodes, and of the
+// links only those that touch them (the far side of a link into its nodes
+// lands what another rank sends on it); every handler it makes has the
+// number one process gives it, and every node is built on exactly one rank.
+TEST(RankRun, EachRankBuildsOnlyItsOwnPartitions) {
+  Scenario scenario = example("allreduce_3_tier.toml");
+  const Topology& topology = scenario.topology;
+  Partitioning partitioning = partition_fabric(topology, 3);
+  ASSERT_EQ(partitioning.parts, 3u);
+  std::vector<std::unique_ptr<SimWorld>> worlds;
+  std::vector<SimWorld*> parts;
+  for (std::uint32_t p = 0; p < 3; ++p) parts.push_back(worlds.emplace_back(std::make_unique<SimWorld>()).get());
+  std::uint32_t first = EventHandler::ids_made();
+  Fabric whole(parts, partitioning, topology, scenario.switches, scenario.engine, scenario.seed);
+  std::uint32_t handlers = EventHandler::ids_made() - first;
+
+  testing_support::ThreadRanks group(3);
+  std::vector<std::vector<bool>> held(3);
+  std::vector<std::vector<bool>> links(3);
+  std::vector<std::uint32_t> made(3);
+  std::vector<std::vector<std::uint32_t>> rkeys(3);
+  {
+    std::vector<std::jthread> threads;
+    for (std::uint32_t rank = 0; rank < 3; ++rank) {
+      threads.emplace_back([&, rank] {
+        std::uint32_t start = EventHandler::ids_made();
+        Fabric mine(parts, partitioning, topology, scenario.switches, scenario.engine, scenario.seed,
+                    group.member(rank), {0, 1, 2});
+        made[rank] = EventHandler::ids_made() - start;
+        for (std::uint32_t h = 0; h < topology.hosts; ++h) {
+          held[rank].push_back(mine.holds(NodeRef{true, h}));
+          rkeys[rank].push_back(mine.rkey_of(h));
+        }
+        for (std::uint32_t s = 0; s < topology.switches; ++s) held[rank].push_back(mine.holds(NodeRef{false, s}));
+        for (std::uint32_t id = 0; id < mine.link_count(); ++id) links[rank].push_back(mine.link(id) != nullptr);
+      });
+    }
+  }
+  auto part_of = [&](std::size_t node) {
+    return node < topology.hosts ? partitioning.host_part[node] : partitioning.switch_part[node - topology.hosts];
+  };
+  std::uint32_t built = 0;
+  for (std::uint32_t rank = 0; rank < 3; ++rank) {
+    EXPECT_EQ(made[rank], handlers) << "rank " << rank << " numbers its handlers as one process does";
+    for (std::size_t node = 0; node < held[rank].size(); ++node) {
+      EXPECT_EQ(held[rank][node], part_of(node) == rank) << "rank " << rank << ", node " << node;
+      built += held[rank][node] ? 1u : 0u;
+    }
+    for (std::uint32_t h = 0; h < topology.hosts; ++h) EXPECT_EQ(rkeys[rank][h], whole.rkey_of(h));
+    for (std::size_t e = 0; e < topology.edges.size(); ++e) {
+      const TopologyEdge& edge = topology.edges[e];
+      auto node_index = [&](NodeRef node) { return node.is_host ? node.index : topology.hosts + node.index; };
+      bool touches = part_of(node_index(edge.a)) == rank || part_of(node_index(edge.b)) == rank;
+      EXPECT_EQ(links[rank][2 * e], touches) << "rank " << rank << ", edge " << e;
+      EXPECT_EQ(links[rank][2 * e + 1], touches) << "rank " << rank << ", edge " << e;
+    }
+  }
+  EXPECT_EQ(built, topology.hosts + topology.switches);
+  std::set<std::uint32_t> ranks_with_nodes;
+  for (std::uint32_t p : partitioning.host_part) ranks_with_nodes.insert(p);
+  EXPECT_EQ(ranks_with_nodes.size(), 3u);
 }
 
 }  // namespace

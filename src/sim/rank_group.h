@@ -1,9 +1,9 @@
 // The processes one simulation runs on (MPI ranks, or just this process):
 // what the partitioned run needs of them, and nothing of how they talk.
-// Every rank builds the same fabric and runs the partitions it owns; the
-// others' nodes keep their initial state there, so a rank's counters and
-// samples add up with the other ranks' to the one-process figures. Every
-// call is collective: each rank makes the same calls in the same order.
+// Every rank builds the nodes of the partitions it owns and runs them; its
+// counters and samples are those of its own nodes, and add up with the
+// other ranks' to the one-process figures. Every call is collective: each
+// rank makes the same calls in the same order.
 #pragma once
 
 #include <cstddef>

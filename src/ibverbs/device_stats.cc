@@ -7,6 +7,7 @@
 #include <mutex>
 
 #include "port/port.h"
+#include "transport/registered_copy.h"
 
 namespace uroce::ibverbs {
 namespace {
@@ -31,7 +32,8 @@ void print(const std::string& name, Device& device) {
                "(loss probes %llu, timeouts %llu), duplicates %llu, out of sequence %llu, NAKs sent %llu, "
                "malformed %llu; receiving rounds: thread %llu application %llu; thread sleeps %llu rests %llu; "
                "held ACKs carried %llu expired %llu; intra-host sent %llu received %llu dropped %llu; "
-               "extent packets sent %llu received %llu unreadable %llu; GSO sends %llu; loopback waits %llu\n",
+               "extent packets sent %llu received %llu unreadable %llu; GSO sends %llu; loopback waits %llu; "
+               "copies that met unmapped memory (this process) %llu\n",
                name.c_str(), static_cast<unsigned long long>(counters.packets_sent),
                static_cast<unsigned long long>(counters.packets_received),
                static_cast<unsigned long long>(counters.icrc_errors),
@@ -55,7 +57,8 @@ void print(const std::string& name, Device& device) {
                static_cast<unsigned long long>(counters.extent_packets_received),
                static_cast<unsigned long long>(counters.extents_unreadable),
                static_cast<unsigned long long>(port.gso_sends),
-               static_cast<unsigned long long>(port.loopback_waits));
+               static_cast<unsigned long long>(port.loopback_waits),
+               static_cast<unsigned long long>(transport::registered_copy_faults()));
 }
 
 void print_open_devices_at_exit() {

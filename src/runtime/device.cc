@@ -14,6 +14,7 @@
 #include "port/extent_mappings.h"
 #include "runtime/device_parts.h"
 #include "runtime/port_opening.h"
+#include "transport/registered_copy.h"
 #include "uroce/monotonic_clock.h"
 
 namespace uroce {
@@ -38,6 +39,9 @@ Expected<std::unique_ptr<Device>, std::string> Device::open(const DeviceConfig& 
   // Keys and QPNs derive from the seed: on a real network they must be
   // unpredictable, so every device draws its own.
   if (!config.fixed_seed) resolved.engine.seed ^= (std::uint64_t{std::random_device{}()} << 32) | std::random_device{}();
+  // A program may unmap registered memory before it deregisters it: the
+  // engine's copies then skip those pages instead of ending the process.
+  transport::guard_registered_copies();
   auto parts = std::make_unique<Parts>(resolved, std::move(*port));
   parts->extents = std::make_unique<port::ExtentMappings>();
   if (parts->handoff.wake_fd() < 0 || parts->completions.fd() < 0) return unexpected(std::string("eventfd failed"));

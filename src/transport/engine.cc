@@ -12,6 +12,7 @@
 #include "transport/engine_core.h"
 #include "transport/psn.h"
 #include "transport/receive_checks.h"
+#include "transport/registered_copy.h"
 #include "transport/xrc.h"
 #include "wire/udp.h"
 
@@ -44,7 +45,7 @@ void for_each_piece(const std::vector<Segment>& segments, std::uint64_t offset, 
 
 void gather(const std::vector<Segment>& segments, std::uint64_t offset, std::uint8_t* out, std::uint64_t length) {
   for_each_piece(segments, offset, length, [&out](const std::uint8_t* piece, std::uint64_t n) {
-    std::memcpy(out, piece, n);
+    copy_registered(out, piece, n);
     out += n;
   });
 }
@@ -52,7 +53,7 @@ void gather(const std::vector<Segment>& segments, std::uint64_t offset, std::uin
 void scatter(const std::vector<Segment>& segments, std::uint64_t offset, const std::uint8_t* in,
              std::uint64_t length) {
   for_each_piece(segments, offset, length, [&in](std::uint8_t* piece, std::uint64_t n) {
-    std::memcpy(piece, in, n);
+    copy_registered(piece, in, n);
     in += n;
   });
 }

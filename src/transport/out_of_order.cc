@@ -5,9 +5,9 @@
 // its receive WQE) on arrival and only its headers are held; the
 // requester's half, which WQEs it may mark, is here too.
 #include <algorithm>
-#include <cstring>
 
 #include "transport/psn.h"
+#include "transport/registered_copy.h"
 #include "transport/requester.h"
 #include "transport/responder.h"
 
@@ -124,7 +124,7 @@ void transport::Responder::hold_out_of_order(QueuePair& qp, const wire::RocePack
     ++context_.counters.held_out_of_order;
     if (place && context_.config.carry_payload) {
       if (target != nullptr) {
-        std::memcpy(target, packet.payload.data(), packet.payload.size());
+        transport::copy_registered(target, packet.payload.data(), packet.payload.size());
       } else {
         transport::scatter(receive->segments, send->offset, packet.payload.data(), packet.payload.size());
       }

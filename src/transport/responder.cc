@@ -5,10 +5,10 @@
 #include "transport/responder.h"
 
 #include <algorithm>
-#include <atomic>
 #include <cstring>
 
 #include "transport/psn.h"
+#include "transport/registered_copy.h"
 #include "wire/ip_datagram.h"
 
 namespace uroce {
@@ -433,9 +433,9 @@ bool transport::Responder::on_write(QueuePair& qp, const wire::RocePacket& packe
   if (atomic_write && context_.config.carry_payload && reinterpret_cast<std::uintptr_t>(*target) % 8 == 0) {
     std::uint64_t value;  // in one store: a reader never sees half of it
     std::memcpy(&value, packet.payload.data(), sizeof value);
-    std::atomic_ref<std::uint64_t>(*reinterpret_cast<std::uint64_t*>(*target)).store(value, std::memory_order_release);
+    transport::store_registered(reinterpret_cast<std::uint64_t*>(*target), value);
   } else if (length > 0 && context_.config.carry_payload && !placed) {
-    std::memcpy(*target, packet.payload.data(), length);
+    transport::copy_registered(*target, packet.payload.data(), length);
   }
   qp.resp.write_va += length;
   qp.resp.write_remaining -= length;

@@ -3,10 +3,10 @@
 // answered without executing twice, and the transmit of every queued ACK,
 // NAK, CNP, READ response and atomic ACK in order.
 #include <algorithm>
-#include <cstring>
 #include <optional>
 
 #include "transport/psn.h"
+#include "transport/registered_copy.h"
 #include "transport/responder.h"
 
 namespace uroce {
@@ -61,14 +61,14 @@ bool transport::Responder::on_atomic(QueuePair& qp, const wire::RocePacket& pack
   }
   std::uint64_t original = 0;
   if (context_.config.carry_payload) {
-    std::memcpy(&original, *target, sizeof original);
+    transport::copy_registered(&original, *target, sizeof original);
     std::uint64_t updated = original;
     if (packet.op->kind == wire::OpKind::fetch_add) {
       updated = original + atomic.swap_add;
     } else if (original == atomic.compare) {
       updated = atomic.swap_add;
     }
-    std::memcpy(*target, &updated, sizeof updated);
+    transport::copy_registered(*target, &updated, sizeof updated);
   }
 
   qp.resp.msn = psn_add(qp.resp.msn, 1);
@@ -210,7 +210,7 @@ std::size_t transport::Responder::transmit(QueuePair& qp, MutableByteSpan out, T
                                          next.source_port != 0 ? transport::ev_flow_label(next.source_port) : 0);
   if (!layout) return 0;
   if (payload_length > 0 && context_.config.carry_payload) {
-    std::memcpy(&out[layout->payload_offset], payload, payload_length);
+    transport::copy_registered(&out[layout->payload_offset], payload, payload_length);
   }
   bool data = next.kind == ResponderOutput::Kind::read_response;
   if (finished) {

@@ -69,7 +69,9 @@ void unblock_fault_signals() {
 }
 
 // One copy with the recovery point armed; false if a page faulted, with an
-// unknown part of the copy done.
+// unknown part of the copy done. It and store_or_fault repeat their few
+// lines on purpose: one template over a lambda for both measured 22 to 29 ns
+// a 64-byte copy against these 13 (bench/engine_bench, Copy).
 __attribute__((noinline)) bool copy_or_fault(void* to, const void* from, std::size_t length) {
   sigjmp_buf here;
   if (sigsetjmp(here, 0) != 0) {

@@ -105,6 +105,7 @@ Fabric::Fabric(const std::vector<SimWorld*>& worlds, const Partitioning& partiti
     config.congestion.dcqcn.line_rate_bps = line_rate;
     hosts_[h] = std::make_unique<HostNode>(world_of(NodeRef{true, h}), h, config, host_links[h]);
     hosts_[h]->set_servers(topology.servers);
+    hosts_[h]->set_framing(topology.framing);
   }
   for (const TopologyEdge& edge : topology.edges) {
     auto link_id = static_cast<std::uint32_t>(links_.size());

@@ -12,7 +12,6 @@ namespace uroce::sim {
 
 namespace {
 
-constexpr std::uint32_t kMinimumFrameWireBytes = 64 + 8 + 12;
 constexpr std::size_t kCompletionBatch = 64;
 constexpr std::uint32_t kCompletionQueueDepth = 4096;
 
@@ -71,7 +70,7 @@ Packet* HostNode::packet_from_engine(const Transmit& sent) {
   Packet* packet = world_.packets.acquire();
   packet->kind = PacketKind::roce;
   packet->datagram_length = static_cast<std::uint32_t>(sent.length);
-  packet->wire_bytes = std::max<std::uint32_t>(packet->datagram_length + kEthernetOverheadBytes, kMinimumFrameWireBytes);
+  packet->wire_bytes = frame_wire_bytes(packet->datagram_length, framing_);
   std::memcpy(packet->header, transmit_buffer_.data(), std::min(sent.length, kHeaderBytes));
   packet->src_host = id_;
   std::uint32_t destination = load_be32(gid_address_bytes(sent.destination, true));

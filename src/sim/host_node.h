@@ -47,6 +47,8 @@ class HostNode final : public Node, public EventHandler {
   // The GPU servers this host may be a GPU of (before any traffic).
   void set_servers(const ServerLayout& servers) { servers_ = servers; }
   bool same_server(std::uint32_t host) const { return servers_.same_server(id_, host); }
+  // How the links frame this host's datagrams (before any traffic).
+  void set_framing(Framing framing) { framing_ = framing; }
 
   void on_completion(CompletionHandler handler) { handler_ = std::move(handler); }
   // After the workload posted work: send what can be sent, arm timers.
@@ -75,6 +77,7 @@ class HostNode final : public Node, public EventHandler {
   MrKeys region_;
   CompletionHandler handler_;
   ServerLayout servers_;
+  Framing framing_ = Framing::ethernet;
   // Taken from the engine while their priority was paused, or for another
   // port than the one asking: per port, per priority.
   std::vector<std::array<PacketQueue, kPriorities>> held_;

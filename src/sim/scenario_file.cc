@@ -44,15 +44,15 @@ Topology topology_from(const toml::table& table) {
   LinkSpec host_link = link(table, where, "link_gbps", LinkSpec{});
   Topology topology;
   if (kind == "dumbbell") {
-    only_keys(table, where, {"kind", "hosts_per_side", "link_gbps", "delay_ns", "bottleneck_gbps", "loss"});
+    only_keys(table, where, {"kind", "hosts_per_side", "link_gbps", "delay_ns", "bottleneck_gbps", "loss", "framing"});
     auto per_side = number<std::uint32_t>(table, where, "hosts_per_side", 1, 1, 1 << 16);
     LinkSpec bottleneck = link(table, where, "bottleneck_gbps", host_link);
     topology = dumbbell(per_side, host_link, bottleneck);
   } else if (kind == "star") {
-    only_keys(table, where, {"kind", "hosts", "link_gbps", "delay_ns", "loss"});
+    only_keys(table, where, {"kind", "hosts", "link_gbps", "delay_ns", "loss", "framing"});
     topology = star(number<std::uint32_t>(table, where, "hosts", 2, 2, 1 << 16), host_link);
   } else if (kind == "leaf_spine") {
-    only_keys(table, where, {"kind", "leaves", "spines", "hosts_per_leaf", "link_gbps", "uplink_gbps", "delay_ns", "loss"});
+    only_keys(table, where, {"kind", "leaves", "spines", "hosts_per_leaf", "link_gbps", "uplink_gbps", "delay_ns", "loss", "framing"});
     topology = leaf_spine(number<std::uint32_t>(table, where, "leaves", 2, 1, 4096),
                           number<std::uint32_t>(table, where, "spines", 2, 1, 4096),
                           number<std::uint32_t>(table, where, "hosts_per_leaf", 4, 1, 4096), host_link,
@@ -60,7 +60,7 @@ Topology topology_from(const toml::table& table) {
   } else if (kind == "multi_plane") {
     only_keys(table, where,
               {"kind", "planes", "leaves", "spines", "hosts_per_leaf", "links_per_spine", "link_gbps", "uplink_gbps",
-               "delay_ns", "loss"});
+               "delay_ns", "loss", "framing"});
     topology = multi_plane(number<std::uint32_t>(table, where, "planes", 2, 1, kMaxHostPorts),
                            number<std::uint32_t>(table, where, "leaves", 2, 1, 4096),
                            number<std::uint32_t>(table, where, "spines", 2, 1, 4096),
@@ -68,12 +68,12 @@ Topology topology_from(const toml::table& table) {
                            link(table, where, "uplink_gbps", host_link),
                            number<std::uint32_t>(table, where, "links_per_spine", 1, 1, 256));
   } else if (kind == "fat_tree") {
-    only_keys(table, where, {"kind", "k", "link_gbps", "delay_ns", "loss"});
+    only_keys(table, where, {"kind", "k", "link_gbps", "delay_ns", "loss", "framing"});
     auto k = number<std::uint32_t>(table, where, "k", 4, 2, 64);
     if (k % 2 != 0) throw ScenarioError("topology.k: a fat-tree needs an even k");
     topology = fat_tree(k, host_link);
   } else {
-    only_keys(table, where, {"kind", "hosts", "switches", "links", "link_gbps", "delay_ns", "loss", "routes"});
+    only_keys(table, where, {"kind", "hosts", "switches", "links", "link_gbps", "delay_ns", "loss", "routes", "framing"});
     topology.hosts = number<std::uint32_t>(table, where, "hosts", 0, 1, 1 << 20);
     topology.switches = number<std::uint32_t>(table, where, "switches", 0, 1, 1 << 20);
     const toml::array* links = table.get_as<toml::array>("links");
@@ -117,6 +117,9 @@ Topology topology_from(const toml::table& table) {
   }
   double loss = number<double>(table, where, "loss", 0, 0, 0.5);
   for (TopologyEdge& edge : topology.edges) edge.link.loss = loss;
+  topology.framing = text(table, where, "framing", "ethernet", {"ethernet", "point_to_point"}) == "point_to_point"
+                         ? Framing::point_to_point
+                         : Framing::ethernet;
   if (auto problem = topology_problem(topology)) throw ScenarioError("topology: " + *problem);
   return topology;
 }
@@ -162,7 +165,7 @@ SwitchConfig switch_from(const toml::table& table) {
   const char* where = "switch";
   only_keys(table, where,
             {"buffer_kb", "pfc", "lossless_priorities", "xoff_kb", "xon_offset_kb", "headroom_kb", "dynamic_alpha",
-             "ecn", "ecn_kmin_kb", "ecn_kmax_kb", "ecn_pmax", "ecn_mark", "lossy_queue_kb", "forwarding", "scheduler",
+             "ecn", "ecn_kmin_kb", "ecn_kmax_kb", "ecn_kmin_bytes", "ecn_kmax_bytes", "ecn_pmax", "ecn_mark", "lossy_queue_kb", "forwarding", "scheduler",
              "dwrr_weights", "strict_priorities", "trim", "trim_kb"});
   SwitchConfig config;
   constexpr std::uint64_t kKb = 1024;
@@ -192,10 +195,18 @@ SwitchConfig switch_from(const toml::table& table) {
   config.headroom_bytes = kilobytes("headroom_kb", config.headroom_bytes);
   config.dynamic_alpha = number<double>(table, where, "dynamic_alpha", config.dynamic_alpha, 0, 64);
   config.ecn = boolean(table, where, "ecn", config.ecn);
-  config.ecn_kmin_bytes = kilobytes("ecn_kmin_kb", config.ecn_kmin_bytes);
-  config.ecn_kmax_bytes = kilobytes("ecn_kmax_kb", config.ecn_kmax_bytes);
+  // In KiB, or in bytes for a peer whose KB is 1,000 bytes; not both.
+  auto threshold = [&](std::string_view kb_key, std::string_view bytes_key, std::uint64_t fallback) {
+    if (table.contains(kb_key) && table.contains(bytes_key)) {
+      throw ScenarioError(fmt::format("switch: {} and {} name one threshold; give one", kb_key, bytes_key));
+    }
+    if (table.contains(bytes_key)) return number<std::uint64_t>(table, where, bytes_key, fallback, 0, kMaxKb * kKb);
+    return kilobytes(kb_key, fallback);
+  };
+  config.ecn_kmin_bytes = threshold("ecn_kmin_kb", "ecn_kmin_bytes", config.ecn_kmin_bytes);
+  config.ecn_kmax_bytes = threshold("ecn_kmax_kb", "ecn_kmax_bytes", config.ecn_kmax_bytes);
   if (config.ecn_kmin_bytes != 0 && config.ecn_kmax_bytes != 0 && config.ecn_kmax_bytes <= config.ecn_kmin_bytes) {
-    throw ScenarioError("switch: ecn_kmax_kb must exceed ecn_kmin_kb");
+    throw ScenarioError("switch: ecn_kmax_kb (or ecn_kmax_bytes) must exceed ecn_kmin_kb (or ecn_kmin_bytes)");
   }
   config.ecn_pmax = number<double>(table, where, "ecn_pmax", config.ecn_pmax, 0, 1);
   config.ecn_at_dequeue = text(table, where, "ecn_mark", "enqueue", {"enqueue", "dequeue"}) == "dequeue";
@@ -302,7 +313,9 @@ Scenario scenario_from(const toml::table& root, const std::filesystem::path& bas
   scenario.topology = topology_from(*topology->as_table());
   if (const toml::node* servers = root.get("servers")) {
     if (!servers->is_table()) throw ScenarioError("servers: expected a [servers] table");
+    Framing framing = scenario.topology.framing;
     scenario.topology = servers_from(*servers->as_table(), scenario.topology);
+    scenario.topology.framing = framing;
   }
   scenario.switches = switch_from(table_or_empty(root, "switch"));
   transport_from(table_or_empty(root, "transport"), scenario);

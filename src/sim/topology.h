@@ -59,6 +59,7 @@ struct Topology {
   std::vector<StaticRoute> routes;
   std::string description;
   ServerLayout servers;
+  Framing framing = Framing::ethernet;  // every link's (sim/packet.h)
 };
 
 // Two switches joined by one bottleneck link, hosts_per_side hosts on each:

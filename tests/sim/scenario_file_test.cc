@@ -207,6 +207,44 @@ struct BadCase {
   const char* says;
 };
 
+// ECN thresholds in bytes, for peers whose KB is 1000 bytes; and links that
+// put no Ethernet around a datagram take less wire time for the same flow:
+// a 1024-byte WRITE payload is 1106 bytes framed, 1070 on a point-to-point
+// link (sim/packet.h), and a 1 MiB flow alone is mostly that wire time.
+TEST(ScenarioFile, ThresholdsInBytesAndPointToPointFraming) {
+  auto scenario = parse_scenario(R"(
+[topology]
+kind = "star"
+hosts = 2
+[switch]
+ecn_kmin_bytes = 400000
+ecn_kmax_bytes = 1600000
+[transport]
+mtu = 1024
+[[flows]]
+src = 0
+dst = 1
+bytes = 1048576
+)",
+                                 "framing.toml");
+  ASSERT_TRUE(scenario) << scenario.error();
+  EXPECT_EQ(scenario->switches.ecn_kmin_bytes, 400'000u);
+  EXPECT_EQ(scenario->switches.ecn_kmax_bytes, 1'600'000u);
+  EXPECT_EQ(scenario->topology.framing, Framing::ethernet);
+  SimResult ethernet = run_simulation(*scenario);
+  scenario->topology.framing = Framing::point_to_point;
+  SimResult point_to_point = run_simulation(*scenario);
+  ASSERT_TRUE(ethernet.flows[0].finished() && point_to_point.flows[0].finished());
+  double ratio = static_cast<double>(point_to_point.flows[0].finish - point_to_point.flows[0].spec.start) /
+                 static_cast<double>(ethernet.flows[0].finish - ethernet.flows[0].spec.start);
+  EXPECT_NEAR(ratio, 1070.0 / 1106.0, 0.005);
+  auto written = parse_scenario("[topology]\nkind = \"star\"\nhosts = 2\nframing = \"point_to_point\"\n"
+                                "[[flows]]\nsrc = 0\ndst = 1\nbytes = 1\n",
+                                "written.toml");
+  ASSERT_TRUE(written) << written.error();
+  EXPECT_EQ(written->topology.framing, Framing::point_to_point);
+}
+
 TEST(ScenarioFile, MistakesAreNamed) {
   const BadCase cases[] = {
       {"[topology]\nkind = \"star\"\nhosts = 3\nhostz = 4\n[[flows]]\nsrc=0\ndst=1\nbytes=1", "unknown key 'hostz'"},
@@ -216,6 +254,9 @@ TEST(ScenarioFile, MistakesAreNamed) {
       {"[topology]\nkind = \"star\"\nhosts = 3\n[[flows]]\nsrc = 0\ndst = 9\nbytes = 1\n", "flows[0].dst"},
       {"[topology]\nkind = \"star\"\nhosts = 3\n", "nothing to simulate"},
       {"[topology]\nkind = \"star\"\nhosts = 3\n[switch]\necn_kmin_kb = 10\necn_kmax_kb = 5\n", "ecn_kmax_kb"},
+      {"[topology]\nkind = \"star\"\nhosts = 3\n[switch]\necn_kmin_kb = 10\necn_kmin_bytes = 10000\n",
+       "ecn_kmin_kb and ecn_kmin_bytes name one threshold"},
+      {"[topology]\nkind = \"star\"\nhosts = 3\nframing = \"ppp\"\n", "'ppp' is not one of"},
       {"[topology]\nkind = \"edges\"\nhosts = 2\nswitches = 1\nlinks = [{a = \"h0\", b = \"s0\"}, {a = \"h1\", b = "
        "\"x1\"}]\n",
        "not a node name"},

@@ -6,8 +6,9 @@
 // alone on the idle fabric (the peer's last column; uroce's from runs of
 // one flow per path length). Compared per size bucket (under 100 KB,
 // 100 KB to 1 MB, above) by the median and the 95th percentile, each the
-// mean over the five traffic seeds (uroce's run of each under the seed of
-// the same number). Target (issue 35): within 20% of the peer's.
+// mean over the five traffic seeds (uroce's figure for each flow file is its
+// mean over kHashDraws ECMP hashes). Target (issue 35): within 20% of the
+// peer's.
 #include <gtest/gtest.h>
 
 #include <fmt/format.h>
@@ -28,6 +29,10 @@ namespace {
 
 const std::string kDir = std::string(UROCE_VALIDATION_DIR) + "/hpcc_websearch/";
 constexpr std::array<std::uint32_t, 5> kSeeds = {1, 2, 3, 4, 5};
+// uroce's runs of each flow file, each under its own ECMP salts and marking
+// draws: the peer's one hash is not uroce's, so uroce's statistic for a
+// flow file is its mean over hashes, not one draw (see the README there).
+constexpr std::uint32_t kHashDraws = 4;
 constexpr std::uint64_t kPeerStartNs = 2'000'000'000;  // the peer's flows start at 2 s
 constexpr std::size_t kBuckets = 3;
 const char* const kBucketNames[kBuckets] = {"< 100 KB", "100 KB - 1 MB", "> 1 MB"};
@@ -142,20 +147,22 @@ Comparison compare(std::uint32_t load) {
     std::string name = fmt::format("l{}_s{}", load, seed);
     Stats peer = stats_of(peer_slowdowns("fct_" + name + ".txt"));
     Scenario run = scenario;
-    run.seed = seed;
     run.flows = read_flows("flows_" + name + ".txt");
-    SimResult result = run_simulation(run);
-    std::vector<Sized> flows;
-    for (const FlowResult& flow : result.flows) {
-      EXPECT_TRUE(flow.finished()) << name << " flow " << flow.id;
-      if (flow.finished()) flows.push_back({flow.spec.bytes, fct_us(flow) / alone.alone_us(flow.spec)});
-    }
-    Stats mine = stats_of(flows);
-    for (std::size_t b = 0; b < kBuckets; ++b) {
-      for (std::size_t q = 0; q < 2; ++q) {
-        comparison.peer[b][q] += peer[b][q] / kSeeds.size();
-        comparison.uroce[b][q] += mine[b][q] / kSeeds.size();
+    for (std::uint32_t draw = 0; draw < kHashDraws; ++draw) {
+      run.seed = seed + 100 * draw;
+      SimResult result = run_simulation(run);
+      std::vector<Sized> flows;
+      for (const FlowResult& flow : result.flows) {
+        EXPECT_TRUE(flow.finished()) << name << " flow " << flow.id;
+        if (flow.finished()) flows.push_back({flow.spec.bytes, fct_us(flow) / alone.alone_us(flow.spec)});
       }
+      Stats mine = stats_of(flows);
+      for (std::size_t b = 0; b < kBuckets; ++b) {
+        for (std::size_t q = 0; q < 2; ++q) comparison.uroce[b][q] += mine[b][q] / kSeeds.size() / kHashDraws;
+      }
+    }
+    for (std::size_t b = 0; b < kBuckets; ++b) {
+      for (std::size_t q = 0; q < 2; ++q) comparison.peer[b][q] += peer[b][q] / kSeeds.size();
     }
   }
   std::string table = fmt::format("web search at {}% load, FCT slowdown, mean of {} traffic seeds\n", load,
@@ -169,33 +176,32 @@ Comparison compare(std::uint32_t load) {
   return comparison;
 }
 
-// Every statistic within `tolerance` of the peer's, but short flows' p95
-// within short_p95_tolerance.
-void expect_within(const Comparison& comparison, double tolerance, double short_p95_tolerance) {
+// Every statistic within `tolerance` of the peer's.
+void expect_within(const Comparison& comparison, double tolerance) {
   for (std::size_t b = 0; b < kBuckets; ++b) {
     for (std::size_t q = 0; q < 2; ++q) {
-      double allowed = b == 0 && q == 1 ? short_p95_tolerance : tolerance;
-      EXPECT_NEAR(comparison.uroce[b][q], comparison.peer[b][q], allowed * comparison.peer[b][q])
+      EXPECT_NEAR(comparison.uroce[b][q], comparison.peer[b][q], tolerance * comparison.peer[b][q])
           << kBucketNames[b] << (q == 0 ? " p50" : " p95");
     }
   }
 }
 
-// At 30% the short flows' tail is the one statistic beyond the issue's 20%:
-// 5.54 against the peer's 4.42 when measured (25% above; the peer's own
-// traffic seeds range from 3.2 to 5.4). Not found why; see docs/simulator/validation.md.
+// Measured 2026-12-03: every statistic within 14% of the peer's (the short
+// flows' tail at 30%, 5.03 against 4.42, is the farthest). Until the links
+// framed packets as the peer's do, that tail was 25% above it; see
+// docs/simulator/validation.md.
 //
 // Statistics over five seeds, not memory checks: under the sanitizers the
 // 30% runs took 690 s and the 50% runs passed the 900 s limit (2026-12-02,
-// two tests at once on 2 cores). The release build runs them; the other
-// simulator tests run the same code under the sanitizers.
+// one hash per flow file, two tests at once on 2 cores). The release build
+// runs them; the other simulator tests run the same code under the sanitizers.
 TEST(WebSearchValidation, ThirtyPercentLoad) {
   if (uroce::testing::kSanitizedBuild) GTEST_SKIP() << "five seeds take over 10 minutes under the sanitizers";
-  expect_within(compare(30), 0.2, 0.3);
+  expect_within(compare(30), 0.2);
 }
 TEST(WebSearchValidation, FiftyPercentLoad) {
   if (uroce::testing::kSanitizedBuild) GTEST_SKIP() << "five seeds take over 15 minutes under the sanitizers";
-  expect_within(compare(50), 0.2, 0.2);
+  expect_within(compare(50), 0.2);
 }
 
 }  // namespace

@@ -22,7 +22,8 @@ inline constexpr std::uint32_t kMinimumFrameWireBytes = 64 + 8 + 12;
 // the overhead above, frames padded to the 64-byte minimum. Point-to-point:
 // a 2-byte PPP header and nothing else, as ns-3's point-to-point links carry
 // HPCC's simulator's packets; only for comparing with such simulators (a
-// 1,024-byte payload takes 5.6% less wire time, an ACK 42% less).
+// 1,024-byte WRITE payload takes 1070 bytes of wire time instead of 1106, an
+// ACK 50 instead of 86).
 enum class Framing : std::uint8_t { ethernet, point_to_point };
 
 inline std::uint32_t frame_wire_bytes(std::uint32_t datagram_length, Framing framing) {

@@ -228,6 +228,25 @@ std::uint64_t Schedule::largest_transfer() const {
   return largest;
 }
 
+std::uint64_t Schedule::smallest_transfer() const {
+  if (forgotten) return forgotten->smallest_transfer;
+  std::uint64_t smallest = UINT64_MAX;
+  for (const auto& steps : ranks) {
+    for (const Step& step : steps) {
+      for (const Transfer& transfer : step.sends) smallest = std::min(smallest, transfer.bytes);
+    }
+  }
+  return smallest;
+}
+
+void Schedule::forget_ranks_except(const std::vector<bool>& keep) {
+  Totals totals{steps(), smallest_transfer()};
+  for (std::size_t rank = 0; rank < ranks.size(); ++rank) {
+    if (rank >= keep.size() || !keep[rank]) std::vector<Step>().swap(ranks[rank]);
+  }
+  forgotten = totals;
+}
+
 Expected<std::vector<Schedule>, std::string> make_channel_schedules(Operation operation, Algorithm algorithm,
                                                                     std::uint32_t ranks, std::uint64_t bytes,
                                                                     std::uint32_t gpus_per_server,

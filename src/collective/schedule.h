@@ -23,6 +23,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -68,12 +69,29 @@ struct Schedule {
   std::uint64_t bytes = 0;
   std::vector<std::vector<Step>> ranks;  // each rank's steps, in order
 
+  // What every rank's steps gave, kept by forget_ranks_except.
+  struct Totals {
+    std::size_t steps = 0;
+    std::uint64_t smallest_transfer = 0;
+  };
+  std::optional<Totals> forgotten;  // set once some ranks' steps are gone
+
   std::uint32_t rank_count() const { return static_cast<std::uint32_t>(ranks.size()); }
-  std::size_t steps() const { return ranks.empty() ? 0 : ranks.front().size(); }
+  std::size_t steps() const {
+    if (forgotten) return forgotten->steps;
+    return ranks.empty() ? 0 : ranks.front().size();
+  }
   // Bytes a rank sends over the whole collective.
   std::uint64_t bytes_sent_by(std::uint32_t rank) const;
   // The largest single transfer.
   std::uint64_t largest_transfer() const;
+  // The smallest, over every rank (UINT64_MAX when nothing is sent).
+  std::uint64_t smallest_transfer() const;
+  // Frees the steps of every rank that keep[rank] is false for: a process
+  // that runs only some ranks reads only theirs. steps() and
+  // smallest_transfer() still answer for every rank; the rest answer for the
+  // kept ones only.
+  void forget_ranks_except(const std::vector<bool>& keep);
 };
 
 // An error names what does not fit: fewer than 2 ranks, an algorithm that

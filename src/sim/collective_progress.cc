@@ -27,14 +27,8 @@ CollectiveProgress::CollectiveProgress(std::vector<const collective::Schedule*> 
   members_.resize(members);
   if (schedules_.empty()) return;
   for (const collective::Schedule* schedule : schedules_) {
-    for (const auto& steps : schedule->ranks) {
-      for (const collective::Step& step : steps) {
-        for (const collective::Transfer& transfer : step.sends) {
-          slices_ = static_cast<std::uint32_t>(
-              std::min<std::uint64_t>(slices_, std::max<std::uint64_t>(transfer.bytes, 1)));
-        }
-      }
-    }
+    slices_ = static_cast<std::uint32_t>(
+        std::min<std::uint64_t>(slices_, std::max<std::uint64_t>(schedule->smallest_transfer(), 1)));
   }
   for (Member& member : members_) {
     member.slices.resize(slices_);

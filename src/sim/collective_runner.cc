@@ -86,6 +86,13 @@ CollectiveRunner::CollectiveRunner(const CollectiveSpec& spec, const TransportSp
     if (members_[i]->here) qpn_[{i, to, channel}] = my_qpn;
     if (members_[to]->here) qpn_[{to, i, channel}] = their_qpn;
   }
+  // Over MPI ranks, each keeps only the steps of the members it runs (at
+  // 4,096 NICs every member's halving-doubling steps took 11 MB a rank).
+  std::vector<bool> here(n);
+  for (std::uint32_t i = 0; i < n; ++i) here[i] = members_[i]->here;
+  if (std::find(here.begin(), here.end(), false) != here.end()) {
+    for (collective::Schedule& schedule : schedules_) schedule.forget_ranks_except(here);
+  }
   global_.events.schedule(spec.start, this, 0);
 }
 

@@ -256,6 +256,29 @@ TEST(OnServers, RingsAndTreesStayRightAndCrossTheNetworkAsLittleAsNcclsDo) {
   EXPECT_NE(split.error().find("whole servers"), std::string::npos) << split.error();
 }
 
+// A simulator rank keeps only its members' steps; the step count and the
+// smallest transfer, which every rank must agree on, stay those of all.
+TEST(Schedules, ForgettingRanksKeepsTheTotalsOfAll) {
+  auto schedule = make_schedule(Operation::all_reduce, Algorithm::ring, 4, 4000);
+  ASSERT_TRUE(schedule) << schedule.error();
+  std::size_t steps = schedule->steps();
+  std::uint64_t smallest = schedule->smallest_transfer();
+  std::vector<Step> kept = schedule->ranks[2];
+  ASSERT_GT(steps, 0u);
+  schedule->forget_ranks_except({false, false, true, false});
+  EXPECT_EQ(schedule->steps(), steps);
+  EXPECT_EQ(schedule->smallest_transfer(), smallest);
+  EXPECT_TRUE(schedule->ranks[0].empty() && schedule->ranks[1].empty() && schedule->ranks[3].empty());
+  ASSERT_EQ(schedule->ranks[2].size(), kept.size());
+  for (std::size_t i = 0; i < kept.size(); ++i) {
+    ASSERT_EQ(schedule->ranks[2][i].sends.size(), kept[i].sends.size());
+    for (std::size_t t = 0; t < kept[i].sends.size(); ++t) {
+      EXPECT_EQ(schedule->ranks[2][i].sends[t].to, kept[i].sends[t].to);
+      EXPECT_EQ(schedule->ranks[2][i].sends[t].bytes, kept[i].sends[t].bytes);
+    }
+  }
+}
+
 TEST(Schedules, WhatCannotBeBuiltIsRefusedWithAReason) {
   auto one = make_schedule(Operation::all_reduce, Algorithm::ring, 1, 100);
   ASSERT_FALSE(one);

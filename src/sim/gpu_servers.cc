@@ -21,6 +21,7 @@ Topology with_gpu_servers(const Topology& fabric, const GpuServerSpec& spec) {
   auto gpu_of_nic = [&](std::uint32_t nic) { return (nic % servers) * gpus + nic / servers; };
 
   Topology topology;
+  topology.framing = fabric.framing;  // the NVLink links frame as the fabric's do
   topology.hosts = servers * gpus;
   topology.switches = fabric.switches + servers;
   std::uint64_t nic_rate = 0;

@@ -313,9 +313,7 @@ Scenario scenario_from(const toml::table& root, const std::filesystem::path& bas
   scenario.topology = topology_from(*topology->as_table());
   if (const toml::node* servers = root.get("servers")) {
     if (!servers->is_table()) throw ScenarioError("servers: expected a [servers] table");
-    Framing framing = scenario.topology.framing;
     scenario.topology = servers_from(*servers->as_table(), scenario.topology);
-    scenario.topology.framing = framing;
   }
   scenario.switches = switch_from(table_or_empty(root, "switch"));
   transport_from(table_or_empty(root, "transport"), scenario);

@@ -243,6 +243,12 @@ bytes = 1048576
                                 "written.toml");
   ASSERT_TRUE(written) << written.error();
   EXPECT_EQ(written->topology.framing, Framing::point_to_point);
+  // GPU servers built on that fabric keep its framing.
+  auto servers = parse_scenario("[topology]\nkind = \"star\"\nhosts = 2\nframing = \"point_to_point\"\n"
+                                "[servers]\ngpus = 2\n[[flows]]\nsrc = 0\ndst = 1\nbytes = 1\n",
+                                "servers.toml");
+  ASSERT_TRUE(servers) << servers.error();
+  EXPECT_EQ(servers->topology.framing, Framing::point_to_point);
 }
 
 TEST(ScenarioFile, MistakesAreNamed) {

@@ -349,7 +349,8 @@ struct EngineCounters {
   // Payloads by reference (RegionBacking):
   std::uint64_t extent_packets_sent = 0;
   std::uint64_t extent_packets_received = 0;
-  std::uint64_t extents_unreadable = 0;  // named bytes the port could not read: NAKed (remote operational error)
+  std::uint64_t extents_unreadable = 0;  // named bytes the port could not read: NAKed (remote operational error),
+                                         // or, a peer's memory gone while its bytes were placed, zeros
   std::uint64_t extents_from_wire = 0;   // extent packets that came from a wire: dropped
 };
 

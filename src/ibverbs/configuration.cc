@@ -40,6 +40,15 @@ Expected<bool, std::string> zero_or_one(const char* name) {
   return unexpected(std::string(name) + "='" + text + "' is not 0 or 1");
 }
 
+// The same, where unset or empty is 1.
+Expected<bool, std::string> one_unless_zero(const char* name) {
+  const char* value = std::getenv(name);
+  std::string text = value != nullptr ? value : "";
+  if (text.empty() || text == "1") return true;
+  if (text == "0") return false;
+  return unexpected(std::string(name) + "='" + text + "' is not 0 or 1");
+}
+
 }  // namespace
 
 Expected<bool, std::string> configured_local_path() {
@@ -50,13 +59,9 @@ Expected<bool, std::string> configured_local_path() {
 
 Expected<bool, std::string> configured_shared_regions() { return zero_or_one("UROCE_SHARED_MR"); }
 
-Expected<bool, std::string> configured_gso() {
-  const char* value = std::getenv("UROCE_GSO");
-  std::string text = value != nullptr ? value : "";
-  if (text.empty() || text == "1") return true;
-  if (text == "0") return false;
-  return unexpected("UROCE_GSO='" + text + "' is not 0 or 1");
-}
+Expected<bool, std::string> configured_gso() { return one_unless_zero("UROCE_GSO"); }
+
+Expected<bool, std::string> configured_peer_reads() { return one_unless_zero("UROCE_PEER_READS"); }
 
 Expected<TimeNs, std::string> configured_loss_probe() {
   // 5 ms: under bulk load on a small host ACKs can lag 1 to 5 ms behind a

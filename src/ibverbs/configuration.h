@@ -17,6 +17,12 @@
 //                    are read by that peer in one copy, not sent as
 //                    packets. Off by default (0): it changes how the
 //                    buffer's pages behave across fork
+//   UROCE_PEER_READS 0: a local peer never reads this process's registered
+//                    memory itself; every message travels as packets
+//                    through shared memory. By default (1) a SEND, WRITE or
+//                    READ response of more than one MTU to a local peer is
+//                    one packet naming its bytes, which the peer copies out
+//                    of this process's memory (process_vm_readv) in one copy
 //   UROCE_GSO        0: the UDP port sends every datagram on its own, never
 //                    a run as one GSO send (default 1: runs where the bytes
 //                    a peer checks stay unchanged). A capture on loopback
@@ -59,6 +65,10 @@ Expected<bool, std::string> configured_gso();
 // Whether registered regions are shared with local peers (UROCE_SHARED_MR
 // is 1); a value other than 0 or 1 is an error naming it.
 Expected<bool, std::string> configured_shared_regions();
+
+// Whether local peers may read registered memory themselves (UROCE_PEER_READS
+// unset, empty or 1); a value other than 0 or 1 is an error naming it.
+Expected<bool, std::string> configured_peer_reads();
 
 // The RC QPs' loss probe interval (UROCE_LOSS_PROBE_US), in nanoseconds; 0
 // is off. Not a whole number of microseconds up to 10 s: an error naming it.

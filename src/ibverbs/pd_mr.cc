@@ -1,7 +1,8 @@
 // Protection domains and memory regions. A region is plain process memory:
-// registering pins nothing, and fork needs no special care; with
-// UROCE_SHARED_MR=1 a region of whole pages moves onto a shared file that
-// local peers read (runtime/shared_regions.h).
+// registering pins nothing, and fork needs no special care. Local peers read
+// a long message's bytes straight from it (uroce/region_sharing.h), or, with
+// UROCE_SHARED_MR=1, from the shared file a region of whole pages moves onto
+// (runtime/shared_regions.h).
 #include <infiniband/verbs.h>
 
 #include <cerrno>
@@ -43,6 +44,22 @@ bool implicit_odp(const void* addr, std::size_t length, unsigned access) {
   return addr == nullptr && length == SIZE_MAX && (access & IBV_ACCESS_ON_DEMAND) != 0;
 }
 
+// Where local peers read a region's bytes: the shared file it moves onto
+// (UROCE_SHARED_MR=1, where it qualifies), else this process's memory where
+// peers may read it, else nowhere. On-demand regions stay where the program
+// mapped them, and are read by packets: the program may remap them.
+std::optional<RegionBacking> backing_for(const DeviceRuntime& device, void* addr, std::size_t length,
+                                         bool on_demand) {
+  if (on_demand) return std::nullopt;
+  if (device.shares_regions()) {
+    if (auto shared = runtime::SharedRegions::process().share(addr, length)) return shared;
+  }
+  if (device.lends_memory()) return process_memory_backing(addr);
+  return std::nullopt;
+}
+
+bool on_a_shared_file(const std::optional<RegionBacking>& backing) { return backing && backing->fd >= 0; }
+
 ibv_mr* register_region(ibv_pd* pd, void* addr, std::size_t length, std::uint64_t iova, unsigned access) {
   if (pd == nullptr || (addr == nullptr && length != 0 && !implicit_odp(addr, length, access))) {
     return fail_with<ibv_mr>(EINVAL);
@@ -54,24 +71,21 @@ ibv_mr* register_region(ibv_pd* pd, void* addr, std::size_t length, std::uint64_
   UrocePd& owner = pd_of(pd);
   auto* region = new (std::nothrow) UroceMr{};
   if (region == nullptr) return fail_with<ibv_mr>(ENOMEM);
-  std::optional<RegionBacking> backing;
-  // On-demand regions stay where the program mapped them: it may remap them.
-  if (owner.runtime->shares_regions() && (access & IBV_ACCESS_ON_DEMAND) == 0) {
-    backing = runtime::SharedRegions::process().share(addr, length);
-  }
+  std::optional<RegionBacking> backing =
+      backing_for(*owner.runtime, addr, length, (access & IBV_ACCESS_ON_DEMAND) != 0);
   auto keys = owner.runtime->device().call_and_wake([&](Engine& engine) {
     auto made = engine.reg_mr(owner.handle, addr, length, engine_access(access), backing);
     if (made) owner.runtime->mrs[made->lkey] = region;
     return made;
   });
   if (!keys) {
-    if (backing) runtime::SharedRegions::process().unshare(addr, length);
+    if (on_a_shared_file(backing)) runtime::SharedRegions::process().unshare(addr, length);
     delete region;
     return fail_with<ibv_mr>(errno_of(keys.error()));
   }
   region->runtime = owner.runtime;
   region->access = engine_access(access);
-  region->shared = backing.has_value();
+  region->shared = on_a_shared_file(backing);
   region->mr = ibv_mr{pd->context, pd, addr, length, keys->lkey, keys->lkey, keys->rkey};
   return &region->mr;
 }
@@ -191,20 +205,20 @@ int ibv_rereg_mr(ibv_mr* mr, int flags, ibv_pd* pd, void* addr, size_t length, i
   // A region moved elsewhere leaves the shared file it was on and joins another.
   std::optional<uroce::RegionBacking> backing;
   auto& shared_regions = uroce::runtime::SharedRegions::process();
-  if (new_range && region.runtime->shares_regions() && (target_access & uroce::kAccessOnDemand) == 0) {
-    backing = shared_regions.share(target_addr, target_length);
+  if (new_range) {
+    backing = uroce::ibverbs::backing_for(*region.runtime, target_addr, target_length, (target_access & uroce::kAccessOnDemand) != 0);
   }
   // Sends nothing: no need to wake the progress thread.
   std::errc result = region.runtime->device().inspect([&](uroce::Engine& engine) {
     return engine.rereg_mr(mr->lkey, pd_of(target_pd).handle, target_addr, target_length, target_access, backing);
   });
   if (result != std::errc{}) {
-    if (backing) shared_regions.unshare(target_addr, target_length);
+    if (uroce::ibverbs::on_a_shared_file(backing)) shared_regions.unshare(target_addr, target_length);
     return refuse(errno_of(result), IBV_REREG_MR_ERR_CMD);
   }
   if (new_range) {
     if (region.shared) shared_regions.unshare(mr->addr, mr->length);
-    region.shared = backing.has_value();
+    region.shared = uroce::ibverbs::on_a_shared_file(backing);
     mr->addr = addr;
     mr->length = length;
   }

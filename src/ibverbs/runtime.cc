@@ -12,6 +12,7 @@
 #include "ibverbs/configuration.h"
 #include "ibverbs/device_stats.h"
 #include "ibverbs/objects.h"
+#include "runtime/peer_reads.h"
 
 namespace uroce::ibverbs {
 namespace {
@@ -45,6 +46,8 @@ Expected<std::shared_ptr<DeviceRuntime>, std::string> DeviceRuntime::open(UroceD
   if (!loss_probe) return unexpected(loss_probe.error());
   auto gso = configured_gso();
   if (!gso) return unexpected(gso.error());
+  auto peer_reads = configured_peer_reads();
+  if (!peer_reads) return unexpected(peer_reads.error());
   DeviceConfig config;
   config.address = device.spec.address;
   config.interface = device.spec.interface;
@@ -56,6 +59,7 @@ Expected<std::shared_ptr<DeviceRuntime>, std::string> DeviceRuntime::open(UroceD
   if (!running) return unexpected(running.error());
   std::shared_ptr<DeviceRuntime> runtime(new DeviceRuntime(device, std::move(*running)));
   runtime->shares_regions_ = *shared_regions && *local_path;
+  runtime->lends_memory_ = *peer_reads && *local_path && runtime::let_local_peers_read_memory();
   runtime->loss_probe_ns_ = *loss_probe;
   register_device_stats(device.spec.name, *runtime->device_);
   if (std::string warning = runtime->device_->receive_buffer_warning(); !warning.empty()) {

@@ -31,6 +31,9 @@ class DeviceRuntime {
   Device& device() { return *device_; }
   // Whether ibv_reg_mr shares regions with local peers (UROCE_SHARED_MR=1 on the intra-host path).
   bool shares_regions() const { return shares_regions_; }
+  // Whether local peers read registered memory themselves (UROCE_PEER_READS,
+  // on the intra-host path, where the kernel lets them: runtime/peer_reads.h).
+  bool lends_memory() const { return lends_memory_; }
   // Each RC and XRC QP's loss probe interval (UROCE_LOSS_PROBE_US), 0: off.
   TimeNs loss_probe_ns() const { return loss_probe_ns_; }
   UroceDevice& ibv_device() { return ibv_device_; }
@@ -56,6 +59,7 @@ class DeviceRuntime {
   UroceDevice& ibv_device_;
   std::unique_ptr<Device> device_;
   bool shares_regions_ = false;
+  bool lends_memory_ = false;
   TimeNs loss_probe_ns_ = 0;
 };
 

@@ -4,7 +4,10 @@
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
+
+#include <cerrno>
 
 #include <algorithm>
 
@@ -50,6 +53,32 @@ ExtentMappings::Mapped* ExtentMappings::find_or_map(const PayloadExtent& extent)
   fresh->last_use = uses_;
   mapped_.push_back(*fresh);
   return &mapped_.back();
+}
+
+bool ExtentMappings::may_read_process(std::uint32_t pid, std::uint64_t address) {
+  for (const Tried& tried : tried_) {
+    if (tried.pid == pid) return tried.readable;
+  }
+  std::uint8_t byte = 0;
+  bool readable = copy_from_process(pid, address, &byte, 1) == 1;
+  if (tried_.size() >= kMostMapped) tried_.erase(tried_.begin());
+  tried_.push_back(Tried{pid, readable});
+  return readable;
+}
+
+std::uint64_t ExtentMappings::copy_from_process(std::uint32_t pid, std::uint64_t address, void* to,
+                                                std::uint64_t length) {
+  auto* into = static_cast<std::uint8_t*>(to);
+  std::uint64_t done = 0;
+  while (done < length) {
+    iovec local{into + done, length - done};
+    iovec remote{reinterpret_cast<void*>(address + done), length - done};
+    ssize_t got = ::process_vm_readv(static_cast<pid_t>(pid), &local, 1, &remote, 1, 0);
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) break;  // not allowed, no such process, or an unmapped page on either side
+    done += static_cast<std::uint64_t>(got);
+  }
+  return done;
 }
 
 std::optional<ExtentMappings::Mapped> ExtentMappings::map_file(const PayloadExtent& extent) {

@@ -1,7 +1,8 @@
 // The intra-host path's reading side of payloads by reference
 // (uroce/region_sharing.h, RegionBacking): maps the shared region files of other
 // local processes read-only, by opening /proc/<pid>/fd/<fd>, and hands the
-// engine the bytes an extent packet names.
+// engine the bytes an extent packet names; or copies them straight out of the
+// peer's memory (process_vm_readv), for regions backed by it.
 //
 // A file is used only if it is what the extent says: its name is
 // shared_region_file_name(id), and it is sealed against shrinking, so that
@@ -35,6 +36,10 @@ class ExtentMappings : public ExtentSource {
   ~ExtentMappings() override;
 
   std::optional<std::span<const std::uint8_t>> resolve(const PayloadExtent& extent, std::uint64_t length) override;
+  // Tried once per process with a one-byte read (the kernel's ptrace rules
+  // decide: the same user, a dumpable peer, Yama's scope); the answer is kept.
+  bool may_read_process(std::uint32_t pid, std::uint64_t address) override;
+  std::uint64_t copy_from_process(std::uint32_t pid, std::uint64_t address, void* to, std::uint64_t length) override;
 
   std::size_t mapped_files() const { return mapped_.size(); }
   static constexpr std::size_t kMostMapped = 64;
@@ -53,6 +58,11 @@ class ExtentMappings : public ExtentSource {
 
   std::vector<Mapped> mapped_;
   std::uint64_t uses_ = 0;
+  struct Tried {
+    std::uint32_t pid = 0;
+    bool readable = false;
+  };
+  std::vector<Tried> tried_;  // the latest kMostMapped processes whose memory was tried
 };
 
 }  // namespace uroce::port

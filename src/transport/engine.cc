@@ -22,27 +22,6 @@ using transport::QueuePair;
 
 namespace transport {
 
-namespace {
-
-// Walks the segments from a byte offset, calling copy(segment bytes, n) for
-// each piece of the length bytes.
-template <typename Copy>
-void for_each_piece(const std::vector<Segment>& segments, std::uint64_t offset, std::uint64_t length, Copy copy) {
-  for (const Segment& segment : segments) {
-    if (length == 0) return;
-    if (offset >= segment.length) {
-      offset -= segment.length;
-      continue;
-    }
-    std::uint64_t n = std::min<std::uint64_t>(segment.length - offset, length);
-    copy(segment.data + offset, n);
-    length -= n;
-    offset = 0;
-  }
-}
-
-}  // namespace
-
 void gather(const std::vector<Segment>& segments, std::uint64_t offset, std::uint8_t* out, std::uint64_t length) {
   for_each_piece(segments, offset, length, [&out](const std::uint8_t* piece, std::uint64_t n) {
     copy_registered(out, piece, n);
@@ -322,6 +301,13 @@ void Engine::on_datagram(std::span<const std::uint8_t> bytes, TimeNs now, bool v
   if (transport::drop_if_rejected(s.counters, transport::check_sender(qp, *datagram))) return;
   qp.req.peer_local = extents != nullptr;
   if (packet.headers.bth.extent_payload && !s.take_extent_payload(qp, packet, *extents)) return;
+  struct PeerPayloadDone {  // a payload in a peer's memory is the one packet's only
+    EngineCore& core;
+    ~PeerPayloadDone() {
+      if (core.peer_payload && core.peer_payload->unread > 0) ++core.counters.extents_unreadable;
+      core.peer_payload.reset();
+    }
+  } peer_payload_done{s};
   if (qp.state == QpState::rtr && type != QpType::ud && !qp.events.communication_established) {
     qp.events.communication_established = true;
     s.raise(AsyncEventType::comm_est, qp.qpn);

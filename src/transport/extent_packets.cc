@@ -1,7 +1,8 @@
 // Payloads by reference (uroce/engine.h, RegionBacking) on arrival and for
 // READ responses: an extent packet that came through shared memory gets the
-// bytes it names as its payload, read through the port's ExtentSource, and
-// everything after that (PSN, rkey, bounds, receive WQE, completion) is the
+// bytes it names as its payload, read through the port's ExtentSource (or,
+// for bytes in the peer's own memory, a stand-in that placing replaces:
+// peer_payload.h), and everything after that (PSN, rkey, bounds, receive WQE, completion) is the
 // ordinary handling of an ONLY packet; a READ asked for by reference is
 // answered with one response naming the bytes, where its region is shared.
 #include "transport/engine_core.h"
@@ -23,7 +24,15 @@ bool EngineCore::take_extent_payload(QueuePair& qp, wire::RocePacket& packet, Ex
     ++counters.malformed_packets;
     return false;
   }
-  auto bytes = extents.resolve(named->extent, named->length);
+  // Bytes in the peer's own memory stay there until placed; a file's are mapped here.
+  const PayloadExtent& extent = named->extent;
+  std::optional<ByteSpan> bytes;
+  if (!extent.in_process_memory()) {
+    bytes = extents.resolve(extent, named->length);
+  } else if (named->length > 0 && extents.may_read_process(extent.pid, extent.offset)) {
+    bytes = transport::stand_in_payload(named->length);
+    if (bytes) peer_payload = transport::PeerPayload{*bytes, extent.pid, extent.offset, &extents, 0};
+  }
   if (!bytes) {
     ++counters.extents_unreadable;
     std::uint32_t psn = packet.headers.bth.psn;

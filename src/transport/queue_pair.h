@@ -28,6 +28,23 @@ struct Segment {
   std::uint32_t lkey = 0;  // the key it was resolved under, checked again if registrations change
 };
 
+// Walks the segments from a byte offset, calling copy(segment bytes, n) for
+// each piece of the length bytes.
+template <typename Copy>
+void for_each_piece(const std::vector<Segment>& segments, std::uint64_t offset, std::uint64_t length, Copy copy) {
+  for (const Segment& segment : segments) {
+    if (length == 0) return;
+    if (offset >= segment.length) {
+      offset -= segment.length;
+      continue;
+    }
+    std::uint64_t n = std::min<std::uint64_t>(segment.length - offset, length);
+    copy(segment.data + offset, n);
+    length -= n;
+    offset = 0;
+  }
+}
+
 // Copies between a segment list and a contiguous buffer, from a byte offset.
 void gather(const std::vector<Segment>& segments, std::uint64_t offset, std::uint8_t* out, std::uint64_t length);
 void scatter(const std::vector<Segment>& segments, std::uint64_t offset, const std::uint8_t* in, std::uint64_t length);

@@ -69,7 +69,7 @@ void transport::Completer::on_read_response(QueuePair& qp, const wire::RocePacke
     return context_.fail_request(qp, psn, WcStatus::loc_prot_err);  // its buffer was deregistered meanwhile
   }
   if (context_.config.carry_payload) {
-    transport::scatter(read->segments, read->read_received, packet.payload.data(), packet.payload.size());
+    transport::scatter_payload(context_.peer_payload, read->segments, read->read_received, packet.payload);
   }
   read->read_received += packet.payload.size();
   qp.comp.retries_left = qp.attr.retry_cnt;

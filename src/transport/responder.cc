@@ -357,7 +357,7 @@ bool transport::Responder::on_send(QueuePair& qp, const wire::RocePacket& packet
     return false;
   }
   if (context_.config.carry_payload && !placed) {
-    transport::scatter(wqe.segments, qp.resp.send_offset, packet.payload.data(), packet.payload.size());
+    transport::scatter_payload(context_.peer_payload, wqe.segments, qp.resp.send_offset, packet.payload);
   }
   qp.resp.send_offset += packet.payload.size();
   if (is_last_or_only(position)) {
@@ -435,7 +435,7 @@ bool transport::Responder::on_write(QueuePair& qp, const wire::RocePacket& packe
     std::memcpy(&value, packet.payload.data(), sizeof value);
     transport::store_registered(reinterpret_cast<std::uint64_t*>(*target), value);
   } else if (length > 0 && context_.config.carry_payload && !placed) {
-    transport::copy_registered(*target, packet.payload.data(), length);
+    transport::place_payload(context_.peer_payload, *target, packet.payload.data(), length);
   }
   qp.resp.write_va += length;
   qp.resp.write_remaining -= length;

@@ -7,8 +7,10 @@
 
 #include <cstdint>
 #include <deque>
+#include <optional>
 #include <unordered_map>
 
+#include "transport/peer_payload.h"
 #include "transport/queue_pair.h"
 #include "uroce/engine.h"
 #include "verbs/completion_queue.h"
@@ -78,6 +80,8 @@ class RoleContext {
                                                          std::uint32_t flow_label = 0);
   std::size_t finish_packet(MutableByteSpan out, const wire::DatagramLayout& layout);
   Transmit built;  // the description of the datagram begin_packet_to last laid out
+  // The packet being handled names bytes in a local peer's memory (peer_payload.h).
+  std::optional<PeerPayload> peer_payload;
 
   // Congestion control (congestion.cc): pacing of data packets by the QP's DCQCN
   // rate, CNPs for CE-marked arrivals.

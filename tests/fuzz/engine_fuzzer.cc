@@ -55,6 +55,14 @@ struct FileExtents : ExtentSource {
     if (extent.offset > file.size() || length > file.size() - extent.offset) return std::nullopt;
     return std::span<const std::uint8_t>(file.data() + extent.offset, length);
   }
+  // A peer's memory: the same bytes, at addresses counted from 0.
+  bool may_read_process(std::uint32_t, std::uint64_t address) override { return address < file.size(); }
+  std::uint64_t copy_from_process(std::uint32_t, std::uint64_t address, void* to, std::uint64_t length) override {
+    if (address >= file.size()) return 0;
+    std::uint64_t n = std::min<std::uint64_t>(length, file.size() - address);
+    std::memcpy(to, file.data() + address, n);
+    return n;
+  }
   GuardedRegion file{65536};
 };
 

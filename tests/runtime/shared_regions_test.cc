@@ -2,9 +2,11 @@
 // (port::ExtentMappings), in one process: a region's pages move onto a
 // sealed memfd with their bytes and back; only whole pages of private
 // anonymous writable memory move; a reader maps the file by pid, fd and id
-// and refuses anything else it is named.
+// and refuses anything else it is named; or copies a peer's bytes out of its
+// memory, as far as they are mapped (a forked child stands for the peer).
 #include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
@@ -225,6 +227,47 @@ TEST_F(ExtentMappingsTest, AtMostKMostMappedFilesStayMapped) {
   EXPECT_EQ(mappings_.mapped_files(), port::ExtentMappings::kMostMapped);
   EXPECT_TRUE(mappings_.resolve({backings[0].pid, backings[0].fd, backings[0].id, 0}, 1));  // mapped again
   for (const auto& region : regions) SharedRegions::process().unshare(region->base, kPage);
+}
+
+TEST_F(ExtentMappingsTest, APeersMemoryIsCopiedAsFarAsItIsMapped) {
+  // Two pages with a pattern, the second unmapped in the child only.
+  auto* pages = static_cast<std::uint8_t*>(
+      ::mmap(nullptr, 2 * kPage, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+  ASSERT_NE(pages, MAP_FAILED);
+  for (std::size_t i = 0; i < 2 * kPage; ++i) pages[i] = static_cast<std::uint8_t>(i * 3 + 1);
+  int ready[2];
+  ASSERT_EQ(::pipe(ready), 0);
+  pid_t child = ::fork();
+  if (child == 0) {
+    ::munmap(pages + kPage, kPage);
+    char byte = 1;
+    (void)!::write(ready[1], &byte, 1);
+    ::pause();
+    ::_exit(0);
+  }
+  char byte = 0;
+  ASSERT_EQ(::read(ready[0], &byte, 1), 1);
+  auto peer = static_cast<std::uint32_t>(child);
+  auto address = reinterpret_cast<std::uintptr_t>(pages);
+  EXPECT_TRUE(mappings_.may_read_process(peer, address));
+  std::vector<std::uint8_t> copy(2 * kPage, 0);
+  EXPECT_EQ(mappings_.copy_from_process(peer, address + 100, copy.data(), kPage - 100), kPage - 100);
+  EXPECT_EQ(std::memcmp(copy.data(), pages + 100, kPage - 100), 0);
+  // Across into the page the child unmapped: the copy stops at its start.
+  EXPECT_EQ(mappings_.copy_from_process(peer, address + 100, copy.data(), kPage), kPage - 100);
+  EXPECT_EQ(mappings_.copy_from_process(peer, address + kPage, copy.data(), 10), 0u);
+  ::kill(child, SIGKILL);
+  ::waitpid(child, nullptr, 0);
+  // A process that is gone is read no more (the answer for its pid is kept).
+  EXPECT_EQ(mappings_.copy_from_process(peer, address, copy.data(), 10), 0u);
+  ::close(ready[0]);
+  ::close(ready[1]);
+  ::munmap(pages, 2 * kPage);
+}
+
+TEST_F(ExtentMappingsTest, AProcessThatDoesNotExistMayNotBeRead) {
+  std::uint8_t byte = 0;
+  EXPECT_FALSE(mappings_.may_read_process(0x7ffffff0, reinterpret_cast<std::uintptr_t>(&byte)));
 }
 
 }  // namespace

@@ -37,6 +37,17 @@ class BufferExtents : public ExtentSource {
     }
     return file.subspan(extent.offset - start, length);
   }
+  // A peer's own memory (pid 79): this process's, as long as readable.
+  bool may_read_process(std::uint32_t pid, std::uint64_t) override { return pid == 79 && !unreadable; }
+  std::uint64_t copy_from_process(std::uint32_t pid, std::uint64_t address, void* to, std::uint64_t length) override {
+    ++process_copies;
+    if (pid != 79 || unreadable) return 0;
+    std::uint64_t n = std::min(length, readable_process_bytes);
+    std::memcpy(to, reinterpret_cast<const void*>(address), n);
+    return n;
+  }
+  std::uint64_t readable_process_bytes = UINT64_MAX;  // how much of each copy succeeds
+  int process_copies = 0;
   std::span<const std::uint8_t> file_bytes;
   std::span<const std::uint8_t> read_file_bytes;
   bool unreadable = false;
@@ -124,6 +135,13 @@ class ExtentPayloads : public ::testing::Test {
     sink_.bytes.assign(kLength, 0);
     sink_.keys = *engine_a_->reg_mr(a_.pd, sink_.bytes.data(), sink_.bytes.size(), kAccessLocalWrite);
     return served;
+  }
+
+  // source_ registered again, backed by its process's memory (pid 79) instead of a file.
+  void source_in_process_memory() {
+    ASSERT_EQ(engine_a_->dereg_mr(source_.keys.lkey), std::errc{});
+    source_.keys = *engine_a_->reg_mr(a_.pd, source_.bytes.data(), source_.bytes.size(), kAccessLocalWrite,
+                                      RegionBacking{79, -1, 0, source_.addr()});
   }
 
   // One small WRITE and its ACK: a learns that b is local.
@@ -302,6 +320,83 @@ TEST_F(ExtentPayloads, AReadResponseNamingUnreadableBytesEndsTheRead) {
   EXPECT_EQ(done[0].status, WcStatus::rem_op_err);
   EXPECT_EQ(engine_a_->counters().extents_unreadable, 1u);
   EXPECT_TRUE(std::all_of(sink_.bytes.begin(), sink_.bytes.end(), [](std::uint8_t b) { return b == 0; }));
+}
+
+TEST_F(ExtentPayloads, ALongWriteFromAPeersOwnMemoryIsCopiedStraightIntoTheTarget) {
+  source_in_process_memory();
+  meet();
+  post_write(2, 40, kLength);
+  auto done = completions(1).first;
+  ASSERT_EQ(done.size(), 1u);
+  EXPECT_EQ(done[0].status, WcStatus::success);
+  EXPECT_EQ(engine_b_->counters().extent_packets_received, 1u);
+  EXPECT_EQ(extents_.calls, 0);           // no file
+  EXPECT_EQ(extents_.process_copies, 1);  // one copy of the whole message
+  EXPECT_EQ(std::memcmp(target_.bytes.data() + 40, source_.bytes.data() + 40, kLength), 0);
+  EXPECT_EQ(target_.bytes[40 + kLength], 0);
+}
+
+TEST_F(ExtentPayloads, ALongSendFromAPeersOwnMemoryFillsAReceiveOfSeveralElements) {
+  source_in_process_memory();
+  meet();
+  // Three elements: the message lands in pieces of 1000, 30000 and the rest.
+  Sge recv_sges[3] = {target_.sge(0, 1000), target_.sge(1064, 30000), target_.sge(31064, kLength - 31000)};
+  ASSERT_EQ(engine_b_->post_recv(b_.qpn, RecvWr{9, {recv_sges, 3}}), std::errc{});
+  post(3, WrOpcode::send, 8, kLength, 0);
+  auto [at_a, at_b] = completions(1, 1);
+  ASSERT_EQ(at_b.size(), 1u);
+  EXPECT_EQ(at_b[0].status, WcStatus::success);
+  EXPECT_EQ(at_b[0].byte_len, kLength);
+  const std::uint8_t* sent = source_.bytes.data() + 8;
+  EXPECT_EQ(std::memcmp(target_.bytes.data(), sent, 1000), 0);
+  EXPECT_EQ(std::memcmp(target_.bytes.data() + 1064, sent + 1000, 30000), 0);
+  EXPECT_EQ(std::memcmp(target_.bytes.data() + 31064, sent + 31000, kLength - 31000), 0);
+  EXPECT_EQ(target_.bytes[1030], 0);  // between the elements
+}
+
+TEST_F(ExtentPayloads, APeerWhoseMemoryMayNotBeReadGetsARemoteOperationalError) {
+  source_in_process_memory();
+  meet();
+  extents_.unreadable = true;
+  post_write(2, 0, kLength);
+  auto done = completions(1).first;
+  ASSERT_EQ(done.size(), 1u);
+  EXPECT_EQ(done[0].status, WcStatus::rem_op_err);
+  EXPECT_EQ(engine_b_->counters().extents_unreadable, 1u);
+  EXPECT_TRUE(target_untouched_past_meet());
+}
+
+TEST_F(ExtentPayloads, BytesAPeerUnmappedWhilePlacedReadAsZeros) {
+  source_in_process_memory();
+  meet();
+  extents_.readable_process_bytes = 5000;  // the rest of each copy faults
+  post_write(2, 0, kLength);
+  auto done = completions(1).first;
+  ASSERT_EQ(done.size(), 1u);
+  EXPECT_EQ(done[0].status, WcStatus::success);  // a NIC reading freed pages sends what they hold
+  EXPECT_EQ(engine_b_->counters().extents_unreadable, 1u);
+  EXPECT_EQ(std::memcmp(target_.bytes.data(), source_.bytes.data(), 5000), 0);
+  EXPECT_TRUE(std::all_of(target_.bytes.begin() + 5000, target_.bytes.end(), [](std::uint8_t b) { return b == 0; }));
+}
+
+TEST_F(ExtentPayloads, ALongReadOfARegionInItsProcesssMemoryIsOneResponse) {
+  Buffer served;
+  served.bytes.resize(kLength + 4096);
+  for (std::size_t i = 0; i < served.bytes.size(); ++i) served.bytes[i] = static_cast<std::uint8_t>(i * 7 + 3);
+  served.keys = *engine_b_->reg_mr(b_.pd, served.bytes.data(), served.bytes.size(),
+                                   kAccessLocalWrite | kAccessRemoteRead,
+                                   RegionBacking{79, -1, 0, reinterpret_cast<std::uintptr_t>(served.bytes.data())});
+  sink_.bytes.assign(kLength, 0);
+  sink_.keys = *engine_a_->reg_mr(a_.pd, sink_.bytes.data(), sink_.bytes.size(), kAccessLocalWrite);
+  meet();
+  std::uint64_t received_before = engine_a_->counters().packets_received;
+  post_read(5, served, 300, kLength);
+  auto done = completions(1).first;
+  ASSERT_EQ(done.size(), 1u);
+  EXPECT_EQ(done[0].status, WcStatus::success);
+  EXPECT_EQ(engine_a_->counters().packets_received - received_before, 1u);
+  EXPECT_EQ(engine_a_->counters().extent_packets_received, 1u);
+  EXPECT_EQ(std::memcmp(sink_.bytes.data(), served.bytes.data() + 300, kLength), 0);
 }
 
 }  // namespace

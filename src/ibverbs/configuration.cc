@@ -31,21 +31,13 @@ Expected<ProgressChoice, std::string> configured_progress() {
 
 namespace {
 
-// A variable that is 0 or 1 (unset or empty: 0); another value is an error naming it.
-Expected<bool, std::string> zero_or_one(const char* name) {
+// A variable that is 0 or 1 (unset or empty: unset); another value is an error naming it.
+Expected<bool, std::string> zero_or_one(const char* name, bool unset = false) {
   const char* value = std::getenv(name);
   std::string text = value != nullptr ? value : "";
-  if (text.empty() || text == "0") return false;
-  if (text == "1") return true;
-  return unexpected(std::string(name) + "='" + text + "' is not 0 or 1");
-}
-
-// The same, where unset or empty is 1.
-Expected<bool, std::string> one_unless_zero(const char* name) {
-  const char* value = std::getenv(name);
-  std::string text = value != nullptr ? value : "";
-  if (text.empty() || text == "1") return true;
+  if (text.empty()) return unset;
   if (text == "0") return false;
+  if (text == "1") return true;
   return unexpected(std::string(name) + "='" + text + "' is not 0 or 1");
 }
 
@@ -59,9 +51,9 @@ Expected<bool, std::string> configured_local_path() {
 
 Expected<bool, std::string> configured_shared_regions() { return zero_or_one("UROCE_SHARED_MR"); }
 
-Expected<bool, std::string> configured_gso() { return one_unless_zero("UROCE_GSO"); }
+Expected<bool, std::string> configured_gso() { return zero_or_one("UROCE_GSO", true); }
 
-Expected<bool, std::string> configured_peer_reads() { return one_unless_zero("UROCE_PEER_READS"); }
+Expected<bool, std::string> configured_peer_reads() { return zero_or_one("UROCE_PEER_READS", true); }
 
 Expected<TimeNs, std::string> configured_loss_probe() {
   // 5 ms: under bulk load on a small host ACKs can lag 1 to 5 ms behind a

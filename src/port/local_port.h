@@ -98,7 +98,7 @@ class LocalPort : public Port {
   // member whose lane is full (and not stuck) holds it back for all, so
   // that no member takes it twice. none: no member is local (the wire's).
   enum class MemberPut : std::uint8_t { none, taken, full };
-  MemberPut put_to_every_member(ByteSpan datagram, PeerKey key, LazyNow& clock);
+  MemberPut put_to_every_member(ByteSpan datagram, PeerKey key, LazyNow& clock, bool from_wire = false);
   void note_put(Peer& peer, LocalOutbox::Put put, LazyNow& clock);
   // The holder of a shared address receives from the wire for its members:
   // a datagram for another member's QPN goes into its inbox, and QP 1's

@@ -23,7 +23,8 @@ std::optional<std::uint32_t> arriving_qpn(ByteSpan bytes) {
 
 }  // namespace
 
-LocalPort::MemberPut LocalPort::put_to_every_member(ByteSpan datagram, PeerKey key, LazyNow& clock) {
+LocalPort::MemberPut LocalPort::put_to_every_member(ByteSpan datagram, PeerKey key, LazyNow& clock,
+                                                    bool from_wire) {
   std::array<Peer*, kQpnMembers> members{};
   std::size_t count = 0;
   for (std::uint8_t member = 0; member < kQpnMembers; ++member) {
@@ -38,7 +39,7 @@ LocalPort::MemberPut LocalPort::put_to_every_member(ByteSpan datagram, PeerKey k
     members[count++] = peer;
   }
   if (count == 0) return MemberPut::none;
-  for (std::size_t i = 0; i < count; ++i) note_put(*members[i], members[i]->outbox->put(datagram), clock);
+  for (std::size_t i = 0; i < count; ++i) note_put(*members[i], members[i]->outbox->put(datagram, from_wire), clock);
   return MemberPut::taken;
 }
 
@@ -80,14 +81,14 @@ bool LocalPort::forward_to_member(const ReceivedDatagram& datagram, LazyNow& clo
     // among them. An arrival cannot be held back: where a lane is full, the
     // MAD reaches this device's engine alone, and the others' CMs see it
     // again when its sender retries.
-    MemberPut put = put_to_every_member(datagram.bytes, key, clock);
+    MemberPut put = put_to_every_member(datagram.bytes, key, clock, /*from_wire=*/true);
     if (put == MemberPut::full) ++local_drops_;
     return put == MemberPut::taken;
   }
   key[kMemberByte] = member;
   Peer* peer = local_peer(key, clock);
   if (peer == nullptr) return false;  // no such member: the engine drops it as for any unknown QP
-  LocalOutbox::Put put = peer->outbox->put(datagram.bytes);
+  LocalOutbox::Put put = peer->outbox->put(datagram.bytes, /*from_wire=*/true);
   if (put == LocalOutbox::Put::full) ++local_drops_;  // as a NIC's full receive queue drops
   note_put(*peer, put, clock);
   return true;

@@ -55,8 +55,10 @@ static_assert(std::atomic<std::uint64_t>::is_always_lock_free, "the lanes' atomi
 constexpr std::uint64_t kMagic = 0x31454356494c5255;  // "URLIVCE1"
 constexpr std::uint32_t kVersion = 1;
 // A slot: the published mark (the low 32 bits of its index + 1, stored
-// last), the datagram's length, the datagram.
+// last), the datagram's length, the datagram. The length's top bit marks a
+// datagram the holder of a shared address forwarded from the wire.
 constexpr std::size_t kSlotHeader = 8;
+constexpr std::uint32_t kFromWire = std::uint32_t{1} << 31;
 
 std::atomic<std::uint32_t>& published_mark(std::uint8_t* slot) {
   static_assert(std::atomic<std::uint32_t>::is_always_lock_free && alignof(std::atomic<std::uint32_t>) == 4);
@@ -345,12 +347,15 @@ std::size_t LocalInbox::take(std::span<ReceivedDatagram> out) {
            taken_[lane] < kLocalSlotsPerLane && count < out.size(); ++next) {
         std::uint8_t* slot = mapping_.slot(lane, next);
         if (published_mark(slot).load(std::memory_order_acquire) != mark_for(next)) break;
-        std::uint32_t length;
-        std::memcpy(&length, slot + 4, sizeof length);
-        // No ICRC check: the bytes never crossed a link that could flip them,
-        // and a local process that forges datagrams can forge an ICRC too.
+        std::uint32_t marked;
+        std::memcpy(&marked, slot + 4, sizeof marked);
+        std::uint32_t length = marked & ~kFromWire;
+        // No ICRC check: the bytes never crossed a link that could flip them
+        // (or the holder checked them), and a local process that forges
+        // datagrams can forge an ICRC too. What came from the wire is not
+        // local: its extent packets name memory on another host.
         out[count++] = ReceivedDatagram{ByteSpan(slot + kSlotHeader, std::min<std::size_t>(length, kMaxDatagramLength)),
-                                        /*icrc_checkable=*/false, /*local=*/true};
+                                        /*icrc_checkable=*/false, /*local=*/(marked & kFromWire) == 0};
         ++taken_[lane];
         lanes_taken_ |= std::uint64_t{1} << lane;
       }
@@ -488,13 +493,14 @@ bool LocalOutbox::has_room() {
   return true;
 }
 
-LocalOutbox::Put LocalOutbox::put(ByteSpan datagram) {
+LocalOutbox::Put LocalOutbox::put(ByteSpan datagram, bool from_wire) {
   LocalSegment& segment = mapping_.segment();
   if (segment.closed.load(std::memory_order_relaxed) != 0) return Put::closed;
   if (!has_room()) return Put::full;
   std::uint8_t* slot = mapping_.slot(lane_, head_);
   auto length = static_cast<std::uint32_t>(std::min(datagram.size(), kMaxDatagramLength));
-  std::memcpy(slot + 4, &length, sizeof length);
+  std::uint32_t marked = from_wire ? length | kFromWire : length;
+  std::memcpy(slot + 4, &marked, sizeof marked);
   std::memcpy(slot + kSlotHeader, datagram.data(), length);
   published_mark(slot).store(mark_for(head_), std::memory_order_release);
   segment.lanes[lane_].head.store(++head_, std::memory_order_release);

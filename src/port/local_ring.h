@@ -126,8 +126,10 @@ class LocalOutbox {
   ~LocalOutbox();
 
   enum class Put : std::uint8_t { taken, full, closed };
-  // Copies the datagram into the next slot (at most kMaxDatagramLength bytes).
-  Put put(ByteSpan datagram);
+  // Copies the datagram into the next slot (at most kMaxDatagramLength
+  // bytes); from_wire: the holder of a shared address forwards it from the
+  // wire, and the receiver takes it as not local.
+  Put put(ByteSpan datagram, bool from_wire = false);
   // Whether the next put finds a free slot (not whether the segment is open).
   bool has_room();
   // After a batch of puts: wakes the receiver if it announced a sleep.

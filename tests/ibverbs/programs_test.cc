@@ -46,6 +46,7 @@ struct Side {
   std::string progress = "";  // UROCE_PROGRESS, when not the default
   bool wire = false;          // UROCE_WIRE=1: no intra-host path
   bool shared = false;        // UROCE_SHARED_MR=1: long SENDs and WRITEs read from shared regions
+  std::string environment = "";  // more variables, "NAME=value ..."
 };
 
 struct PairResult {
@@ -64,6 +65,7 @@ std::string command_on(const Side& side, const std::string& command) {
   if (!side.progress.empty()) environment += " UROCE_PROGRESS=" + side.progress;
   if (side.wire) environment += " UROCE_WIRE=1";
   if (side.shared) environment += " UROCE_SHARED_MR=1";
+  if (!side.environment.empty()) environment += " " + side.environment;
   environment += " UROCE_STATS=1";  // the counters on standard error: which path the packets took
   return prefix + "env " + environment + " timeout 600 " + command;
 }
@@ -150,8 +152,9 @@ void expect_perftest(const PairResult& result, int rows) {
 }
 
 // Each test gets its own addresses and TCP port: ctest runs them in parallel.
-Side loopback(int test, int side, const std::string& progress, bool wire, bool shared) {
-  return {"", "127.0.8." + std::to_string(test * 2 + side + 1), "", progress, wire, shared};
+Side loopback(int test, int side, const std::string& progress, bool wire, bool shared,
+              const std::string& environment = "") {
+  return {"", "127.0.8." + std::to_string(test * 2 + side + 1), "", progress, wire, shared, environment};
 }
 
 // What UROCE_STATS printed for the device: datagrams sent through the intra-host path.
@@ -162,12 +165,16 @@ std::optional<long> intra_host_sends(const std::string& errors) {
   return std::stol(match[1]);
 }
 
-// ... and messages sent as one extent packet each (UROCE_SHARED_MR=1).
-std::optional<long> extent_packets_sent(const std::string& errors) {
-  static const std::regex sent(R"(extent packets sent (\d+))");
+// ... and messages sent and received as one extent packet each (by reference).
+struct ExtentCounts {
+  long sent = 0;
+  long received = 0;
+};
+std::optional<ExtentCounts> extent_packets(const std::string& errors) {
+  static const std::regex counts(R"(extent packets sent (\d+) received (\d+))");
   std::smatch match;
-  if (!std::regex_search(errors, match, sent)) return std::nullopt;
-  return std::stol(match[1]);
+  if (!std::regex_search(errors, match, counts)) return std::nullopt;
+  return ExtentCounts{std::stol(match[1]), std::stol(match[2])};
 }
 int tcp_port(int test) { return 19200 + test; }
 
@@ -178,12 +185,18 @@ struct ProgramCase {
   std::string progress = "";  // UROCE_PROGRESS; empty: the default (adaptive)
   bool wire = false;          // UROCE_WIRE=1 on both sides; by default they meet through shared memory
   bool shared = false;        // UROCE_SHARED_MR=1 on both sides
+  // Messages longer than an MTU went by reference (the client's SENDs and
+  // WRITEs, or the server's READ responses to it), or all by packets; or
+  // either (not checked). On the wire, always by packets.
+  enum class Long : std::uint8_t { unchecked, by_reference, by_packets } long_messages = Long::unchecked;
+  std::string environment = "";  // more variables on both sides
   int id = 0;   // distinct addresses and TCP port per case
 };
 
 void PrintTo(const ProgramCase& run, std::ostream* out) {
   *out << run.program << " " << run.options << (run.progress.empty() ? "" : " with UROCE_PROGRESS=" + run.progress)
-       << (run.wire ? " with UROCE_WIRE=1" : "") << (run.shared ? " with UROCE_SHARED_MR=1" : "");
+       << (run.wire ? " with UROCE_WIRE=1" : "") << (run.shared ? " with UROCE_SHARED_MR=1" : "")
+       << (run.environment.empty() ? "" : " with " + run.environment);
 }
 
 class LoopbackPrograms : public ::testing::TestWithParam<ProgramCase> {};
@@ -191,9 +204,10 @@ class LoopbackPrograms : public ::testing::TestWithParam<ProgramCase> {};
 TEST_P(LoopbackPrograms, RunUnchangedBetweenTwoProcesses) {
   const ProgramCase& run = GetParam();
   if (!installed(run.program)) GTEST_SKIP() << run.program << " is not installed";
-  PairResult result = run_pair(run.program, run.options, loopback(run.id, 0, run.progress, run.wire, run.shared),
-                               loopback(run.id, 1, run.progress, run.wire, run.shared), "127.0.0.1",
-                               tcp_port(run.id));
+  PairResult result =
+      run_pair(run.program, run.options, loopback(run.id, 0, run.progress, run.wire, run.shared, run.environment),
+               loopback(run.id, 1, run.progress, run.wire, run.shared, run.environment), "127.0.0.1",
+               tcp_port(run.id));
   if (run.rows == 0) {
     expect_pingpong(result);
   } else {
@@ -207,14 +221,15 @@ TEST_P(LoopbackPrograms, RunUnchangedBetweenTwoProcesses) {
   } else {
     EXPECT_GT(*local_sends, 0) << describe(result);
   }
-  // Shared regions: the client's messages longer than an MTU went as extent
-  // packets, but for READ, whose responses are the server's packets.
-  std::optional<long> extents = extent_packets_sent(result.client_errors);
+  // Long messages: by reference, read by the peer from the sender's memory
+  // (or its shared file); a READ test's by reference are the server's responses.
+  std::optional<ExtentCounts> extents = extent_packets(result.client_errors);
   ASSERT_TRUE(extents) << describe(result);
-  if (run.shared && run.program != "ib_read_bw") {
-    EXPECT_GT(*extents, 0) << describe(result);
-  } else {
-    EXPECT_EQ(*extents, 0) << describe(result);
+  if (run.wire || run.long_messages == ProgramCase::Long::by_packets) {
+    EXPECT_EQ(extents->sent + extents->received, 0) << describe(result);
+  } else if (run.long_messages == ProgramCase::Long::by_reference) {
+    bool reads = run.program.rfind("ib_read_", 0) == 0;
+    EXPECT_GT(reads ? extents->received : extents->sent, 0) << describe(result);
   }
 }
 
@@ -231,8 +246,20 @@ std::vector<ProgramCase> loopback_cases() {
   }
   for (const char* perftest : {"ib_write_bw", "ib_write_lat", "ib_read_bw", "ib_read_lat", "ib_send_bw",
                                "ib_send_lat"}) {
-    cases.push_back({perftest, sweep_options(), kSweepSizes});
+    cases.push_back({perftest, sweep_options(), kSweepSizes, "", false, false, ProgramCase::Long::by_reference});
   }
+  // By default a long message to a local peer is read by the peer straight
+  // from the sender's memory (UROCE_PEER_READS); the pingpongs check every
+  // byte. With UROCE_PEER_READS=0, by packets.
+  for (const char* program : {"ib_write_bw", "ib_send_bw", "ib_read_bw"}) {
+    cases.push_back({program, "-s 65536", 1, "", false, false, ProgramCase::Long::by_reference});
+  }
+  cases.push_back({"ibv_rc_pingpong", "-c -s 65536", 0, "", false, false, ProgramCase::Long::by_reference});
+  cases.push_back({"ibv_srq_pingpong", "-c -s 65536", 0, "", false, false, ProgramCase::Long::by_reference});
+  cases.push_back({"ib_write_bw", "-s 65536", 1, "", false, false, ProgramCase::Long::by_packets,
+                   "UROCE_PEER_READS=0"});
+  cases.push_back({"ibv_rc_pingpong", "-c -s 65536", 0, "", false, false, ProgramCase::Long::by_packets,
+                   "UROCE_PEER_READS=0"});
   cases.push_back({"ib_send_bw", "--use_old_post_send", 1});  // ibv_post_send instead of ibv_wr_*
   cases.push_back({"ib_write_bw", "-q 4 --report_gbits", 1});
   // The progress modes: -e sleeps on a completion channel (arming the CQ
@@ -256,15 +283,15 @@ std::vector<ProgramCase> loopback_cases() {
   cases.push_back({"ib_send_bw", "-c UD " + sweep_options(), 12, "", true});
   // Shared regions (UROCE_SHARED_MR=1): messages of 64 KiB and, in the
   // sweeps, every size above the MTU read by the peer from the sender's
-  // region. The pingpongs check every byte they receive; READ still goes
-  // by packets, from regions that moved.
-  cases.push_back({"ibv_rc_pingpong", "-c -s 65536", 0, "", false, true});
-  cases.push_back({"ibv_srq_pingpong", "-c -s 65536", 0, "", false, true});
-  cases.push_back({"ib_write_bw", "-s 65536", 1, "", false, true});
-  cases.push_back({"ib_send_bw", "-s 65536", 1, "", false, true});
-  cases.push_back({"ib_read_bw", "-s 65536", 1, "", false, true});
-  cases.push_back({"ib_write_bw", sweep_options(), kSweepSizes, "", false, true});
-  cases.push_back({"ib_send_bw", sweep_options(), kSweepSizes, "", false, true});
+  // region's file. The pingpongs check every byte they receive.
+  constexpr auto kByReference = ProgramCase::Long::by_reference;
+  cases.push_back({"ibv_rc_pingpong", "-c -s 65536", 0, "", false, true, kByReference});
+  cases.push_back({"ibv_srq_pingpong", "-c -s 65536", 0, "", false, true, kByReference});
+  cases.push_back({"ib_write_bw", "-s 65536", 1, "", false, true, kByReference});
+  cases.push_back({"ib_send_bw", "-s 65536", 1, "", false, true, kByReference});
+  cases.push_back({"ib_read_bw", "-s 65536", 1, "", false, true, kByReference});
+  cases.push_back({"ib_write_bw", sweep_options(), kSweepSizes, "", false, true, kByReference});
+  cases.push_back({"ib_send_bw", sweep_options(), kSweepSizes, "", false, true, kByReference});
   // GID 0, the link-local GID as in Soft-RoCE's table: how most people run
   // the pingpongs on RoCE, and what rdma-core's test suite picks.
   cases.push_back({"ibv_rc_pingpong", "-g 0 -c", 0});
@@ -280,7 +307,8 @@ std::vector<ProgramCase> loopback_cases() {
 std::string case_name(const ::testing::TestParamInfo<ProgramCase>& info) {
   std::string name = info.param.program + "_" + info.param.options +
                      (info.param.progress.empty() ? "" : "_" + info.param.progress) + (info.param.wire ? "_wire" : "") +
-                     (info.param.shared ? "_shared" : "");
+                     (info.param.shared ? "_shared" : "") +
+                     (info.param.environment.empty() ? "" : "_" + info.param.environment);
   for (char& c : name) {
     if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
   }

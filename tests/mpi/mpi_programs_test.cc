@@ -49,19 +49,21 @@ TEST_P(MpiCollectives, EveryResultIsRightAndWentThroughUroce) {
   RunResult run = run_shell(command);
   EXPECT_EQ(run.exit_code, 0) << run.output;
   EXPECT_NE(run.output.find("collectives_check: 4 ranks, all results verified"), std::string::npos) << run.output;
-  // Every rank's device carried its share: the collectives move about 10 MiB a rank.
+  // Every rank's device carried its share: the collectives move about 10 MiB
+  // a rank, long messages by reference where the QPs are RC and local.
   std::regex counters(
       "uroce: uroce0: packets sent ([0-9]+) received ([0-9]+).*intra-host sent ([0-9]+).*extent packets sent ([0-9]+)");
   int ranks = 0;
   for (auto it = std::sregex_iterator(run.output.begin(), run.output.end(), counters); it != std::sregex_iterator();
        ++it) {
-    EXPECT_GE(std::stoul((*it)[1]), 1000u) << run.output;
-    EXPECT_GE(std::stoul((*it)[2]), 1000u) << run.output;
+    EXPECT_GE(std::stoul((*it)[1]), 100u) << run.output;
+    EXPECT_GE(std::stoul((*it)[2]), 100u) << run.output;
     if (test.wire) {
       EXPECT_EQ((*it)[3], "0") << run.output;  // nothing took the intra-host path
     }
-    // With shared regions, UCX's long messages went as one packet each.
-    if (test.shared) {
+    // UCX's long messages went as one packet each, read by the peer from
+    // the sender's memory (or its shared file); never on the wire or UD.
+    if (!test.wire && test.transports.find("rc_verbs") != std::string::npos) {
       EXPECT_GT(std::stoul((*it)[4]), 0u) << run.output;
     } else {
       EXPECT_EQ((*it)[4], "0") << run.output;

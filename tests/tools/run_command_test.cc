@@ -33,6 +33,18 @@ TEST(UroceRun, StartsAProgramOnUrocesLibraryWithTheGivenAddress) {
   EXPECT_NE(run.output.find("port_lid:\t\t2249"), std::string::npos) << run.output;
 }
 
+// UCX's rendezvous threshold: set for the intra-host path, left alone on
+// the wire and where the user set it.
+TEST(UroceRun, SetsUcxsRendezvousThresholdOnlyForTheIntraHostPath) {
+  std::string print = " -- sh -c 'echo threshold=${UCX_RNDV_THRESH:-unset}'";
+  auto local = run_shell(preload() + testing::uroce_binary() + " run --address 127.0.8.201" + print);
+  EXPECT_NE(local.output.find("threshold=32768"), std::string::npos) << local.output;
+  auto wire = run_shell(preload() + testing::uroce_binary() + " run --wire --address 127.0.8.201" + print);
+  EXPECT_NE(wire.output.find("threshold=unset"), std::string::npos) << wire.output;
+  auto own = run_shell(preload() + "UCX_RNDV_THRESH=1000 " + testing::uroce_binary() + " run --address 127.0.8.201" + print);
+  EXPECT_NE(own.output.find("threshold=1000"), std::string::npos) << own.output;
+}
+
 // The preloaded sysfs view: what the kernel would show of an RDMA device,
 // in the kernel's formats (UCX reads it); the host's paths stay untouched
 // under --no-sysfs-view, and every other path in any case.

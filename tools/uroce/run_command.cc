@@ -1,8 +1,9 @@
 // `uroce run [--address A] [--interface IF] [--progress MODE] [--wire | --shared-mr] -- PROGRAM ARGS`: puts uroce's
 // libibverbs.so.1 and librdmacm.so.1 first on the program's library path,
 // preloads liburoce_sysfs.so (the devices in sysfs and /dev/infiniband, as
-// UCX looks for them), says which device address (and port) to use, and
-// replaces itself with the program, which runs unchanged: its exit status
+// UCX looks for them), says which device address (and port) to use, sets
+// UCX's rendezvous threshold for the intra-host path, and replaces itself
+// with the program, which runs unchanged: its exit status
 // is the program's.
 #include "tools/uroce/run_command.h"
 
@@ -24,6 +25,9 @@
 
 namespace uroce::tools {
 namespace {
+
+// UCX_RNDV_THRESH between devices that meet through shared memory.
+constexpr const char* kIntraHostRendezvousBytes = "32768";
 
 struct RunOptions {
   std::string address;
@@ -125,6 +129,15 @@ int run_program(const RunOptions& options, std::vector<std::string> command) {
   if (!options.progress.empty()) ::setenv("UROCE_PROGRESS", options.progress.c_str(), 1);
   if (options.wire) ::setenv("UROCE_WIRE", "1", 1);
   if (options.shared_regions) ::setenv("UROCE_SHARED_MR", "1", 1);
+  // Through the intra-host path a READ of a long message is one copy
+  // straight from the peer (docs/guides/intra-host-path.md), so UCX's
+  // rendezvous (a READ) pays from 32 KiB, where its own choice on a device
+  // it takes for a NIC starts at about 512 KiB: MPI_Allreduce of 128 and
+  // 256 KiB on 2 ranks took half the time (docs/benchmarks-log.md). Not on
+  // the wire, and never over the user's own setting.
+  const char* wire = std::getenv("UROCE_WIRE");
+  bool on_wire = options.wire || !options.interface.empty() || (wire != nullptr && std::string(wire) == "1");
+  if (!on_wire) ::setenv("UCX_RNDV_THRESH", kIntraHostRendezvousBytes, /*overwrite=*/0);
   std::vector<char*> argv;
   for (std::string& argument : command) argv.push_back(argument.data());
   argv.push_back(nullptr);

@@ -34,7 +34,7 @@ TEST(UroceRun, StartsAProgramOnUrocesLibraryWithTheGivenAddress) {
 }
 
 // UCX's rendezvous threshold: set for the intra-host path, left alone on
-// the wire and where the user set it.
+// the wire, with more local MPI ranks than cores, and where the user set it.
 TEST(UroceRun, SetsUcxsRendezvousThresholdOnlyForTheIntraHostPath) {
   std::string print = " -- sh -c 'echo threshold=${UCX_RNDV_THRESH:-unset}'";
   auto local = run_shell(preload() + testing::uroce_binary() + " run --address 127.0.8.201" + print);
@@ -43,6 +43,10 @@ TEST(UroceRun, SetsUcxsRendezvousThresholdOnlyForTheIntraHostPath) {
   EXPECT_NE(wire.output.find("threshold=unset"), std::string::npos) << wire.output;
   auto own = run_shell(preload() + "UCX_RNDV_THRESH=1000 " + testing::uroce_binary() + " run --address 127.0.8.201" + print);
   EXPECT_NE(own.output.find("threshold=1000"), std::string::npos) << own.output;
+  // More local MPI ranks than cores: UCX's own choice.
+  auto crowded = run_shell(preload() + "OMPI_COMM_WORLD_LOCAL_SIZE=" + std::to_string(::sysconf(_SC_NPROCESSORS_ONLN) + 1) +
+                           " " + testing::uroce_binary() + " run --address 127.0.8.201" + print);
+  EXPECT_NE(crowded.output.find("threshold=unset"), std::string::npos) << crowded.output;
 }
 
 // The preloaded sysfs view: what the kernel would show of an RDMA device,

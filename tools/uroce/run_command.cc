@@ -40,6 +40,24 @@ struct RunOptions {
   bool sysfs_view = true;
 };
 
+// Through the intra-host path a READ of a long message is one copy straight
+// from the peer (docs/guides/intra-host-path.md), so UCX's rendezvous (a
+// READ) pays from 32 KiB, where its own choice on a device it takes for a
+// NIC starts at about 512 KiB: on 2 ranks on 2 cores MPI_Allreduce of 128
+// to 512 KiB took about half the time. Not with more local MPI ranks than
+// cores: a rendezvous waits a round trip for a rank that may not be
+// running, and 4 ranks on 2 cores took up to twice as long at 128 KiB
+// (docs/benchmarks-log.md). Not on the wire either.
+bool intra_host_rendezvous_pays(const RunOptions& options) {
+  const char* wire = std::getenv("UROCE_WIRE");
+  if (options.wire || !options.interface.empty() || (wire != nullptr && std::string(wire) == "1")) return false;
+  for (const char* name : {"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS"}) {
+    const char* ranks = std::getenv(name);
+    if (ranks != nullptr && std::atol(ranks) > static_cast<long>(::sysconf(_SC_NPROCESSORS_ONLN))) return false;
+  }
+  return true;
+}
+
 // Where libibverbs.so.1 lies: given, installed beside this binary (bin ->
 // lib/uroce), or next to it in the build tree (tools/uroce -> lib). The
 // private folder comes first: an installed prefix's lib/ may hold
@@ -129,15 +147,7 @@ int run_program(const RunOptions& options, std::vector<std::string> command) {
   if (!options.progress.empty()) ::setenv("UROCE_PROGRESS", options.progress.c_str(), 1);
   if (options.wire) ::setenv("UROCE_WIRE", "1", 1);
   if (options.shared_regions) ::setenv("UROCE_SHARED_MR", "1", 1);
-  // Through the intra-host path a READ of a long message is one copy
-  // straight from the peer (docs/guides/intra-host-path.md), so UCX's
-  // rendezvous (a READ) pays from 32 KiB, where its own choice on a device
-  // it takes for a NIC starts at about 512 KiB: MPI_Allreduce of 128 and
-  // 256 KiB on 2 ranks took half the time (docs/benchmarks-log.md). Not on
-  // the wire, and never over the user's own setting.
-  const char* wire = std::getenv("UROCE_WIRE");
-  bool on_wire = options.wire || !options.interface.empty() || (wire != nullptr && std::string(wire) == "1");
-  if (!on_wire) ::setenv("UCX_RNDV_THRESH", kIntraHostRendezvousBytes, /*overwrite=*/0);
+  if (intra_host_rendezvous_pays(options)) ::setenv("UCX_RNDV_THRESH", kIntraHostRendezvousBytes, /*overwrite=*/0);
   std::vector<char*> argv;
   for (std::string& argument : command) argv.push_back(argument.data());
   argv.push_back(nullptr);

@@ -53,7 +53,7 @@ namespace {
 static_assert(std::atomic<std::uint64_t>::is_always_lock_free, "the lanes' atomics are shared between processes");
 
 constexpr std::uint64_t kMagic = 0x31454356494c5255;  // "URLIVCE1"
-constexpr std::uint32_t kVersion = 1;
+constexpr std::uint32_t kVersion = 2;  // 2: a slot's length may carry kFromWire
 // A slot: the published mark (the low 32 bits of its index + 1, stored
 // last), the datagram's length, the datagram. The length's top bit marks a
 // datagram the holder of a shared address forwarded from the wire.

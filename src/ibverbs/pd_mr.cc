@@ -206,7 +206,8 @@ int ibv_rereg_mr(ibv_mr* mr, int flags, ibv_pd* pd, void* addr, size_t length, i
   std::optional<uroce::RegionBacking> backing;
   auto& shared_regions = uroce::runtime::SharedRegions::process();
   if (new_range) {
-    backing = uroce::ibverbs::backing_for(*region.runtime, target_addr, target_length, (target_access & uroce::kAccessOnDemand) != 0);
+    bool on_demand = (target_access & uroce::kAccessOnDemand) != 0;
+    backing = uroce::ibverbs::backing_for(*region.runtime, target_addr, target_length, on_demand);
   }
   // Sends nothing: no need to wake the progress thread.
   std::errc result = region.runtime->device().inspect([&](uroce::Engine& engine) {

@@ -61,6 +61,8 @@ bool ExtentMappings::may_read_process(std::uint32_t pid, std::uint64_t address) 
   }
   std::uint8_t byte = 0;
   bool readable = copy_from_process(pid, address, &byte, 1) == 1;
+  // Only the kernel's answer about the process is kept, not a bad address in it.
+  if (!readable && errno != EPERM && errno != ESRCH) return false;
   if (tried_.size() >= kMostMapped) tried_.erase(tried_.begin());
   tried_.push_back(Tried{pid, readable});
   return readable;

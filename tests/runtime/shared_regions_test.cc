@@ -249,6 +249,8 @@ TEST_F(ExtentMappingsTest, APeersMemoryIsCopiedAsFarAsItIsMapped) {
   ASSERT_EQ(::read(ready[0], &byte, 1), 1);
   auto peer = static_cast<std::uint32_t>(child);
   auto address = reinterpret_cast<std::uintptr_t>(pages);
+  // A try at an unmapped address says nothing about the process: not kept.
+  EXPECT_FALSE(mappings_.may_read_process(peer, address + kPage));
   EXPECT_TRUE(mappings_.may_read_process(peer, address));
   std::vector<std::uint8_t> copy(2 * kPage, 0);
   EXPECT_EQ(mappings_.copy_from_process(peer, address + 100, copy.data(), kPage - 100), kPage - 100);
@@ -258,7 +260,7 @@ TEST_F(ExtentMappingsTest, APeersMemoryIsCopiedAsFarAsItIsMapped) {
   EXPECT_EQ(mappings_.copy_from_process(peer, address + kPage, copy.data(), 10), 0u);
   ::kill(child, SIGKILL);
   ::waitpid(child, nullptr, 0);
-  // A process that is gone is read no more (the answer for its pid is kept).
+  // A process that is gone is read no more.
   EXPECT_EQ(mappings_.copy_from_process(peer, address, copy.data(), 10), 0u);
   ::close(ready[0]);
   ::close(ready[1]);

@@ -144,6 +144,18 @@ class ExtentPayloads : public ::testing::Test {
                                       RegionBacking{79, -1, 0, source_.addr()});
   }
 
+  // A long WRITE whose named bytes the port may not read: REM_OP_ERR, and nothing written.
+  void expect_unreadable_write_fails() {
+    meet();
+    extents_.unreadable = true;
+    post_write(2, 0, kLength);
+    auto done = completions(1).first;
+    ASSERT_EQ(done.size(), 1u);
+    EXPECT_EQ(done[0].status, WcStatus::rem_op_err);
+    EXPECT_EQ(engine_b_->counters().extents_unreadable, 1u);
+    EXPECT_TRUE(target_untouched_past_meet());
+  }
+
   // One small WRITE and its ACK: a learns that b is local.
   void meet() {
     post_write(1, 0, 64);
@@ -223,16 +235,7 @@ TEST_F(ExtentPayloads, AWriteBeyondTheTargetRegionIsARemoteAccessErrorAndWritesN
   EXPECT_TRUE(target_untouched_past_meet());
 }
 
-TEST_F(ExtentPayloads, BytesThePortCannotReadAreARemoteOperationalError) {
-  meet();
-  extents_.unreadable = true;
-  post_write(2, 0, kLength);
-  auto done = completions(1).first;
-  ASSERT_EQ(done.size(), 1u);
-  EXPECT_EQ(done[0].status, WcStatus::rem_op_err);
-  EXPECT_EQ(engine_b_->counters().extents_unreadable, 1u);
-  EXPECT_TRUE(target_untouched_past_meet());
-}
+TEST_F(ExtentPayloads, BytesThePortCannotReadAreARemoteOperationalError) { expect_unreadable_write_fails(); }
 
 TEST_F(ExtentPayloads, AnExtentPacketFromAWireIsDroppedAndTheRequesterRunsOutOfRetries) {
   meet();
@@ -356,14 +359,7 @@ TEST_F(ExtentPayloads, ALongSendFromAPeersOwnMemoryFillsAReceiveOfSeveralElement
 
 TEST_F(ExtentPayloads, APeerWhoseMemoryMayNotBeReadGetsARemoteOperationalError) {
   source_in_process_memory();
-  meet();
-  extents_.unreadable = true;
-  post_write(2, 0, kLength);
-  auto done = completions(1).first;
-  ASSERT_EQ(done.size(), 1u);
-  EXPECT_EQ(done[0].status, WcStatus::rem_op_err);
-  EXPECT_EQ(engine_b_->counters().extents_unreadable, 1u);
-  EXPECT_TRUE(target_untouched_past_meet());
+  expect_unreadable_write_fails();
 }
 
 TEST_F(ExtentPayloads, BytesAPeerUnmappedWhilePlacedReadAsZeros) {

@@ -2,9 +2,10 @@
 // READ responses: an extent packet that came through shared memory gets the
 // bytes it names as its payload, read through the port's ExtentSource (or,
 // for bytes in the peer's own memory, a stand-in that placing replaces:
-// peer_payload.h), and everything after that (PSN, rkey, bounds, receive WQE, completion) is the
-// ordinary handling of an ONLY packet; a READ asked for by reference is
-// answered with one response naming the bytes, where its region is shared.
+// peer_payload.h), and everything after that (PSN, rkey, bounds, receive
+// WQE, completion) is the ordinary handling of an ONLY packet; a READ asked
+// for by reference is answered with one response naming the bytes, where
+// its region has a backing.
 #include "transport/engine_core.h"
 #include "transport/payload_extent.h"
 

@@ -8,7 +8,7 @@
 namespace uroce::transport {
 namespace {
 
-constexpr std::uint64_t kLongestStandIn = std::uint64_t{1} << 31;  // DeviceAttributes::max_msg_size
+constexpr std::uint64_t kLongestStandIn = DeviceAttributes{}.max_msg_size;  // no message is longer
 
 const std::uint8_t* zero_pages() {
   // Reserved, never touched: reading it maps the kernel's zero page.

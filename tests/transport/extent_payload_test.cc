@@ -123,13 +123,16 @@ class ExtentPayloads : public ::testing::Test {
     ASSERT_EQ(engine_a_->post_send(a_.qpn, wr), std::errc{});
   }
 
-  // A region of b's that a READs, shared (with a backing) or not.
-  Buffer served_region(bool shared) {
+  // A region of b's that a READs: on a file (pid 78, fd 6), in its process's
+  // memory (pid 79), or with no backing.
+  enum class Served : std::uint8_t { plain, on_a_file, in_process_memory };
+  Buffer served_region(Served how) {
     Buffer served;
     served.bytes.resize(kLength + 4096);
     for (std::size_t i = 0; i < served.bytes.size(); ++i) served.bytes[i] = static_cast<std::uint8_t>(i * 5 + 1);
     std::optional<RegionBacking> backing;
-    if (shared) backing = RegionBacking{78, 6, kReadFileId, 0};
+    if (how == Served::on_a_file) backing = RegionBacking{78, 6, kReadFileId, 0};
+    if (how == Served::in_process_memory) backing = RegionBacking{79, -1, 0, served.addr()};
     served.keys = *engine_b_->reg_mr(b_.pd, served.bytes.data(), served.bytes.size(),
                                      kAccessLocalWrite | kAccessRemoteRead, backing);
     sink_.bytes.assign(kLength, 0);
@@ -154,6 +157,20 @@ class ExtentPayloads : public ::testing::Test {
     EXPECT_EQ(done[0].status, WcStatus::rem_op_err);
     EXPECT_EQ(engine_b_->counters().extents_unreadable, 1u);
     EXPECT_TRUE(target_untouched_past_meet());
+  }
+
+  // A long READ of served at 300, answered by one response by reference, arrives intact.
+  void expect_one_response_read(const Buffer& served) {
+    std::uint64_t received_before = engine_a_->counters().packets_received;
+    post_read(5, served, 300, kLength);
+    auto done = completions(1).first;
+    ASSERT_EQ(done.size(), 1u);
+    EXPECT_EQ(done[0].status, WcStatus::success);
+    EXPECT_EQ(done[0].opcode, WcOpcode::rdma_read);
+    EXPECT_EQ(engine_a_->counters().packets_received - received_before, 1u);
+    EXPECT_EQ(engine_b_->counters().extent_packets_sent, 1u);
+    EXPECT_EQ(engine_a_->counters().extent_packets_received, 1u);
+    EXPECT_EQ(std::memcmp(sink_.bytes.data(), served.bytes.data() + 300, kLength), 0);
   }
 
   // One small WRITE and its ACK: a learns that b is local.
@@ -280,23 +297,14 @@ TEST_F(ExtentPayloads, ALostExtentPacketIsSentAgainAsOne) {
 }
 
 TEST_F(ExtentPayloads, ALongReadOfASharedRegionIsOneResponseAndTheQpGoesOn) {
-  Buffer served = served_region(true);
+  Buffer served = served_region(Served::on_a_file);
   extents_.read_file_bytes = served.bytes;
   meet();
-  std::uint64_t received_before = engine_a_->counters().packets_received;
-  post_read(5, served, 300, kLength);
-  auto done = completions(1).first;
-  ASSERT_EQ(done.size(), 1u);
-  EXPECT_EQ(done[0].status, WcStatus::success);
-  EXPECT_EQ(done[0].opcode, WcOpcode::rdma_read);
-  EXPECT_EQ(engine_a_->counters().packets_received - received_before, 1u);
-  EXPECT_EQ(engine_b_->counters().extent_packets_sent, 1u);
-  EXPECT_EQ(engine_a_->counters().extent_packets_received, 1u);
-  EXPECT_EQ(std::memcmp(sink_.bytes.data(), served.bytes.data() + 300, kLength), 0);
+  expect_one_response_read(served);
   // The READ's PSNs are all acknowledged: what follows completes.
   post_write(6, 0, kLength);
   post_read(7, served, 0, 100);
-  done = completions(2).first;
+  auto done = completions(2).first;
   ASSERT_EQ(done.size(), 2u);
   EXPECT_EQ(done[0].status, WcStatus::success);
   EXPECT_EQ(done[1].status, WcStatus::success);
@@ -304,7 +312,7 @@ TEST_F(ExtentPayloads, ALongReadOfASharedRegionIsOneResponseAndTheQpGoesOn) {
 }
 
 TEST_F(ExtentPayloads, AReadOfARegionThatIsNotSharedComesInPackets) {
-  Buffer served = served_region(false);
+  Buffer served = served_region(Served::plain);
   meet();
   post_read(5, served, 0, kLength);
   auto done = completions(1).first;
@@ -315,7 +323,7 @@ TEST_F(ExtentPayloads, AReadOfARegionThatIsNotSharedComesInPackets) {
 }
 
 TEST_F(ExtentPayloads, AReadResponseNamingUnreadableBytesEndsTheRead) {
-  Buffer served = served_region(true);  // extents_ is not told where b's file is
+  Buffer served = served_region(Served::on_a_file);  // extents_ is not told where b's file is
   meet();
   post_read(5, served, 0, kLength);
   auto done = completions(1).first;
@@ -376,23 +384,9 @@ TEST_F(ExtentPayloads, BytesAPeerUnmappedWhilePlacedReadAsZeros) {
 }
 
 TEST_F(ExtentPayloads, ALongReadOfARegionInItsProcesssMemoryIsOneResponse) {
-  Buffer served;
-  served.bytes.resize(kLength + 4096);
-  for (std::size_t i = 0; i < served.bytes.size(); ++i) served.bytes[i] = static_cast<std::uint8_t>(i * 7 + 3);
-  served.keys = *engine_b_->reg_mr(b_.pd, served.bytes.data(), served.bytes.size(),
-                                   kAccessLocalWrite | kAccessRemoteRead,
-                                   RegionBacking{79, -1, 0, reinterpret_cast<std::uintptr_t>(served.bytes.data())});
-  sink_.bytes.assign(kLength, 0);
-  sink_.keys = *engine_a_->reg_mr(a_.pd, sink_.bytes.data(), sink_.bytes.size(), kAccessLocalWrite);
+  Buffer served = served_region(Served::in_process_memory);
   meet();
-  std::uint64_t received_before = engine_a_->counters().packets_received;
-  post_read(5, served, 300, kLength);
-  auto done = completions(1).first;
-  ASSERT_EQ(done.size(), 1u);
-  EXPECT_EQ(done[0].status, WcStatus::success);
-  EXPECT_EQ(engine_a_->counters().packets_received - received_before, 1u);
-  EXPECT_EQ(engine_a_->counters().extent_packets_received, 1u);
-  EXPECT_EQ(std::memcmp(sink_.bytes.data(), served.bytes.data() + 300, kLength), 0);
+  expect_one_response_read(served);
 }
 
 }  // namespace
